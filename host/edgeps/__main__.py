@@ -1,0 +1,5 @@
+import sys
+
+from edgeps.cli import main
+
+sys.exit(main())

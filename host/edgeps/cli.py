@@ -1,0 +1,70 @@
+"""The `edgeps` command line: one subcommand per module, imported only when used.
+
+Each command module exposes ``configure(parser)`` to add its flags and
+``run(args) -> int`` to do the work, so `edgeps --help` stays fast and a
+broken optional dependency only breaks the command that needs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from edgeps import __version__
+
+# name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "info": ("edgeps.info", "show versions and which kernel backend is active"),
+    "bench": ("edgeps.bench.cli", "run a benchmark (kernels, throughput, ...)"),
+    "simulate": ("edgeps.sim.cli", "compare sync policies in a discrete-event simulator"),
+    "serve": ("edgeps.serve", "run the host coordinator (parameter server)"),
+    "worker": ("edgeps.worker", "run a CPython worker (Raspberry Pi, any Linux box)"),
+    "emulate": ("edgeps.emulate", "run N emulated sensor workers against a broker"),
+    "demo": ("edgeps.demo", "embedded broker + host + 8 emulated sensors, end to end"),
+    "flash": ("edgeps.boards.flash", "flash MicroPython and the worker to an ESP32"),
+    "deploy": ("edgeps.boards.deploy", "print install steps for a Raspberry Pi worker"),
+}
+
+
+def build_parser(selected: str | None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="edgeps",
+        description="Embedded edge learning: a parameter server for sensor boards.",
+    )
+    parser.add_argument("--version", action="version", version=f"edgeps {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module_name, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if name == selected:
+            module = importlib.import_module(module_name)
+            module.configure(p)
+            p.set_defaults(_run=module.run)
+    return parser
+
+
+def _selected_command(argv: Sequence[str]) -> str | None:
+    for arg in argv:
+        if arg in COMMANDS:
+            return arg
+        if not arg.startswith("-"):
+            return None
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_selected_command(argv))
+    args = parser.parse_args(argv)
+    if getattr(args, "_run", None) is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""edgeps.transport."""
