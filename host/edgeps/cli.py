@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import sys
 from collections.abc import Sequence
 
@@ -28,7 +29,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser(selected: str | None) -> argparse.ArgumentParser:
+def build_parser(
+    selected: str | None, argv: Sequence[str] = ()
+) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="edgeps",
         description="Embedded edge learning: a parameter server for sensor boards.",
@@ -39,7 +42,10 @@ def build_parser(selected: str | None) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
         if name == selected:
             module = importlib.import_module(module_name)
-            module.configure(p)
+            if "argv" in inspect.signature(module.configure).parameters:
+                module.configure(p, argv=list(argv))
+            else:
+                module.configure(p)
             p.set_defaults(_run=module.run)
     return parser
 
@@ -55,7 +61,7 @@ def _selected_command(argv: Sequence[str]) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(_selected_command(argv))
+    parser = build_parser(_selected_command(argv), argv)
     args = parser.parse_args(argv)
     if getattr(args, "_run", None) is None:
         parser.print_help()

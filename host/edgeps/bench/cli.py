@@ -1,0 +1,34 @@
+"""`edgeps bench NAME`: each benchmark prints a table, or JSON with --json."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name -> (module, one-line help); each module has configure(parser) and run(args)
+BENCHMARKS: dict[str, tuple[str, str]] = {
+    "kernels": ("edgeps.bench.kernels", "C vs numpy kernel timings"),
+    "throughput": ("edgeps.bench.throughput", "PS updates/s vs raw broker echo rate"),
+    "fw-publish": (
+        "edgeps.bench.fw_publish",
+        "QoS1 publish rate of the firmware MQTT client under MicroPython",
+    ),
+}
+
+
+def configure(parser: argparse.ArgumentParser, argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    sub = parser.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
+    for name, (module_name, help_text) in BENCHMARKS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.set_defaults(_bench_module=module_name)
+        if name in argv:
+            # only the chosen benchmark's module is imported
+            importlib.import_module(module_name).configure(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    module = importlib.import_module(args._bench_module)
+    result: int = module.run(args)
+    return result
