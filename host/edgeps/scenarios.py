@@ -1,0 +1,195 @@
+"""Named worker-behaviour scenarios shared by the simulator and the MQTT emulator.
+
+A ``WorkerProfile`` says how long one iteration takes on a board (base compute
+time times a persistent straggler factor, sometimes hit by transient
+interference), how its link behaves (delay, jitter, loss), and whether it
+crashes and rejoins. ``make_scenario(name, n_workers, seed)`` builds the same
+profiles for a seed every time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+BASE_COMPUTE = 0.1  # seconds per iteration of a normal board at batch 32
+BASE_LINK = 0.005  # one-way delay of a quiet Wi-Fi link, seconds
+
+
+@dataclass(frozen=True)
+class WorkerProfile:
+    """How one worker behaves; all times in seconds.
+
+    Parameters
+    ----------
+    compute_time: base time of one iteration on a normal board.
+    straggler_factor: persistent slowdown (4.0 = four times slower, always).
+    compute_jitter: relative spread of each iteration (lognormal sigma).
+    interference_p: chance per iteration of a transient slowdown (another task).
+    interference_factor: how much slower such an iteration is.
+    link_delay, link_jitter: one-way delay and its spread (exponential extra).
+    loss_p: chance a message is lost on the link (QoS 1 retries it).
+    crash_at, rejoin_at: the worker dies at ``crash_at`` and restarts, as a new
+        incarnation, at ``rejoin_at`` (None: never).
+    """
+
+    compute_time: float = BASE_COMPUTE
+    straggler_factor: float = 1.0
+    compute_jitter: float = 0.05
+    interference_p: float = 0.0
+    interference_factor: float = 1.0
+    link_delay: float = BASE_LINK
+    link_jitter: float = 0.0
+    loss_p: float = 0.0
+    crash_at: float | None = None
+    rejoin_at: float | None = None
+
+    def __post_init__(self) -> None:
+        nums = {
+            "compute_time": self.compute_time,
+            "straggler_factor": self.straggler_factor,
+            "compute_jitter": self.compute_jitter,
+            "interference_factor": self.interference_factor,
+            "link_delay": self.link_delay,
+            "link_jitter": self.link_jitter,
+        }
+        for key, value in nums.items():
+            if not (np.isfinite(value) and value >= 0):
+                raise ValueError(f"{key} must be a finite number >= 0, got {value!r}")
+        if self.compute_time <= 0 or self.straggler_factor <= 0:
+            raise ValueError("compute_time and straggler_factor must be > 0")
+        for key, p in (
+            ("interference_p", self.interference_p),
+            ("loss_p", self.loss_p),
+        ):
+            if not 0.0 <= p < 1.0:
+                raise ValueError(f"{key} must be in [0, 1), got {p!r}")
+        if self.rejoin_at is not None and (
+            self.crash_at is None or self.rejoin_at <= self.crash_at
+        ):
+            raise ValueError("rejoin_at needs a crash_at before it")
+
+    @property
+    def typical_compute(self) -> float:
+        """Iteration time without interference, i.e. most of the time."""
+        return self.compute_time * self.straggler_factor
+
+    def sample_compute(self, rng: np.random.Generator) -> float:
+        """Draw the duration of one iteration."""
+        t = self.typical_compute * float(rng.lognormal(0.0, self.compute_jitter))
+        if self.interference_p > 0 and rng.random() < self.interference_p:
+            t *= self.interference_factor
+        return t
+
+    def sample_link(self, rng: np.random.Generator) -> float | None:
+        """Draw the one-way delay of one message, or None if this attempt is lost."""
+        if self.loss_p > 0 and rng.random() < self.loss_p:
+            return None
+        extra = (
+            float(rng.exponential(self.link_jitter)) if self.link_jitter > 0 else 0.0
+        )
+        return self.link_delay + extra
+
+    def alive_at(self, t: float) -> bool:
+        """Whether the board is running at time ``t``."""
+        if self.crash_at is None or t < self.crash_at:
+            return True
+        return self.rejoin_at is not None and t >= self.rejoin_at
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A named set of worker profiles, keyed by worker id."""
+
+    name: str
+    description: str
+    profiles: dict[str, WorkerProfile]
+
+    @property
+    def n_workers(self) -> int:
+        return len(self.profiles)
+
+
+def worker_ids(n_workers: int) -> list[str]:
+    """Stable worker ids ``w00, w01, ...`` used by the simulator and the emulator."""
+    return [f"w{i:02d}" for i in range(n_workers)]
+
+
+def _pick(rng: np.random.Generator, n: int, k: int) -> set[int]:
+    return {int(i) for i in rng.choice(n, size=min(k, n), replace=False)}
+
+
+def _n_stragglers(n: int) -> int:
+    return max(1, n // 4) if n > 1 else 0  # 2 of 8
+
+
+def _homogeneous(n: int, rng: np.random.Generator) -> list[WorkerProfile]:
+    return [WorkerProfile() for _ in range(n)]
+
+
+def _stragglers(n: int, rng: np.random.Generator) -> list[WorkerProfile]:
+    slow = _pick(rng, n, _n_stragglers(n))
+    return [WorkerProfile(straggler_factor=4.0 if i in slow else 1.0) for i in range(n)]
+
+
+def _interference(n: int, rng: np.random.Generator) -> list[WorkerProfile]:
+    return [
+        WorkerProfile(interference_p=0.1, interference_factor=5.0) for _ in range(n)
+    ]
+
+
+def _mixed(n: int, rng: np.random.Generator) -> list[WorkerProfile]:
+    out = []
+    for p in _stragglers(n, rng):
+        out.append(
+            replace(
+                p,
+                interference_p=0.1,
+                interference_factor=5.0,
+                link_delay=BASE_LINK * float(rng.uniform(1.0, 4.0)),
+                link_jitter=0.01,
+                loss_p=0.01,
+            )
+        )
+    return out
+
+
+def _churn(n: int, rng: np.random.Generator) -> list[WorkerProfile]:
+    out = [WorkerProfile(link_jitter=0.005) for _ in range(n)]
+    for i in sorted(_pick(rng, n, _n_stragglers(n))):
+        crash = float(rng.uniform(5.0, 20.0))
+        out[i] = replace(
+            out[i], crash_at=crash, rejoin_at=crash + float(rng.uniform(10, 20))
+        )
+    return out
+
+
+_BUILDERS: dict[
+    str, tuple[Callable[[int, np.random.Generator], list[WorkerProfile]], str]
+] = {
+    "homogeneous": (_homogeneous, "identical boards, quiet links"),
+    "stragglers": (_stragglers, "a quarter of the boards (2 of 8) are 4x slower"),
+    "interference": (_interference, "every iteration has p=0.1 of a 5x slowdown"),
+    "mixed": (
+        _mixed,
+        "stragglers + interference (p=0.1, 5x) + link delay, jitter and 1% loss",
+    ),
+    "churn": (_churn, "a quarter of the boards crash and rejoin 10-20 s later"),
+}
+
+SCENARIOS: tuple[str, ...] = tuple(_BUILDERS)
+
+
+def make_scenario(name: str, n_workers: int = 8, seed: int = 0) -> Scenario:
+    """Build the named scenario for ``n_workers``, deterministic for ``seed``."""
+    if name not in _BUILDERS:
+        raise ValueError(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
+    if not isinstance(n_workers, int) or isinstance(n_workers, bool) or n_workers < 1:
+        raise ValueError("n_workers must be an int >= 1")
+    builder, description = _BUILDERS[name]
+    profiles = builder(n_workers, np.random.default_rng(seed))
+    return Scenario(
+        name, description, dict(zip(worker_ids(n_workers), profiles, strict=True))
+    )
