@@ -1,0 +1,1 @@
+"""The host runtime: the coordinator thread that owns the ParameterServer over MQTT."""

@@ -1,0 +1,365 @@
+"""The coordinator loop: the one thread that owns the ParameterServer.
+
+It takes raw messages from the MQTT client's inbox, turns them into core
+calls (`join`, `handle_push`, `heartbeat`, `leave`, `tick`) with
+``now = time.monotonic()``, and carries out the actions the core returns:
+a Release publishes the current parameters to each named worker's down topic.
+Around that it evaluates, snapshots metrics, checkpoints and decides when the
+job is over (target accuracy, time limit, or a stop request).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+from edgeps_worker import wire
+
+from edgeps.core.types import Applied, Push, Rejected, Release
+from edgeps.host.ingest import Bye, Heartbeat, Hello, Ingest
+from edgeps.host.metrics import MetricsWriter, Progress
+
+log = logging.getLogger(__name__)
+
+
+class Link(Protocol):
+    """What the coordinator needs from its MQTT client (HostClient has it)."""
+
+    def get(self, timeout: float) -> tuple[str, bytes] | None: ...
+    def get_nowait(self) -> tuple[str, bytes] | None: ...
+    def publish(
+        self, topic: str, payload: bytes, qos: int = 1, retain: bool = False
+    ) -> Any: ...
+
+
+@dataclass
+class Settings:
+    """How one job runs: ids, stop conditions and housekeeping periods (seconds)."""
+
+    job: str
+    model: str  # model spec text, announced in the retained MODEL message
+    target_accuracy: float | None = None
+    max_time: float | None = None
+    eval_interval: float = 0.5
+    tick_interval: float = 0.2
+    metrics_interval: float = 1.0
+    checkpoint_interval: float = 30.0
+    max_chunk: int = 4096  # for workers that did not announce their own
+    send_rejects: bool = True
+    hmac_key: bytes | None = None
+
+
+@dataclass
+class Summary:
+    """The outcome of a run, as `edgeps serve --json` prints it."""
+
+    policy: str
+    stop_reason: str
+    elapsed: float
+    version: int
+    accuracy: float | None
+    updates: int
+    updates_per_s: float
+    max_staleness: int
+    workers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    dropped: dict[str, int] = field(default_factory=dict)
+
+
+class Coordinator:
+    """Drive a ParameterServer from MQTT messages in real time."""
+
+    def __init__(
+        self,
+        server: Any,
+        link: Link,
+        settings: Settings,
+        *,
+        policy_name: str,
+        evaluate: Callable[[np.ndarray], float] | None = None,
+        on_checkpoint: Callable[[Coordinator], None] | None = None,
+        metrics: MetricsWriter | None = None,
+        progress: Progress | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.server = server
+        self.link = link
+        self.settings = settings
+        self.policy_name = policy_name
+        self.evaluate = evaluate
+        self.on_checkpoint = on_checkpoint
+        self.metrics = metrics
+        self.progress = progress
+        self.clock = clock
+        self.ingest = Ingest(
+            job=settings.job, n_params=server.n_params, hmac_key=settings.hmac_key
+        )
+        self.stop_event = threading.Event()
+        self.applied = 0
+        self.releases_sent = 0
+        self.rejected: Counter[str] = Counter()
+        self.accuracy: float | None = None
+        self.chunk_of: dict[str, int] = {}
+        self._release_seq: Counter[str] = Counter()
+        self._key_kw: dict[str, Any] = (
+            {} if settings.hmac_key is None else {"key": settings.hmac_key}
+        )
+        self._t0 = clock()
+        self._last_rate = (self._t0, 0)
+        self._rate = 0.0
+
+    # ---- topics and outgoing messages
+    def publish_model(self, state: str) -> None:
+        """Retained MODEL message: job state, model spec and current version."""
+        payload = wire.encode_model(
+            self.settings.job,
+            state,
+            self.settings.model,
+            int(self.server.version),
+            int(self.server.n_params),
+            **self._key_kw,
+        )
+        self.link.publish(wire.topic_model(self.settings.job), payload, 1, True)
+
+    def _send_params(self, worker_ids: list[str]) -> None:
+        version, params = self.server.params_snapshot()
+        data = np.ascontiguousarray(params, dtype="<f4").tobytes()
+        job = self.settings.job
+        for wid in worker_ids:
+            self._release_seq[wid] += 1
+            chunks = wire.encode_params(
+                job,
+                wid,
+                int(version),
+                data,
+                max_chunk=self.chunk_of.get(wid, self.settings.max_chunk),
+                seq=self._release_seq[wid],
+                **self._key_kw,
+            )
+            topic = wire.topic_down(job, wid)
+            for chunk in chunks:
+                self.link.publish(topic, chunk, 1, False)
+            self.releases_sent += 1
+
+    def _send_reject(self, action: Rejected) -> None:
+        if not self.settings.send_rejects or not wire.valid_id(action.worker_id):
+            return
+        payload = wire.encode_reject(
+            self.settings.job,
+            action.worker_id,
+            action.seq,
+            action.reason,
+            **self._key_kw,
+        )
+        self.link.publish(wire.topic_down(self.settings.job, action.worker_id), payload)
+
+    def carry_out(self, actions: list[Any]) -> None:
+        """Execute the core's actions; all releases in one batch share one snapshot."""
+        release_to: list[str] = []
+        for action in actions:
+            if isinstance(action, Release):
+                for wid in action.worker_ids:
+                    if wid not in release_to:
+                        release_to.append(wid)
+            elif isinstance(action, Applied):
+                self.applied += 1
+            elif isinstance(action, Rejected):
+                self.rejected[action.reason] += 1
+                self._send_reject(action)
+        if release_to:
+            self._send_params(release_to)
+
+    # ---- incoming messages
+    def handle(self, topic: str, payload: bytes, now: float) -> None:
+        """One raw message: decode, hand to the core, act. Never raises."""
+        event = self.ingest.feed(topic, payload, now)
+        if event is None:
+            return
+        try:
+            actions = self._dispatch(event, now)
+        except (ValueError, TypeError, KeyError) as exc:
+            self.ingest.drop("refused", f"{type(event).__name__}: {exc}")
+            return
+        except Exception:
+            # a core bug must not stop training for everyone else
+            log.exception("core failed on %s", type(event).__name__)
+            self.ingest.drop("internal")
+            return
+        self.carry_out(actions)
+
+    def _dispatch(self, event: Any, now: float) -> list[Any]:
+        server = self.server
+        if isinstance(event, Push):
+            result: list[Any] = server.handle_push(event, now)
+            return result
+        if isinstance(event, Hello):
+            self.chunk_of[event.worker_id] = max(256, event.max_chunk)
+            result = server.join(event.worker_id, now, event.incarnation)
+            return result
+        if isinstance(event, Heartbeat):
+            result = server.heartbeat(event.worker_id, now)
+            return result
+        if isinstance(event, Bye):
+            result = server.leave(event.worker_id, now, event.reason)
+            return result
+        raise TypeError(f"unknown event {event!r}")
+
+    # ---- periodic work
+    def tick(self, now: float) -> None:
+        self.ingest.expire(now)
+        try:
+            actions = self.server.tick(now)
+        except Exception:
+            log.exception("core tick failed")
+            return
+        self.carry_out(actions)
+
+    def run_evaluation(self) -> float | None:
+        if self.evaluate is None:
+            return None
+        _, params = self.server.params_snapshot()
+        try:
+            self.accuracy = float(self.evaluate(params))
+        except Exception:
+            log.exception("evaluation failed")
+        return self.accuracy
+
+    def elapsed(self, now: float | None = None) -> float:
+        return (self.clock() if now is None else now) - self._t0
+
+    def record(self, now: float) -> dict[str, Any]:
+        """One metrics snapshot (also what the progress display shows)."""
+        t_prev, n_prev = self._last_rate
+        if now - t_prev > 0:
+            self._rate = (self.applied - n_prev) / (now - t_prev)
+        self._last_rate = (now, self.applied)
+        return {
+            "elapsed": round(self.elapsed(now), 3),
+            "version": int(self.server.version),
+            "accuracy": self.accuracy,
+            "updates": self.applied,
+            "updates_per_s": self._rate,
+            "max_staleness": int(getattr(self.server, "max_staleness_seen", 0)),
+            "workers": self.worker_rows(now),
+            "dropped": dict(self.ingest.dropped),
+            "inbox_dropped": int(getattr(self.link, "dropped", 0)),
+        }
+
+    def worker_rows(self, now: float) -> dict[str, dict[str, Any]]:
+        """Per worker: clock, staleness, state, straggler class, accepted/rejected."""
+        snap = self.server.snapshot(now)
+        raw = snap.get("workers", {}) if isinstance(snap, dict) else {}
+        stats = self.server.stats()
+        rows: dict[str, dict[str, Any]] = {}
+        for wid in sorted(set(raw) | set(stats)):
+            w = raw.get(wid, {})
+            s = stats.get(wid)
+            rej = dict(s.rejected) if s is not None else {}
+            rows[wid] = {
+                "clock": w.get("clock", 0),
+                "staleness": w.get("staleness", 0),
+                "state": w.get("state", "?"),
+                "class": w.get("classification", w.get("class", "?")),
+                "waiting": w.get("waiting", False),
+                "accepted": s.accepted if s is not None else 0,
+                "rejected": sum(rej.values()),
+                "rejected_by_reason": rej,
+                "max_staleness": s.max_staleness if s is not None else 0,
+            }
+        return rows
+
+    # ---- the loop
+    def stop(self) -> None:
+        """Ask the loop to finish (safe from a signal handler or another thread)."""
+        self.stop_event.set()
+
+    def run(self) -> Summary:
+        """Serve until the target accuracy, the time limit, or `stop()`."""
+        s = self.settings
+        now = self.clock()
+        self._t0 = now
+        self._last_rate = (now, 0)
+        self.publish_model("running")
+        next_tick = now + s.tick_interval
+        next_eval = now + s.eval_interval
+        next_metrics = now + s.metrics_interval
+        next_ckpt = now + s.checkpoint_interval
+        reason = "stopped"
+        while True:
+            if self.stop_event.is_set():
+                reason = "interrupted"
+                break
+            item = self.link.get(min(0.05, s.tick_interval))
+            # drain a burst without re-reading the clock per message
+            burst = 0
+            while item is not None:
+                now = self.clock()
+                self.handle(item[0], item[1], now)
+                burst += 1
+                item = self.link.get_nowait() if burst < 256 else None
+            now = self.clock()
+            if now >= next_tick:
+                self.tick(now)
+                next_tick = now + s.tick_interval
+            if now >= next_eval:
+                self.run_evaluation()
+                next_eval = now + s.eval_interval
+                target = s.target_accuracy
+                acc = self.accuracy
+                if target is not None and acc is not None and acc >= target:
+                    reason = "target_accuracy"
+                    break
+            if now >= next_metrics:
+                self._emit(now)
+                next_metrics = now + s.metrics_interval
+            if now >= next_ckpt and self.on_checkpoint is not None:
+                self._checkpoint()
+                next_ckpt = now + s.checkpoint_interval
+            if s.max_time is not None and self.elapsed(now) >= s.max_time:
+                reason = "max_time"
+                break
+        return self.finish(reason)
+
+    def _emit(self, now: float, force: bool = False) -> None:
+        record = self.record(now)
+        if self.metrics is not None:
+            self.metrics.write(record)
+        if self.progress is not None:
+            self.progress.show(record, now, force=force)
+
+    def _checkpoint(self) -> None:
+        if self.on_checkpoint is None:
+            return
+        try:
+            self.on_checkpoint(self)
+        except Exception:
+            log.exception("checkpoint failed; training goes on")
+
+    def finish(self, reason: str) -> Summary:
+        """Final evaluation, MODEL 'done', last checkpoint and metrics; the summary."""
+        now = self.clock()
+        self.run_evaluation()
+        self.publish_model("done")
+        self._checkpoint()
+        self._emit(now, force=True)
+        elapsed = self.elapsed(now)
+        rows = self.worker_rows(now)
+        acc = self.accuracy
+        return Summary(
+            policy=self.policy_name,
+            stop_reason=reason,
+            elapsed=elapsed,
+            version=int(self.server.version),
+            accuracy=None if acc is None or not math.isfinite(acc) else acc,
+            updates=self.applied,
+            updates_per_s=self.applied / elapsed if elapsed > 0 else 0.0,
+            max_staleness=int(getattr(self.server, "max_staleness_seen", 0)),
+            workers=rows,
+            dropped=dict(self.ingest.dropped),
+        )

@@ -1,0 +1,273 @@
+"""Pick or launch the MQTT broker a run talks to: mosquitto, embedded amqtt, or a URL.
+
+`open_broker("auto")` starts a private mosquitto on a free 127.0.0.1 port when
+one is installed, else the embedded amqtt broker in a child process (so its
+asyncio loop never competes with the coordinator for the GIL); a
+``mqtt://host:port`` or ``mqtts://`` URL names a broker someone else runs.
+Launched brokers are stopped by pid when the handle is closed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+log = logging.getLogger(__name__)
+
+BROKER_KINDS = ("auto", "mosquitto", "amqtt")
+_START_TIMEOUT = 15.0
+
+
+@dataclass(frozen=True)
+class BrokerAddress:
+    """Where a broker listens and whether the link is TLS."""
+
+    host: str
+    port: int
+    tls: bool = False
+
+    @property
+    def url(self) -> str:
+        return f"{'mqtts' if self.tls else 'mqtt'}://{self.host}:{self.port}"
+
+
+def parse_broker_url(url: str) -> BrokerAddress:
+    """Parse ``mqtt://host[:port]`` / ``mqtts://host[:port]`` (ports 1883 / 8883)."""
+    if not isinstance(url, str) or "://" not in url:
+        raise ValueError(
+            f"broker must be 'auto', 'mosquitto', 'amqtt' or mqtt[s]://host:port, "
+            f"got {url!r}"
+        )
+    parts = urlsplit(url)
+    if parts.scheme not in ("mqtt", "mqtts"):
+        raise ValueError(
+            f"broker URL scheme must be mqtt or mqtts, got {parts.scheme!r}"
+        )
+    if not parts.hostname:
+        raise ValueError(f"broker URL has no host: {url!r}")
+    try:
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"broker URL has a bad port: {url!r}") from exc
+    tls = parts.scheme == "mqtts"
+    return BrokerAddress(parts.hostname, port or (8883 if tls else 1883), tls)
+
+
+@dataclass
+class BrokerHandle:
+    """A broker address plus, when we launched it, the process to stop."""
+
+    address: BrokerAddress
+    kind: str  # "mosquitto", "amqtt" or "external"
+    proc: subprocess.Popen[bytes] | None = None
+    workdir: Path | None = None
+    _closed: bool = field(default=False, repr=False)
+
+    @property
+    def url(self) -> str:
+        return self.address.url
+
+    @property
+    def host(self) -> str:
+        return self.address.host
+
+    @property
+    def port(self) -> int:
+        return self.address.port
+
+    def close(self) -> None:
+        """Stop the broker we launched (by pid) and remove its files; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.proc is not None:
+            _stop_process(self.proc)
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> BrokerHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def mosquitto_path() -> str | None:
+    """The mosquitto executable, if installed (Debian puts it in /usr/sbin)."""
+    found = shutil.which("mosquitto")
+    if found:
+        return found
+    return "/usr/sbin/mosquitto" if os.path.exists("/usr/sbin/mosquitto") else None
+
+
+def amqtt_available() -> bool:
+    """True when the embedded broker (the `demo` extra) can be imported."""
+    try:
+        import amqtt.broker  # noqa: F401
+    except Exception:  # any import failure means "not usable here"
+        return False
+    return True
+
+
+def wait_listening(host: str, port: int, timeout: float) -> bool:
+    """Poll until something accepts TCP connections on host:port (bounded)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((host, port), timeout=0.2):
+                return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+def _stop_process(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)
+
+
+def start_mosquitto(*, exe: str | None = None) -> BrokerHandle:
+    """Start a private mosquitto on a free loopback port with a generated config."""
+    exe = exe or mosquitto_path()
+    if exe is None:
+        raise FileNotFoundError(
+            "mosquitto is not installed (apt-get install mosquitto)"
+        )
+    workdir = Path(tempfile.mkdtemp(prefix="edgeps-mosquitto-"))
+    for _attempt in range(3):
+        port = free_port()
+        conf = workdir / "mosquitto.conf"
+        conf.write_text(
+            f"listener {port} 127.0.0.1\nallow_anonymous true\n"
+            "persistence false\nmax_inflight_messages 100\n"
+            "max_queued_messages 10000\nmessage_size_limit 16777216\n"
+        )
+        proc = subprocess.Popen(
+            [exe, "-c", str(conf)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        if wait_listening("127.0.0.1", port, _START_TIMEOUT) and proc.poll() is None:
+            log.info("started mosquitto pid %d on 127.0.0.1:%d", proc.pid, port)
+            return BrokerHandle(
+                BrokerAddress("127.0.0.1", port), "mosquitto", proc, workdir
+            )
+        _stop_process(proc)  # lost the port race or failed to start: try another
+    shutil.rmtree(workdir, ignore_errors=True)
+    raise RuntimeError("mosquitto did not start listening on 127.0.0.1")
+
+
+def start_amqtt() -> BrokerHandle:
+    """Start the embedded amqtt broker in a child process on a free loopback port."""
+    if not amqtt_available():
+        raise RuntimeError(
+            "no broker available: install mosquitto or the embedded broker "
+            "(pip install 'edgeps[demo]')"
+        )
+    for _attempt in range(3):
+        port = free_port()
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "edgeps.transport.broker",
+                "--amqtt-port",
+                str(port),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        if wait_listening("127.0.0.1", port, _START_TIMEOUT) and proc.poll() is None:
+            log.info("started amqtt pid %d on 127.0.0.1:%d", proc.pid, port)
+            return BrokerHandle(BrokerAddress("127.0.0.1", port), "amqtt", proc)
+        _stop_process(proc)
+    raise RuntimeError("the embedded amqtt broker did not start listening")
+
+
+def open_broker(spec: str, *, prefer: str = "mosquitto") -> BrokerHandle:
+    """Resolve a broker spec: "auto", "mosquitto", "amqtt" or an mqtt[s]:// URL.
+
+    ``prefer`` decides what "auto" tries first ("mosquitto" for `serve` and the
+    tests, "amqtt" for the no-install demo); the other is the fallback.
+    """
+    if prefer not in ("mosquitto", "amqtt"):
+        raise ValueError(f"prefer must be 'mosquitto' or 'amqtt', got {prefer!r}")
+    if spec == "mosquitto":
+        return start_mosquitto()
+    if spec == "amqtt":
+        return start_amqtt()
+    if spec == "auto":
+        order = ("amqtt", "mosquitto") if prefer == "amqtt" else ("mosquitto", "amqtt")
+        for kind in order:
+            if kind == "mosquitto" and mosquitto_path() is not None:
+                return start_mosquitto()
+            if kind == "amqtt" and amqtt_available():
+                return start_amqtt()
+        raise RuntimeError(
+            "no broker available: install mosquitto, or pip install 'edgeps[demo]' "
+            "for the embedded broker, or pass --broker mqtt://host:port"
+        )
+    return BrokerHandle(parse_broker_url(spec), "external")
+
+
+def _amqtt_config(port: int) -> dict[str, object]:
+    return {
+        "listeners": {"default": {"type": "tcp", "bind": f"127.0.0.1:{port}"}},
+        "plugins": {
+            "amqtt.plugins.authentication.AnonymousAuthPlugin": {
+                "allow_anonymous": True
+            },
+        },
+    }
+
+
+def _serve_amqtt(port: int) -> int:
+    """Child-process entry: run amqtt on 127.0.0.1:port until SIGTERM/SIGINT."""
+    import asyncio
+    import signal
+
+    from amqtt.broker import Broker
+
+    logging.basicConfig(level=logging.WARNING)
+
+    async def main() -> None:
+        broker = Broker(_amqtt_config(port))
+        await broker.start()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        await broker.shutdown()
+
+    asyncio.run(main())
+    return 0
+
+
+if __name__ == "__main__":
+    _parser = argparse.ArgumentParser(description="run the embedded amqtt broker")
+    _parser.add_argument("--amqtt-port", type=int, required=True)
+    sys.exit(_serve_amqtt(_parser.parse_args().amqtt_port))
