@@ -1,0 +1,22 @@
+"""Millisecond ticks that wrap: time.ticks_* on MicroPython, monotonic on CPython."""
+
+import time
+
+try:
+    ticks_ms = time.ticks_ms  # type: ignore[attr-defined]
+    ticks_diff = time.ticks_diff  # type: ignore[attr-defined]
+    sleep_ms = time.sleep_ms  # type: ignore[attr-defined]
+except AttributeError:
+
+    def ticks_ms():
+        """Milliseconds from an arbitrary origin (CPython: time.monotonic)."""
+        return int(time.monotonic() * 1000)
+
+    def ticks_diff(a, b):
+        """a - b in milliseconds (CPython ints do not wrap)."""
+        return a - b
+
+    def sleep_ms(ms):
+        """Sleep for ms milliseconds."""
+        if ms > 0:
+            time.sleep(ms / 1000)

@@ -1,0 +1,59 @@
+"""The board trainer: MicroPython kernels over a data source, buffers allocated once.
+
+It implements the trainer interface of ``edgeps_worker.worker``: the loop
+copies PARAMS into ``params_buffer()``, ``step()`` draws a minibatch from the
+source and returns (mean loss, samples, gradient array('f')).
+"""
+
+from array import array
+
+from edgeps_worker.data import LABEL_FLOAT, LABEL_INT
+from edgeps_worker.kernels import Model
+
+
+class KernelTrainer:
+    """Minibatch gradients of one model spec on one data source."""
+
+    def __init__(self, spec, source, batch=16):
+        if batch < 1:
+            raise ValueError("batch must be a positive integer")
+        self.net = Model(spec)
+        if source.n_features != self.net.n_features:
+            raise ValueError(
+                "data has "
+                + str(source.n_features)
+                + " features, model "
+                + spec
+                + " wants "
+                + str(self.net.n_features)
+            )
+        self.model = spec
+        self.source = source
+        self.batch = batch
+        self.n_params = self.net.n_params
+        self.params = array("f", bytes(4 * self.n_params))
+        self.grad = array("f", bytes(4 * self.n_params))
+        self.X = array("f", bytes(4 * batch * self.net.n_features))
+        kind = label_kind(spec)
+        self.y = array("i" if kind == LABEL_INT else "f", bytes(4 * batch))
+        self.steps = 0
+
+    def params_buffer(self):
+        return self.params
+
+    def step(self):
+        """One gradient on the next minibatch; (0.0, 0, zeros) when no data yet."""
+        n = self.source.batch(self.X, self.y, self.batch)
+        if n == 0:
+            # nothing sampled yet (an empty sensor ring): a zero update, zero samples
+            for i in range(self.n_params):
+                self.grad[i] = 0.0
+            return 0.0, 0, self.grad
+        loss = self.net.loss_and_grad(self.params, self.X, self.y, n, self.grad)
+        self.steps += 1
+        return loss, n, self.grad
+
+
+def label_kind(spec):
+    """Regression targets are floats; every classifier wants class ids."""
+    return LABEL_FLOAT if spec.startswith("linear:") else LABEL_INT

@@ -1,0 +1,437 @@
+"""The shared worker loop: join, pull parameters, push gradients, survive drops.
+
+Runs unchanged on MicroPython (ESP32, unix port) and CPython; it follows
+firmware/PROTOCOL.md and talks to the broker only through a *transport* and
+computes only through a *trainer*, both duck-typed.
+
+Transport (the firmware ``MQTTClient`` or a paho adapter)::
+
+    t.connect(will_topic, will_payload)   # clean session, last will QoS1; OSError
+    t.subscribe(topic, qos=1)
+    t.publish(topic, payload, qos=1, retain=False)   # returns after PUBACK; OSError
+    t.poll(timeout_ms) -> (topic, payload) | None
+    t.close()
+    t.connected -> bool
+
+Trainer (``edgeps_worker.trainer.KernelTrainer`` on boards; anything with the
+same members on CPython, e.g. a numpy or C-kernel trainer)::
+
+    trainer.n_params -> int          # length of the flat float32 parameter vector
+    trainer.model -> str             # model spec text, e.g. "mlp:64-32-10"
+    trainer.params_buffer()          # writable buffer of n_params float32, the
+                                     # same object on every call; PARAMS chunks
+                                     # are copied straight into it (array('f'),
+                                     # or a C-contiguous numpy float32 array)
+    trainer.step() -> (loss, samples, grad)
+                                     # one gradient on the next local batch,
+                                     # against the current contents of the
+                                     # parameter buffer; grad is a bytes-like
+                                     # of n_params little-endian float32 that
+                                     # stays valid until the next step()
+
+``trainer.model`` may be "" to skip the model check. Stop reasons returned by
+``Worker.run()``: "done" (MODEL state done), "iterations" (max_iterations
+pushes made), "stopped" (the stop callback said so), "model_mismatch" (the job
+trains a model of another size).
+"""
+
+from edgeps_worker import clock, wire
+
+# counters exposed in Worker.stats, in this order
+STAT_NAMES = (
+    "pushes",
+    "releases",
+    "hellos",
+    "heartbeats",
+    "resends",
+    "reconnects",
+    "rejects",
+    "bad_messages",
+    "timeouts",
+)
+
+
+def _byte_view(buf, nbytes):
+    """A writable byte-addressed view of a float32 buffer, without copying."""
+    try:
+        mv = memoryview(buf).cast("B")  # CPython
+    except AttributeError:
+        # MicroPython memoryviews cannot be re-typed; alias the memory instead
+        import uctypes  # type: ignore[import-not-found]
+
+        mv = memoryview(uctypes.bytearray_at(uctypes.addressof(buf), nbytes))
+    if len(mv) != nbytes:
+        raise ValueError("params_buffer() must hold exactly n_params float32")
+    return mv
+
+
+def _new_incarnation():
+    """A number that differs across restarts (hardware RNG on the board)."""
+    try:
+        import os
+
+        b = os.urandom(4)
+        return (b[0] | (b[1] << 8) | (b[2] << 16) | ((b[3] & 0x3F) << 24)) or 1
+    except (ImportError, AttributeError, NotImplementedError):
+        return (clock.ticks_ms() & 0x3FFFFFFF) or 1
+
+
+class Worker:
+    """One worker of one job: the protocol state machine around a trainer.
+
+    Parameters
+    ----------
+    transport, trainer: see the module docstring.
+    job, worker_id: ids, ``[A-Za-z0-9_-]{1,32}``.
+    incarnation: changes on every restart; default: random.
+    max_iterations: stop after this many pushes (0: until MODEL says done).
+    stop: callable returning True when the loop should end (checked often).
+    heartbeat_ms: HEARTBEAT period while connected and joined.
+    release_timeout_ms: re-HELLO (and resend the unacknowledged UPDATE once)
+        when no release came for this long.
+    backoff_min_ms, backoff_max_ms: reconnect delay doubles from min to max.
+    max_chunk: largest message this worker sends or asks for.
+    poll_ms: longest single wait in the transport, bounds stop-check latency.
+    key: HMAC key (bytes) to tag every message and require on incoming ones.
+    log: callable taking one string, or None to stay quiet.
+    """
+
+    def __init__(
+        self,
+        transport,
+        trainer,
+        job,
+        worker_id,
+        incarnation=0,
+        max_iterations=0,
+        stop=None,
+        heartbeat_ms=5000,
+        release_timeout_ms=15000,
+        backoff_min_ms=250,
+        backoff_max_ms=16000,
+        max_chunk=4096,
+        poll_ms=200,
+        key=None,
+        log=None,
+    ):
+        if not wire.valid_id(job) or not wire.valid_id(worker_id):
+            raise ValueError("job and worker ids must match [A-Za-z0-9_-]{1,32}")
+        n = int(trainer.n_params)
+        if n <= 0:
+            raise ValueError("trainer.n_params must be positive")
+        if max_iterations < 0 or heartbeat_ms <= 0 or release_timeout_ms <= 0:
+            raise ValueError("max_iterations >= 0, timeouts > 0")
+        if backoff_min_ms <= 0 or backoff_max_ms < backoff_min_ms:
+            raise ValueError("need 0 < backoff_min_ms <= backoff_max_ms")
+        self.t = transport
+        self.trainer = trainer
+        self.job = job
+        self.wid = worker_id
+        self.incarnation = incarnation or _new_incarnation()
+        self.max_iterations = max_iterations
+        self._stop_cb = stop
+        self.heartbeat_ms = heartbeat_ms
+        self.release_timeout_ms = release_timeout_ms
+        self.backoff_min_ms = backoff_min_ms
+        self.backoff_max_ms = backoff_max_ms
+        self.max_chunk = max_chunk
+        self.poll_ms = poll_ms
+        self.key = key
+        self._log = log
+        self.n_params = n
+        self._nbytes = n * 4
+        self._params = _byte_view(trainer.params_buffer(), self._nbytes)
+        self.up = wire.topic_up(job, worker_id)
+        self.down = wire.topic_down(job, worker_id)
+        self.model_topic = wire.topic_model(job)
+        self.stats = {}
+        for name in STAT_NAMES:
+            self.stats[name] = 0
+        self.reject_reasons = {}
+        self.clock = 0  # iterations completed (pushed)
+        self.seq = 0
+        self.version = -1  # parameter version currently in the buffer
+        self.last_loss = float("nan")
+        self.model_state = None  # None until a MODEL message was read
+        self.stop_reason = None
+        # header of the last UPDATE until its release; the trainer's grad buffer
+        # holds its body, so a resend re-encodes instead of keeping the chunks
+        self._unacked = None
+        self._resent = False
+        self._grad = None
+        self._waiting = False  # joined and waiting for PARAMS
+        self._wait_since = 0
+        self._last_hb = 0
+        # PARAMS reassembly state, into the trainer's buffer
+        self._rx_version = -1
+        self._rx_count = 0
+        self._rx_left = 0
+        self._rx_flags = bytearray(0)
+
+    # -- public ---------------------------------------------------------
+
+    def run(self):
+        """Run until done, max_iterations, the stop callback or a model mismatch."""
+        backoff = self.backoff_min_ms
+        while self.stop_reason is None:
+            if self._should_stop():
+                self.stop_reason = "stopped"
+                break
+            try:
+                self._session()
+                backoff = self.backoff_min_ms
+            except OSError as exc:
+                self._note("link lost: " + repr(exc))
+                self._close()
+                if self.stop_reason is not None or self._should_stop():
+                    break
+                self.stats["reconnects"] += 1
+                self._sleep(backoff)
+                backoff = min(backoff * 2, self.backoff_max_ms)
+        if self.stop_reason is None:
+            self.stop_reason = "stopped"
+        self._leave()
+        return self.stop_reason
+
+    # -- one connection -------------------------------------------------
+
+    def _session(self):
+        """Connect, join and work until a stop reason is set or the link fails."""
+        bye = wire.encode_bye(self.job, self.wid, self.incarnation, "lost", self.key)
+        self.t.connect(self.up, bye)
+        self.t.subscribe(self.down, 1)
+        self.t.subscribe(self.model_topic, 1)
+        self._note("connected")
+        self._rx_version = -1
+        joined = False
+        if self.model_state == "running":
+            # a rejoin: the retained MODEL will come again, but need not be awaited
+            self._rejoin()
+            joined = True
+        while self.stop_reason is None:
+            if self._should_stop():
+                self.stop_reason = "stopped"
+                return
+            if not joined and self.model_state == "running":
+                self._hello()
+                joined = True
+            msg = self.t.poll(self._poll_budget(joined))
+            if msg is not None:
+                self._dispatch(msg[0], msg[1])
+            if joined and self.stop_reason is None:
+                self._timers()
+
+    def _rejoin(self):
+        """After a reconnect: resend the unacknowledged UPDATE, then HELLO."""
+        if self._unacked is not None:
+            self.stats["resends"] += 1
+            self._send_update()
+        self._hello()
+
+    def _poll_budget(self, joined):
+        if not joined:
+            return self.poll_ms
+        now = clock.ticks_ms()
+        left = self.heartbeat_ms - clock.ticks_diff(now, self._last_hb)
+        return max(1, min(self.poll_ms, left))
+
+    def _timers(self):
+        now = clock.ticks_ms()
+        if clock.ticks_diff(now, self._last_hb) >= self.heartbeat_ms:
+            self._publish(
+                wire.encode_heartbeat(
+                    self.job, self.wid, self.incarnation, self.clock, self.key
+                )
+            )
+            self.stats["heartbeats"] += 1
+            self._last_hb = now
+        if (
+            self._waiting
+            and clock.ticks_diff(now, self._wait_since) >= self.release_timeout_ms
+        ):
+            self.stats["timeouts"] += 1
+            self._note("no release, re-HELLO")
+            if self._unacked is not None and not self._resent:
+                # the host dedups by seq: a resend is safe, and repairs a lost one
+                self._resent = True
+                self.stats["resends"] += 1
+                self._send_update()
+            self._hello()
+
+    def _hello(self):
+        self._publish(
+            wire.encode_hello(
+                self.job,
+                self.wid,
+                self.incarnation,
+                self.trainer.model,
+                self.max_chunk,
+                None,
+                self.key,
+            )
+        )
+        self.stats["hellos"] += 1
+        now = clock.ticks_ms()
+        self._last_hb = now
+        self._waiting = True
+        self._wait_since = now
+
+    def _publish(self, payload):
+        self.t.publish(self.up, payload, 1)
+
+    # -- incoming -------------------------------------------------------
+
+    def _dispatch(self, topic, payload):
+        try:
+            msg = wire.decode(payload, self.key)
+        except wire.WireError as exc:
+            self._bad("wire:" + str(exc.reason))
+            return
+        if msg.job != self.job:
+            self._bad("job")
+            return
+        if msg.type == wire.MODEL:
+            self._on_model(msg)
+        elif msg.type == wire.PARAMS:
+            if msg.wid != self.wid:
+                self._bad("wid")
+            elif self.model_state is not None:
+                self._on_params(msg)
+        elif msg.type == wire.REJECT:
+            self._on_reject(msg)
+        else:
+            self._bad("type")
+
+    def _on_model(self, msg):
+        self.model_state = msg.state
+        if msg.state == "done":
+            self.stop_reason = "done"
+            return
+        if msg.n_params != self.n_params:
+            self._note("job model " + str(msg.model) + " does not fit this trainer")
+            self.stop_reason = "model_mismatch"
+
+    def _on_reject(self, msg):
+        reason = str(msg.reason)
+        self.stats["rejects"] += 1
+        self.reject_reasons[reason] = self.reject_reasons.get(reason, 0) + 1
+        self._note("rejected seq " + str(msg.seq) + ": " + reason)
+        if reason in ("unknown_worker", "unknown", "dead"):
+            self._hello()
+
+    def _on_params(self, msg):
+        """Copy one PARAMS chunk into the parameter buffer; release when complete."""
+        count = msg.chunk_count
+        data = msg.data
+        size = len(data)
+        if msg.dtype != wire.DTYPE_F32:
+            self._bad("params_dtype")
+            return
+        if msg.total_len != self._nbytes or count <= 0 or msg.chunk_index >= count:
+            self._bad("params_length")
+            return
+        if msg.version != self._rx_version or count != self._rx_count:
+            # a new release starts; an unfinished older one is abandoned
+            self._rx_version = msg.version
+            self._rx_count = count
+            self._rx_left = count
+            if len(self._rx_flags) < count:
+                self._rx_flags = bytearray(count)
+            else:
+                for i in range(count):
+                    self._rx_flags[i] = 0
+        i = msg.chunk_index
+        if self._rx_flags[i]:
+            return  # a QoS1 redelivery of a chunk we already hold
+        start = msg.offset
+        if start < 0 or start + size > self._nbytes:
+            self._bad("params_chunk")
+            return
+        self._params[start : start + size] = data
+        self._rx_flags[i] = 1
+        self._rx_left -= 1
+        if self._rx_left == 0:
+            self.version = msg.version
+            self._rx_version = -1
+            self._release()
+
+    def _release(self):
+        """Parameters are complete: compute one gradient and push it."""
+        self.stats["releases"] += 1
+        self._unacked = None
+        self._waiting = False
+        t0 = clock.ticks_ms()
+        loss, samples, grad = self.trainer.step()
+        compute_time = clock.ticks_diff(clock.ticks_ms(), t0) / 1000
+        self.clock += 1
+        self.seq += 1
+        self.last_loss = loss
+        self._unacked = (self.seq, self.clock, self.version, compute_time, samples)
+        self._grad = grad
+        self._resent = False
+        self._waiting = True
+        self._wait_since = clock.ticks_ms()
+        self._send_update()
+        self.stats["pushes"] += 1
+        if self.max_iterations and self.clock >= self.max_iterations:
+            self.stop_reason = "iterations"
+
+    def _send_update(self):
+        """Encode and publish the last UPDATE one chunk at a time."""
+        seq, clk, base, compute_time, samples = self._unacked
+        for chunk in wire.iter_update(
+            self.job,
+            self.wid,
+            self.incarnation,
+            seq,
+            clk,
+            base,
+            compute_time,
+            samples,
+            self.last_loss,
+            self._grad,
+            wire.DTYPE_F32,
+            self.max_chunk,
+            self.key,
+        ):
+            self.t.publish(self.up, chunk, 1)
+
+    # -- helpers --------------------------------------------------------
+
+    def _should_stop(self):
+        return self._stop_cb is not None and bool(self._stop_cb())
+
+    def _sleep(self, ms):
+        """Back off for ms, waking early when the stop callback fires."""
+        start = clock.ticks_ms()
+        while clock.ticks_diff(clock.ticks_ms(), start) < ms:
+            if self._should_stop():
+                return
+            clock.sleep_ms(min(50, ms))
+
+    def _leave(self):
+        """Say BYE when a link is up; a dead link leaves it to the last will."""
+        try:
+            if self.t.connected:
+                self._publish(
+                    wire.encode_bye(
+                        self.job, self.wid, self.incarnation, "bye", self.key
+                    )
+                )
+        except OSError as exc:
+            self._note("bye failed: " + repr(exc))
+        self._close()
+
+    def _close(self):
+        try:
+            self.t.close()
+        except OSError:
+            pass
+
+    def _bad(self, reason):
+        self.stats["bad_messages"] += 1
+        self._note("dropped message: " + reason)
+
+    def _note(self, text):
+        if self._log is not None:
+            self._log(self.wid + ": " + text)
