@@ -1,0 +1,74 @@
+"""`edgeps info`: versions, the active kernel backend and why, native build flags."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+from importlib import metadata
+from typing import Any
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _native_build() -> dict[str, str]:
+    """What the C extension says about itself, or why it could not load."""
+    try:
+        from edgeps import _native  # type: ignore[attr-defined]
+    except ImportError as exc:
+        return {"native": f"unavailable: {exc}"}
+    ffi, lib = _native.ffi, _native.lib
+    if not hasattr(lib, "eps_build_info"):
+        return {"native": "loaded (no build info: rebuild the extension)"}
+    text = ffi.string(lib.eps_build_info()).decode()
+    info = {"native": str(_native.__file__)}
+    for part in text.split(";"):
+        key, _, value = part.partition("=")
+        if key:
+            info[key.strip()] = value.strip()
+    return info
+
+
+def collect() -> dict[str, Any]:
+    """Everything `edgeps info` reports, as a JSON-ready dict."""
+    import edgeps
+    import edgeps.kernels as k
+
+    return {
+        "edgeps": edgeps.__version__,
+        "python": platform.python_version(),
+        "python_executable": sys.executable,
+        "platform": platform.platform(),
+        "numpy": _version("numpy"),
+        "cffi": _version("cffi"),
+        "paho-mqtt": _version("paho-mqtt"),
+        "kernel_backend": k.backend_name(),
+        "kernel_backend_reason": k.backend_reason(),
+        "native_build": _native_build(),
+    }
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    info = collect()
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    width = max(len(k) for k in info)
+    for key, value in info.items():
+        if isinstance(value, dict):
+            print(f"{key}:")
+            for sub, text in value.items():
+                print(f"  {sub:<{width}} {text}")
+        else:
+            print(f"{key:<{width}} {value}")
+    return 0

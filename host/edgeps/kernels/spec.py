@@ -1,0 +1,142 @@
+"""ModelSpec: the model family, its sizes, and the flat parameter layout."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+KINDS = ("linear", "logistic", "softmax", "mlp")
+ACTIVATIONS = ("relu", "tanh")
+# one bound for every dimension keeps C index arithmetic far from int32 overflow
+MAX_DIM = 1 << 20
+MAX_PARAMS = 1 << 28
+
+
+def _as_dim(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if not 1 <= int(value) <= MAX_DIM:
+        raise ValueError(f"{name} must be in [1, {MAX_DIM}], got {value}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model family plus sizes; params are one flat float32 vector of n_params.
+
+    Layout: layers in order, each W (n_in, n_out) row-major then b (n_out).
+    """
+
+    kind: str
+    n_features: int
+    n_classes: int = 1
+    hidden: tuple[int, ...] = ()
+    activation: str = "relu"
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        _as_dim("n_features", self.n_features)
+        _as_dim("n_classes", self.n_classes)
+        if not isinstance(self.hidden, (tuple, list)):
+            raise TypeError("hidden must be a tuple of ints")
+        hidden = tuple(_as_dim("hidden size", h) for h in self.hidden)
+        object.__setattr__(self, "hidden", hidden)
+        object.__setattr__(self, "n_features", int(self.n_features))
+        object.__setattr__(self, "n_classes", int(self.n_classes))
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}")
+        if self.kind in ("linear", "logistic") and self.n_classes != 1:
+            raise ValueError(f"{self.kind} has n_classes 1, got {self.n_classes}")
+        if self.kind in ("softmax", "mlp") and self.n_classes < 2:
+            raise ValueError(f"{self.kind} needs n_classes >= 2")
+        if self.kind == "mlp":
+            if not 1 <= len(hidden) <= 2:
+                raise ValueError("mlp needs one or two hidden layers")
+        else:
+            if hidden:
+                raise ValueError(f"{self.kind} has no hidden layers")
+            if self.activation != "relu":
+                raise ValueError(f"{self.kind} has no activation to choose")
+        if self.n_params > MAX_PARAMS:
+            raise ValueError(f"model too large: {self.n_params} params")
+        # hashed on every kernel call (per-spec caches), so compute it once
+        object.__setattr__(
+            self,
+            "_hash",
+            hash((self.kind, self.n_features, self.n_classes, hidden, self.activation)),
+        )
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    @property
+    def layer_sizes(self) -> tuple[int, ...]:
+        """Widths from input to output: (n_features, *hidden, n_out)."""
+        return (self.n_features, *self.hidden, self.n_classes)
+
+    @property
+    def n_params(self) -> int:
+        s = self.layer_sizes
+        return sum(a * b + b for a, b in zip(s[:-1], s[1:], strict=True))
+
+    def layer_slices(self) -> list[tuple[slice, tuple[int, int], slice]]:
+        """Per layer: (slice of W, W shape, slice of b) into the flat vector."""
+        out = []
+        off = 0
+        s = self.layer_sizes
+        for a, b in zip(s[:-1], s[1:], strict=True):
+            w = slice(off, off + a * b)
+            off += a * b
+            out.append((w, (a, b), slice(off, off + b)))
+            off += b
+        return out
+
+    def init_params(self, seed: int) -> np.ndarray:
+        """Glorot-uniform weights (He for relu hidden layers), zero biases."""
+        rng = np.random.default_rng(seed)
+        p = np.zeros(self.n_params, dtype=np.float32)
+        n_layers = len(self.layer_sizes) - 1
+        for i, (ws, (a, b), _) in enumerate(self.layer_slices()):
+            if self.kind == "mlp" and self.activation == "relu" and i < n_layers - 1:
+                limit = np.sqrt(6.0 / a)
+            else:
+                limit = np.sqrt(6.0 / (a + b))
+            p[ws] = rng.uniform(-limit, limit, size=a * b).astype(np.float32)
+        return p
+
+    def __str__(self) -> str:
+        if self.kind in ("linear", "logistic"):
+            return f"{self.kind}:{self.n_features}"
+        if self.kind == "softmax":
+            return f"softmax:{self.n_features}x{self.n_classes}"
+        text = "mlp:" + "-".join(str(s) for s in self.layer_sizes)
+        return text + (":tanh" if self.activation == "tanh" else "")
+
+    @classmethod
+    def parse(cls, text: str) -> ModelSpec:
+        """Read the compact form: linear:8, softmax:64x10, mlp:64-32-10[:tanh]."""
+        if not isinstance(text, str):
+            raise TypeError("model spec must be a string")
+        parts = text.strip().split(":")
+        kind = parts[0]
+        try:
+            if kind in ("linear", "logistic") and len(parts) == 2:
+                return cls(kind, int(parts[1]))
+            if kind == "softmax" and len(parts) == 2:
+                f, c = parts[1].split("x")
+                return cls("softmax", int(f), int(c))
+            if kind == "mlp" and len(parts) in (2, 3):
+                sizes = [int(s) for s in parts[1].split("-")]
+                act = parts[2] if len(parts) == 3 else "relu"
+                if len(sizes) < 3:
+                    raise ValueError("mlp needs input-hidden-...-classes")
+                return cls("mlp", sizes[0], sizes[-1], tuple(sizes[1:-1]), act)
+        except ValueError as exc:
+            raise ValueError(f"bad model spec {text!r}: {exc}") from None
+        raise ValueError(
+            f"bad model spec {text!r}; expected e.g. linear:8, logistic:32, "
+            "softmax:64x10, mlp:64-32-10, mlp:64-32-16-10:tanh"
+        )
