@@ -1,0 +1,418 @@
+"""`edgeps emulate`: N emulated MQTT sensors running the real worker loop.
+
+Each sensor is a thread that runs the shared ``Worker`` loop with a paho
+transport and the C-kernel trainer, shaped by a ``WorkerProfile`` from
+``edgeps.scenarios``: its compute is stretched to the profile's iteration
+time (straggler factor, transient interference) by sleeping after the real
+gradient; its link delays, jitters and drops publishes (QoS1 drops become
+retransmissions); and it crashes (the TCP link is cut, so the broker fires
+its last will) and rejoins as a new incarnation at the profile's times.
+
+Threads, not processes: an emulated sensor spends almost all its time
+sleeping or waiting on the broker, the kernels release the GIL, and one
+process holds numpy, paho and the dataset once instead of N times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from edgeps.scenarios import WorkerProfile, make_scenario
+from edgeps.transport.impair import ImpairedTransport, LinkProfile
+
+log = logging.getLogger("edgeps.emulate")
+
+
+class EmulatedTrainer:
+    """Wrap a trainer so each step lasts as long as the profile draws."""
+
+    def __init__(
+        self,
+        inner: Any,
+        profile: WorkerProfile,
+        rng: np.random.Generator,
+        sleep: Callable[[float], object] = time.sleep,
+    ) -> None:
+        self.inner = inner
+        self.profile = profile
+        self._rng = rng
+        self._sleep = sleep
+        self.n_params = inner.n_params
+        self.model = inner.model
+        self.slept = 0.0
+
+    def params_buffer(self) -> Any:
+        return self.inner.params_buffer()
+
+    def step(self) -> Any:
+        target = self.profile.sample_compute(self._rng)
+        t0 = time.perf_counter()
+        result = self.inner.step()
+        extra = target - (time.perf_counter() - t0)
+        if extra > 0:
+            self._sleep(extra)
+            self.slept += extra
+        return result
+
+
+class _LifeStop:
+    """The stop callback of one life; at ``crash_at`` it cuts the link like a crash."""
+
+    def __init__(
+        self,
+        end: threading.Event,
+        link: ImpairedTransport,
+        crash_at: float | None,
+        elapsed: Callable[[], float],
+    ) -> None:
+        self.end = end
+        self.link = link
+        self.crash_at = crash_at
+        self.elapsed = elapsed
+        self.crashed = False
+
+    def __call__(self) -> bool:
+        if self.end.is_set():
+            return True
+        if self.crash_at is not None and self.elapsed() >= self.crash_at:
+            if not self.crashed:
+                self.link.abort()  # no DISCONNECT: the broker sends the last will
+                self.crashed = True
+            return True
+        return False
+
+
+def profile_class(p: WorkerProfile) -> str:
+    """A short label for tables: what makes this sensor special."""
+    tags = []
+    if p.straggler_factor > 1:
+        tags.append(f"straggler x{p.straggler_factor:g}")
+    if p.interference_p > 0:
+        tags.append(f"interference p={p.interference_p:g}")
+    if p.crash_at is not None:
+        tags.append("churn")
+    if p.loss_p > 0:
+        tags.append(f"loss {p.loss_p:g}")
+    return ", ".join(tags) or "normal"
+
+
+@dataclass
+class SensorReport:
+    """What one emulated sensor did, over all its lives."""
+
+    worker_id: str
+    profile: str
+    lives: int = 0
+    clock: int = 0
+    stats: dict[str, int] = field(default_factory=dict)
+    retransmits: int = 0
+    last_loss: float = float("nan")
+    stop_reason: str = ""
+    error: str = ""
+
+    def add(self, name: str, value: int) -> None:
+        self.stats[name] = self.stats.get(name, 0) + value
+
+
+@dataclass(frozen=True)
+class EmulationConfig:
+    broker: str
+    job: str
+    n_workers: int = 8
+    scenario: str = "homogeneous"
+    dataset: str = "sensors"
+    seed: int = 0
+    iid: bool = True
+    duration: float | None = None
+    batch: int = 32
+    model: str | None = None  # None: take the job's MODEL
+    max_iterations: int = 0
+    username: str | None = None
+    password: str | None = None
+    ca: str | None = None
+    cert: str | None = None
+    key: str | None = None
+    insecure: bool = False
+    heartbeat_ms: int = 5000
+    release_timeout_ms: int = 15000
+
+
+class Emulation:
+    """N emulated sensors against one broker and job: start(), stop(), join().
+
+    Ends by itself when every sensor stopped (MODEL "done", max_iterations)
+    or ``duration`` seconds after ``start()``.
+    """
+
+    def __init__(self, broker: str, job: str, **options: Any) -> None:
+        self.config = EmulationConfig(broker, job, **options)
+        cfg = self.config
+        if cfg.duration is not None and not cfg.duration > 0:
+            raise ValueError("duration must be > 0 seconds (or None)")
+        if cfg.batch < 1 or cfg.max_iterations < 0:
+            raise ValueError("batch >= 1 and max_iterations >= 0 required")
+        from edgeps.worker import make_transport
+        from edgeps.workerdata import load_emulated
+
+        # validate broker URL and TLS flags now rather than in N threads
+        self._make_transport = lambda wid: make_transport(
+            cfg.broker,
+            wid,
+            username=cfg.username,
+            password=cfg.password,
+            ca=cfg.ca,
+            cert=cfg.cert,
+            key=cfg.key,
+            insecure=cfg.insecure,
+        )
+        self._make_transport("probe")
+        self.scenario = make_scenario(cfg.scenario, cfg.n_workers, cfg.seed)
+        scheme = "iid" if cfg.iid else "dirichlet:0.5"
+        self._shards = []
+        for i in range(cfg.n_workers):
+            data, spec = load_emulated(
+                f"{cfg.dataset}:{i}/{cfg.n_workers}", cfg.seed, scheme
+            )
+            self._shards.append(data)
+        self.dataset_model = spec
+        self.reports = {
+            wid: SensorReport(wid, profile_class(p))
+            for wid, p in self.scenario.profiles.items()
+        }
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._t0 = 0.0
+
+    # -- public API --
+
+    def start(self) -> Emulation:
+        if self._threads:
+            raise RuntimeError("this emulation was already started")
+        self._t0 = time.monotonic()
+        if self.config.duration is not None:
+            timer = threading.Timer(self.config.duration, self._stop.set)
+            timer.daemon = True
+            timer.start()
+        for i, (wid, profile) in enumerate(self.scenario.profiles.items()):
+            th = threading.Thread(
+                target=self._sensor, args=(i, wid, profile), name=f"sensor-{wid}"
+            )
+            th.daemon = True
+            self._threads.append(th)
+            th.start()
+        return self
+
+    def stop(self) -> None:
+        """Ask every sensor to leave (BYE) and end."""
+        self._stop.set()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for all sensors; True when they all ended within ``timeout``."""
+        end = None if timeout is None else time.monotonic() + timeout
+        for th in self._threads:
+            left = None if end is None else max(0.0, end - time.monotonic())
+            th.join(left)
+        return not self.running
+
+    @property
+    def running(self) -> bool:
+        return any(th.is_alive() for th in self._threads)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self._t0 if self._t0 else 0.0
+
+    # -- one sensor --
+
+    def _should_end(self) -> bool:
+        return self._stop.is_set()
+
+    def _sensor(self, index: int, wid: str, profile: WorkerProfile) -> None:
+        report = self.reports[wid]
+        try:
+            self._lives(index, wid, profile, report)
+        except Exception as exc:  # a broken sensor is reported, the rest go on
+            log.exception("sensor %s failed", wid)
+            report.error = f"{type(exc).__name__}: {exc}"
+            report.stop_reason = "error"
+
+    def _lives(
+        self, index: int, wid: str, profile: WorkerProfile, report: SensorReport
+    ) -> None:
+        from edgeps_worker.worker import Worker
+
+        from edgeps.trainer import KernelTrainer
+        from edgeps.worker import fetch_model, new_incarnation
+
+        cfg = self.config
+        rng = np.random.default_rng([cfg.seed, index])
+        incarnation = 0
+        crash_at = profile.crash_at
+        while not self._should_end():
+            model = cfg.model
+            if model is None:
+                job = fetch_model(
+                    self._make_transport(wid), cfg.job, stop=self._should_end
+                )
+                if job is None:
+                    return
+                if job.state == "done":
+                    report.stop_reason = "done"
+                    return
+                model = job.model
+            trainer = EmulatedTrainer(
+                KernelTrainer(model, self._shards[index], cfg.batch, cfg.seed + index),
+                profile,
+                rng,
+                sleep=self._stop.wait,
+            )
+            link = ImpairedTransport(
+                self._make_transport(wid),
+                LinkProfile(profile.link_delay, profile.link_jitter, profile.loss_p),
+                seed=cfg.seed * 1009 + index,
+                sleep=self._stop.wait,
+            )
+            stop = _LifeStop(self._stop, link, crash_at, self.elapsed)
+
+            incarnation = max(incarnation + 1, new_incarnation())
+            worker = Worker(
+                link,
+                trainer,
+                cfg.job,
+                wid,
+                incarnation=incarnation,
+                max_iterations=cfg.max_iterations,
+                stop=stop,
+                heartbeat_ms=cfg.heartbeat_ms,
+                release_timeout_ms=cfg.release_timeout_ms,
+                log=log.debug,
+            )
+            report.lives += 1
+            reason = worker.run()
+            for name, value in worker.stats.items():
+                report.add(name, int(value))
+            report.retransmits += link.stats.retransmits
+            report.clock = worker.clock
+            report.last_loss = worker.last_loss
+            report.stop_reason = "crashed" if stop.crashed else reason
+            if not stop.crashed:
+                return
+            log.info("sensor %s crashed at %.1fs", wid, self.elapsed())
+            crash_at = None
+            if profile.rejoin_at is None:
+                return
+            wait = profile.rejoin_at - self.elapsed()
+            if wait > 0 and self._stop.wait(wait):
+                return
+            log.info("sensor %s rejoins at %.1fs", wid, self.elapsed())
+
+
+# -- command line --
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    from edgeps.scenarios import SCENARIOS
+
+    parser.add_argument("--broker", required=True, help="mqtt://host:port or mqtts://")
+    parser.add_argument("--job", required=True)
+    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--scenario", default="homogeneous", choices=SCENARIOS)
+    parser.add_argument("--dataset", default="sensors")
+    parser.add_argument("--seed", type=int, default=0)
+    iid = parser.add_mutually_exclusive_group()
+    iid.add_argument("--iid", dest="iid", action="store_true", default=True)
+    iid.add_argument("--non-iid", dest="iid", action="store_false")
+    parser.add_argument("--duration", type=float, help="seconds (default: until done)")
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--model", help="model spec (default: the job's MODEL)")
+    parser.add_argument("--max-iterations", type=int, default=0)
+    parser.add_argument("--username")
+    parser.add_argument("--password")
+    parser.add_argument("--ca")
+    parser.add_argument("--cert")
+    parser.add_argument("--key")
+    parser.add_argument("--insecure", action="store_true")
+    parser.add_argument("--json", action="store_true", help="print JSON, not a table")
+    parser.add_argument(
+        "--log-level", default="warning", choices=("debug", "info", "warning", "error")
+    )
+
+
+def _table(emu: Emulation) -> str:
+    cols = (
+        "worker",
+        "profile",
+        "lives",
+        "clock",
+        "pushes",
+        "releases",
+        "reconnects",
+        "resends",
+        "rejects",
+        "retx",
+        "loss",
+        "end",
+    )
+    rows = [cols]
+    for r in emu.reports.values():
+        rows.append((
+            r.worker_id, r.profile, str(r.lives), str(r.clock),
+            str(r.stats.get("pushes", 0)), str(r.stats.get("releases", 0)),
+            str(r.stats.get("reconnects", 0)), str(r.stats.get("resends", 0)),
+            str(r.stats.get("rejects", 0)), str(r.retransmits),
+            f"{r.last_loss:.4f}", r.stop_reason or r.error,
+        ))  # fmt: skip
+    widths = [max(len(row[i]) for row in rows) for i in range(len(cols))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+             for row in rows]  # fmt: skip
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper()),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        emu = Emulation(
+            args.broker, args.job, n_workers=args.workers, scenario=args.scenario,
+            dataset=args.dataset, seed=args.seed, iid=args.iid,
+            duration=args.duration, batch=args.batch, model=args.model,
+            max_iterations=args.max_iterations, username=args.username,
+            password=args.password, ca=args.ca, cert=args.cert, key=args.key,
+            insecure=args.insecure,
+        )  # fmt: skip
+    except ValueError as exc:
+        log.error("%s", exc)
+        print(f"edgeps emulate: {exc}", file=sys.stderr)
+        return 2
+    stop_signal = threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda s, f: stop_signal.set())
+        signal.signal(signal.SIGINT, lambda s, f: stop_signal.set())
+    emu.start()
+    while emu.running and not stop_signal.wait(0.2):
+        pass
+    emu.stop()
+    emu.join(30)
+    if args.json:
+        out = {
+            "elapsed": round(emu.elapsed(), 3),
+            "scenario": args.scenario,
+            "workers": [asdict(r) for r in emu.reports.values()],
+        }
+        print(json.dumps(out, indent=2, default=str))
+    else:
+        print(_table(emu))
+    errors = [r for r in emu.reports.values() if r.stop_reason == "error"]
+    return 1 if errors else 0

@@ -1,0 +1,125 @@
+"""The CPython trainer: gradients of a ModelSpec on local data via ``edgeps.kernels``.
+
+It is the object the shared worker loop calls to compute: the loop copies
+each PARAMS body into ``params_buffer()``, then ``step()`` draws the next
+minibatch from a seeded shuffle and returns the loss and the gradient in a
+preallocated buffer (the C backend when it is built, numpy otherwise).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edgeps import kernels
+from edgeps.kernels import ModelSpec
+from edgeps.workerdata import LocalData
+
+
+def check_labels(spec: ModelSpec, y: np.ndarray, source: str = "data") -> np.ndarray:
+    """Return labels in the dtype the model's loss wants, or raise ValueError."""
+    if spec.kind == "linear":
+        return np.ascontiguousarray(y, dtype=np.float32)
+    if y.dtype.kind not in "iu":
+        raise ValueError(f"{source}: a {spec.kind} model needs whole-number labels")
+    n_classes = 2 if spec.kind == "logistic" else int(spec.n_classes)
+    lo, hi = int(y.min()), int(y.max())
+    if lo < 0 or hi >= n_classes:
+        raise ValueError(
+            f"{source}: labels span {lo}..{hi} but model {spec} has classes "
+            f"0..{n_classes - 1}"
+        )
+    return np.ascontiguousarray(y, dtype=np.int32)
+
+
+class KernelTrainer:
+    """Minibatch gradients on a local dataset, with buffers allocated once.
+
+    Parameters
+    ----------
+    spec: the job's model (a ModelSpec or its text form, e.g. "softmax:64x10").
+    data: local samples; their feature count must match the model.
+    batch: minibatch size (capped at the number of samples).
+    seed: seeds the shuffle, so two runs draw the same batches.
+    """
+
+    def __init__(
+        self, spec: ModelSpec | str, data: LocalData, batch: int = 32, seed: int = 0
+    ) -> None:
+        if isinstance(spec, str):
+            spec = ModelSpec.parse(spec)
+        if not isinstance(spec, ModelSpec):
+            raise TypeError("spec must be a ModelSpec or its text form")
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+            raise ValueError(f"batch must be a positive integer, got {batch!r}")
+        if data.n_features != spec.n_features:
+            raise ValueError(
+                f"{data.source} has {data.n_features} features but model {spec} "
+                f"expects {spec.n_features}"
+            )
+        self.spec = spec
+        self.X = data.X
+        self.y = check_labels(spec, data.y, data.source)
+        self.n_params = int(spec.n_params)
+        self.batch = min(batch, data.n_samples)
+        self._rng = np.random.default_rng(seed)
+        self._order = self._rng.permutation(data.n_samples)
+        self._pos = 0
+        self.params = np.zeros(self.n_params, dtype=np.float32)
+        self.grad = np.zeros(self.n_params, dtype=np.float32)
+        self.Xb = np.empty((self.batch, spec.n_features), dtype=np.float32)
+        self.yb = np.empty(self.batch, dtype=self.y.dtype)
+        self._idx = np.empty(self.batch, dtype=np.intp)
+        self.steps = 0
+        self.epochs = 0
+
+    @property
+    def model(self) -> str:
+        return str(self.spec)
+
+    def params_buffer(self) -> np.ndarray:
+        """The writable float32 buffer a PARAMS body is copied into (same each call)."""
+        return self.params
+
+    def set_params(self, data: bytes | bytearray | memoryview) -> None:
+        """Copy little-endian float32 parameters in; wrong length is a ValueError."""
+        view = memoryview(data).cast("B")
+        if view.nbytes != self.params.nbytes:
+            raise ValueError(
+                f"parameters are {view.nbytes} bytes, model {self.spec} needs "
+                f"{self.params.nbytes}"
+            )
+        self.params[:] = np.frombuffer(view, dtype="<f4")
+
+    def next_batch(self) -> tuple[np.ndarray, np.ndarray]:
+        """Fill the batch buffers with the next samples of the seeded shuffle."""
+        n = self._order.shape[0]
+        filled = 0
+        while filled < self.batch:
+            take = min(self.batch - filled, n - self._pos)
+            self._idx[filled : filled + take] = self._order[
+                self._pos : self._pos + take
+            ]
+            filled += take
+            self._pos += take
+            if self._pos == n:
+                self._order = self._rng.permutation(n)
+                self._pos = 0
+                self.epochs += 1
+        np.take(self.X, self._idx, axis=0, out=self.Xb)
+        np.take(self.y, self._idx, axis=0, out=self.yb)
+        return self.Xb, self.yb
+
+    def step(self) -> tuple[float, int, memoryview]:
+        """Gradient of the mean loss on the next batch: (loss, samples, grad bytes)."""
+        Xb, yb = self.next_batch()
+        loss, g = kernels.loss_and_grad(
+            self.spec, self.params, Xb, yb, grad_out=self.grad
+        )
+        if g is not self.grad:
+            self.grad[:] = g
+        self.steps += 1
+        return float(loss), self.batch, self.grad.data.cast("B")
+
+    def gradient(self) -> np.ndarray:
+        """The last gradient as a float32 array (shares the buffer)."""
+        return self.grad

@@ -1,0 +1,279 @@
+"""`edgeps worker`: a CPython worker (Raspberry Pi, any Linux box) on the shared loop.
+
+It plugs a paho-mqtt transport and the C-kernel trainer into the same
+``edgeps_worker.worker.Worker`` the ESP32 boards run. Before joining, it
+reads the job's retained MODEL message so the model comes from the host and
+a local data file that does not fit it is refused with a clear error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any
+
+from edgeps.transport.paho_worker import PahoTransport, TLSOptions, parse_broker_url
+
+log = logging.getLogger("edgeps.worker")
+
+EXIT_OK = 0
+EXIT_CONFIG = 2  # bad flags, data or model mismatch: retrying will not help
+
+
+@dataclass(frozen=True)
+class JobModel:
+    """What the job's retained MODEL message says."""
+
+    state: str  # "running" or "done"
+    model: str  # model spec text, e.g. "mlp:30-32-6"
+    version: int
+    n_params: int
+
+
+def new_incarnation() -> int:
+    """A number that grows with wall time and differs between processes."""
+    return ((int(time.time()) << 6) ^ (os.getpid() & 0x3F)) & 0x3FFFFFFF or 1
+
+
+def make_transport(
+    broker: str,
+    client_id: str,
+    *,
+    username: str | None = None,
+    password: str | None = None,
+    ca: str | None = None,
+    cert: str | None = None,
+    key: str | None = None,
+    insecure: bool = False,
+    keepalive: int = 20,
+) -> PahoTransport:
+    """A paho transport for ``mqtt://`` or ``mqtts://`` URLs (TLS flags need mqtts)."""
+    addr = parse_broker_url(broker)
+    tls_flags = any(x is not None for x in (ca, cert, key)) or insecure
+    if tls_flags and not addr.tls:
+        raise ValueError("TLS options need an mqtts:// broker URL")
+    if (cert is None) != (key is None):
+        raise ValueError("a client certificate needs its key, and a key its cert")
+    for path in (ca, cert, key):
+        if path is not None and not os.path.isfile(path):
+            raise ValueError(f"TLS file not found: {path}")
+    tls = TLSOptions(ca=ca, cert=cert, key=key, insecure=insecure) if addr.tls else None
+    return PahoTransport(
+        addr.host,
+        addr.port,
+        client_id,
+        keepalive=keepalive,
+        username=username,
+        password=password,
+        tls=tls,
+    )
+
+
+def fetch_model(
+    transport: Any,
+    job: str,
+    *,
+    stop: Callable[[], bool] = lambda: False,
+    timeout: float | None = None,
+    backoff_max: float = 16.0,
+) -> JobModel | None:
+    """Wait for the job's retained MODEL; reconnect with backoff while it is absent.
+
+    Returns None when ``stop`` says so or ``timeout`` seconds pass first.
+    """
+    from edgeps_worker import wire
+
+    topic = wire.topic_model(job)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    backoff = 0.25
+    waited_note = time.monotonic() + 5.0
+    while not stop():
+        if deadline is not None and time.monotonic() >= deadline:
+            return None
+        try:
+            if not transport.connected:
+                transport.connect(None, b"")
+                transport.subscribe(topic, 1)
+                backoff = 0.25
+            msg = transport.poll(200)
+        except OSError as exc:
+            log.info("broker not reachable (%s); retrying in %.2fs", exc, backoff)
+            transport.close()
+            _sleep_unless(stop, backoff)
+            backoff = min(backoff * 2, backoff_max)
+            continue
+        if msg is None:
+            if time.monotonic() > waited_note:
+                log.info("waiting for the host to publish job %r", job)
+                waited_note = time.monotonic() + 30.0
+            continue
+        try:
+            decoded = wire.decode(msg[1])
+        except wire.WireError as exc:
+            log.warning("ignored a malformed MODEL message (%s)", exc.reason)
+            continue
+        if decoded.type != wire.MODEL or decoded.job != job:
+            continue
+        transport.close()
+        return JobModel(
+            str(decoded.state),
+            str(decoded.model),
+            int(decoded.version),
+            int(decoded.n_params),
+        )
+    transport.close()
+    return None
+
+
+def _sleep_unless(stop: Callable[[], bool], seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while not stop() and time.monotonic() < end:
+        time.sleep(min(0.05, max(0.0, end - time.monotonic())))
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--broker", required=True, help="mqtt://host:port or mqtts://")
+    parser.add_argument("--job", required=True, help="job id")
+    parser.add_argument("--id", dest="worker_id", required=True, help="worker id")
+    src = parser.add_mutually_exclusive_group(required=True)
+    src.add_argument("--data", help="CSV (label last) or NPZ (arrays X, y)")
+    src.add_argument(
+        "--emulated", metavar="DATASET[:PART/N]", help="a shard of a built-in dataset"
+    )
+    parser.add_argument("--non-iid", action="store_true", help="label-skewed shards")
+    parser.add_argument("--seed", type=int, default=0, help="data split and shuffle")
+    parser.add_argument("--batch", type=int, default=32, help="minibatch size")
+    parser.add_argument("--model", help="expected model spec (default: the job's)")
+    parser.add_argument("--username")
+    parser.add_argument("--password")
+    parser.add_argument("--ca", help="CA bundle for mqtts://")
+    parser.add_argument("--cert", help="client certificate (PEM)")
+    parser.add_argument("--key", help="client key (PEM)")
+    parser.add_argument(
+        "--insecure", action="store_true", help="skip TLS certificate checks"
+    )
+    parser.add_argument("--max-iterations", type=int, default=0, help="0: until done")
+    parser.add_argument("--incarnation", type=int, default=0, help="default: new")
+    parser.add_argument("--keepalive", type=int, default=20, help="MQTT keepalive, s")
+    parser.add_argument(
+        "--log-level",
+        default="info",
+        choices=("debug", "info", "warning", "error"),
+    )
+
+
+def _validate(args: argparse.Namespace) -> None:
+    from edgeps_worker import wire
+
+    for flag, value in (("--job", args.job), ("--id", args.worker_id)):
+        if not wire.valid_id(value):
+            raise ValueError(f"{flag} must match [A-Za-z0-9_-]{{1,32}}, got {value!r}")
+    if args.batch < 1:
+        raise ValueError("--batch must be at least 1")
+    if args.max_iterations < 0:
+        raise ValueError("--max-iterations must be >= 0")
+    if args.incarnation < 0 or args.incarnation >= 2**30:
+        raise ValueError("--incarnation must be in 0..2**30-1")
+    if args.non_iid and not args.emulated:
+        raise ValueError("--non-iid applies to --emulated data only")
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper()),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    from edgeps_worker.worker import Worker
+
+    from edgeps.kernels import ModelSpec
+    from edgeps.trainer import KernelTrainer
+    from edgeps.workerdata import load_emulated, load_file
+
+    try:
+        _validate(args)
+        if args.data:
+            data = load_file(args.data)
+        else:
+            scheme = "dirichlet:0.5" if args.non_iid else "iid"
+            data, _ = load_emulated(args.emulated, args.seed, scheme)
+        transport = make_transport(
+            args.broker,
+            args.worker_id,
+            username=args.username,
+            password=args.password,
+            ca=args.ca,
+            cert=args.cert,
+            key=args.key,
+            insecure=args.insecure,
+            keepalive=args.keepalive,
+        )
+        expected = ModelSpec.parse(args.model) if args.model else None
+    except ValueError as exc:
+        log.error("%s", exc)
+        return EXIT_CONFIG
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+
+    log.info(
+        "worker %s: %d local samples from %s",
+        args.worker_id,
+        data.n_samples,
+        data.source,
+    )
+    job = fetch_model(transport, args.job, stop=stop.is_set)
+    if job is None:
+        return EXIT_OK
+    if job.state == "done":
+        log.info("job %s is already done", args.job)
+        return EXIT_OK
+    try:
+        spec = ModelSpec.parse(job.model)
+        if expected is not None and str(expected) != str(spec):
+            raise ValueError(f"job {args.job} trains {spec}, not {expected}")
+        trainer = KernelTrainer(spec, data, batch=args.batch, seed=args.seed)
+    except ValueError as exc:
+        log.error("%s", exc)
+        return EXIT_CONFIG
+    worker = Worker(
+        transport,
+        trainer,
+        args.job,
+        args.worker_id,
+        incarnation=args.incarnation or new_incarnation(),
+        max_iterations=args.max_iterations,
+        stop=stop.is_set,
+        log=log.info,
+    )
+    log.info(
+        "joining job %s with model %s, incarnation %d",
+        args.job,
+        spec,
+        worker.incarnation,
+    )
+    reason = worker.run()
+    stats = " ".join(f"{k}={v}" for k, v in worker.stats.items())
+    log.info(
+        "stopped (%s) at clock %d, loss %.4f: %s",
+        reason,
+        worker.clock,
+        worker.last_loss,
+        stats,
+    )
+    if reason == "model_mismatch":
+        log.error("the job's model does not fit this worker's data")
+        return EXIT_CONFIG
+    return EXIT_OK
