@@ -1,0 +1,438 @@
+"""The parameter server core: one flat parameter vector, a worker registry, a policy.
+
+Pure logic with time passed in, so the MQTT host runs it in real time and the
+simulator in virtual time. Each entry point returns the actions for the caller
+to carry out (send parameters, log a rejection, ...).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from typing import Any
+
+import numpy as np
+
+from edgeps import kernels
+from edgeps.core.registry import WorkerRecord
+from edgeps.core.types import (
+    Action,
+    Applied,
+    Held,
+    Push,
+    Rejected,
+    Release,
+    WorkerLeft,
+    WorkerState,
+    WorkerStats,
+)
+from edgeps.core.validate import content_problem, identity_problem, sane_time
+from edgeps.monitor import PerformanceMonitor
+from edgeps.policy.base import ClusterView, Policy
+
+log = logging.getLogger(__name__)
+
+
+def _check_now(now: object) -> float:
+    if isinstance(now, bool) or not isinstance(now, (int, float, np.floating)):
+        raise TypeError(f"now must be a number of seconds, got {type(now).__name__}")
+    if not math.isfinite(float(now)):
+        raise ValueError(f"now must be finite, got {now!r}")
+    return float(now)
+
+
+def _check_worker_id(worker_id: object) -> str:
+    if not isinstance(worker_id, str):
+        raise TypeError(f"worker_id must be a str, got {type(worker_id).__name__}")
+    if not worker_id:
+        raise ValueError("worker_id must not be empty")
+    return worker_id
+
+
+class ParameterServer:
+    """Applies pushes exactly once, tracks liveness and asks the policy whom to release.
+
+    Parameters
+    ----------
+    params : initial flat float32 parameter vector (copied).
+    policy : a ``Policy`` or its text form ("bsp", "ssp:3", ...).
+    optimizer : "sgd" | "momentum" | "adam", or an ``edgeps.kernels`` Optimizer.
+    lr : step size; with ``staleness_aware`` each push uses lr / (staleness + 1).
+    liveness_timeout : seconds a computing worker may stay silent before it is
+        declared dead and leaves the barrier (suspected after half of it).
+    max_update_norm : pushes whose L2 norm exceeds this are dropped ("norm").
+    monitor : the ``PerformanceMonitor`` to feed (a default one if None).
+    """
+
+    def __init__(
+        self,
+        params: np.ndarray,
+        *,
+        policy: Policy | str,
+        optimizer: str | kernels.Optimizer = "sgd",
+        lr: float = 0.1,
+        staleness_aware: bool = False,
+        liveness_timeout: float = 10.0,
+        max_update_norm: float | None = None,
+        monitor: PerformanceMonitor | None = None,
+    ) -> None:
+        if not isinstance(params, np.ndarray):
+            raise TypeError(
+                f"params must be a numpy array, got {type(params).__name__}"
+            )
+        if params.dtype != np.float32 or params.ndim != 1 or params.size == 0:
+            raise ValueError(
+                "params must be a non-empty flat float32 vector, got "
+                f"dtype {params.dtype} shape {params.shape}"
+            )
+        if not kernels.all_finite(np.ascontiguousarray(params)):
+            raise ValueError("params contain NaN or inf")
+        if isinstance(policy, str):
+            from edgeps.policy import parse_policy
+
+            policy = parse_policy(policy)
+        if not isinstance(policy, Policy):
+            raise TypeError(f"policy must be a Policy or text, got {type(policy)!r}")
+        if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
+            raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+        if not (
+            isinstance(liveness_timeout, (int, float))
+            and math.isfinite(liveness_timeout)
+            and liveness_timeout > 0
+        ):
+            raise ValueError(f"liveness_timeout must be > 0, got {liveness_timeout!r}")
+        if max_update_norm is not None and not (
+            isinstance(max_update_norm, (int, float)) and max_update_norm > 0
+        ):
+            raise ValueError(f"max_update_norm must be > 0, got {max_update_norm!r}")
+        self._params = np.array(params, dtype=np.float32, copy=True, order="C")
+        if isinstance(optimizer, str):
+            self.optimizer = kernels.make_optimizer(optimizer, self._params.size)
+        elif isinstance(optimizer, kernels.Optimizer):
+            if optimizer.n_params != self._params.size:
+                raise ValueError(
+                    f"optimizer is for {optimizer.n_params} params, "
+                    f"not {self._params.size}"
+                )
+            self.optimizer = optimizer
+        else:
+            raise TypeError("optimizer must be a name or an edgeps.kernels Optimizer")
+        self.policy = policy
+        self.lr = float(lr)
+        self.staleness_aware = bool(staleness_aware)
+        self.liveness_timeout = float(liveness_timeout)
+        self.max_update_norm = (
+            None if max_update_norm is None else float(max_update_norm)
+        )
+        self.monitor = monitor if monitor is not None else PerformanceMonitor()
+        self.version = 0
+        self.max_staleness_seen = 0
+        self.forced_releases = 0  # safety net firings: a policy left everyone waiting
+        self.rejected_unregistered: dict[str, int] = {}
+        self._workers: dict[str, WorkerRecord] = {}
+        self.view = ClusterView(self._workers, self.monitor, lambda: self.version)
+
+    # ---- parameters -------------------------------------------------------
+
+    @property
+    def n_params(self) -> int:
+        return int(self._params.size)
+
+    def params_snapshot(self) -> tuple[int, np.ndarray]:
+        """(version, a copy of the parameters)."""
+        return self.version, self._params.copy()
+
+    # ---- membership -------------------------------------------------------
+
+    def join(self, worker_id: str, now: float, incarnation: int = 0) -> list[Action]:
+        """Register or rejoin a worker; it is released with the current version."""
+        worker_id = _check_worker_id(worker_id)
+        now = _check_now(now)
+        if isinstance(incarnation, bool) or not isinstance(
+            incarnation, (int, np.integer)
+        ):
+            raise TypeError("incarnation must be an int")
+        if incarnation < 0:
+            raise ValueError(f"incarnation must be >= 0, got {incarnation}")
+        rec = self._workers.get(worker_id)
+        if rec is not None and rec.live and incarnation == rec.incarnation:
+            return self._rehello(rec, now)
+        if rec is not None and incarnation < rec.incarnation:
+            rec.count_rejection("stale_incarnation")
+            return [Rejected(worker_id, -1, "stale_incarnation")]
+        if rec is not None and rec.live:
+            # restarted without a bye: its old life leaves the barrier first
+            rec.state = WorkerState.DEAD
+            rec.waiting = False
+            self.policy.on_left(self.view, worker_id, now)
+        base = self._join_clock(worker_id)
+        if rec is None:
+            rec = WorkerRecord(worker_id, int(incarnation))
+            self._workers[worker_id] = rec
+        elif incarnation != rec.incarnation:
+            rec.incarnation = int(incarnation)
+            rec.last_seq = -1
+            rec.last_push_clock = 0
+        rec.state = WorkerState.LIVE
+        rec.clock = base
+        rec.waiting = False
+        rec.joined_at = rec.last_seen = rec.released_at = now
+        rec.last_push_at = None
+        rec.joins += 1
+        self.policy.on_joined(self.view, worker_id, now)
+        self.policy.on_released(self.view, worker_id, now)
+        others = self._release_pass(now)
+        return [Release((worker_id, *others), self.version)]
+
+    def _rehello(self, rec: WorkerRecord, now: float) -> list[Action]:
+        """Same life says hello again: held stays held, a lost release is resent."""
+        self._heard(rec, now)
+        if rec.waiting:
+            actions: list[Action] = [Held(rec.worker_id, rec.clock)]
+            released = self._release_pass(now)
+            if released:
+                actions.append(Release(tuple(released), self.version))
+            return actions
+        rec.released_at = now
+        self.policy.on_released(self.view, rec.worker_id, now)
+        others = self._release_pass(now)
+        return [Release((rec.worker_id, *others), self.version)]
+
+    def _join_clock(self, worker_id: str) -> int:
+        """A (re)joining worker starts level with the slowest live worker."""
+        clocks = [
+            r.clock for w, r in self._workers.items() if r.live and w != worker_id
+        ]
+        return min(clocks) if clocks else self.view.floor
+
+    def heartbeat(self, worker_id: str, now: float) -> list[Action]:
+        """Note that a worker is alive; dead or unknown workers must join again."""
+        now = _check_now(now)
+        rec = self._workers.get(worker_id)
+        if rec is None or not rec.live:
+            return []
+        self._heard(rec, now)
+        return self._release_action(now)
+
+    def leave(self, worker_id: str, now: float, reason: str = "bye") -> list[Action]:
+        """A worker is gone (bye, last will): it leaves the barrier at once."""
+        now = _check_now(now)
+        rec = self._workers.get(worker_id)
+        if rec is None or not rec.live:
+            return []
+        self._drop(rec, now)
+        return [WorkerLeft(worker_id, str(reason)), *self._release_action(now)]
+
+    def tick(self, now: float) -> list[Action]:
+        """Declare silent computing workers suspected, then dead; release whom it frees.
+
+        A worker held at the barrier is never timed out: it is silent because
+        the PS told it to wait, and it blocks nobody. Its silence is counted
+        again from the moment it is released.
+        """
+        now = _check_now(now)
+        actions: list[Action] = []
+        for rec in list(self._workers.values()):
+            if not rec.live or rec.waiting:
+                continue
+            silent = now - max(rec.last_seen, rec.released_at)
+            if silent > self.liveness_timeout:
+                self._drop(rec, now)
+                actions.append(WorkerLeft(rec.worker_id, "timeout"))
+            elif silent > self.liveness_timeout / 2:
+                rec.state = WorkerState.SUSPECTED
+        actions.extend(self._release_action(now))
+        return actions
+
+    def _heard(self, rec: WorkerRecord, now: float) -> None:
+        rec.last_seen = max(rec.last_seen, now)
+        if rec.state is WorkerState.SUSPECTED:
+            rec.state = WorkerState.LIVE
+
+    def _drop(self, rec: WorkerRecord, now: float) -> None:
+        rec.state = WorkerState.DEAD
+        rec.waiting = False
+        self.policy.on_left(self.view, rec.worker_id, now)
+
+    # ---- pushes -----------------------------------------------------------
+
+    def handle_push(self, push: Push, now: float) -> list[Action]:
+        """Validate, apply exactly once, then let the policy hold or release."""
+        if not isinstance(push, Push):
+            raise TypeError(f"expected a Push, got {type(push).__name__}")
+        now = _check_now(now)
+        rec = self._workers.get(push.worker_id)
+        seq = push.seq if isinstance(push.seq, (int, np.integer)) else -1
+        problem = identity_problem(rec, push)
+        if problem is not None:
+            self._count_rejection(rec, push.worker_id, problem)
+            return [Rejected(push.worker_id, int(seq), problem)]
+        assert rec is not None
+        rec.last_seq = int(seq)
+        self._heard(rec, now)
+        if rec.waiting:
+            # it was not released, so this push breaks the worker protocol
+            self._count_rejection(rec, rec.worker_id, "not_released")
+            return [Rejected(rec.worker_id, int(seq), "not_released")]
+        problem = content_problem(
+            rec, push, self.version, self.n_params, self.max_update_norm
+        )
+        if problem is None:
+            rec.last_push_clock = int(push.clock)
+            problem = self.policy.admit(self.view, push, now)
+        elif problem != "bad_clock":
+            rec.last_push_clock = int(push.clock)
+        if problem is not None:
+            return self._reject_and_resync(rec, int(seq), problem, now)
+        return self._apply(rec, push, now)
+
+    def _apply(self, rec: WorkerRecord, push: Push, now: float) -> list[Action]:
+        staleness = self.version - int(push.base_version)
+        lr = self.lr / (staleness + 1) if self.staleness_aware else self.lr
+        self.optimizer.step(self._params, push.update, lr)
+        self.version += 1
+        compute = sane_time(push.compute_time)
+        since_release = max(0.0, now - rec.released_at)
+        self.monitor.observe(
+            rec.worker_id,
+            compute_time=compute,
+            comm_time=max(0.0, since_release - compute),
+            iteration_time=since_release,
+            now=now,
+        )
+        rec.clock += 1
+        rec.last_push_at = now
+        rec.waiting = True
+        rec.stats.accepted += 1
+        rec.stats.max_staleness = max(rec.stats.max_staleness, staleness)
+        self.max_staleness_seen = max(self.max_staleness_seen, staleness)
+        self.policy.on_applied(self.view, push, now)
+        actions: list[Action] = [
+            Applied(rec.worker_id, int(push.seq), self.version, staleness)
+        ]
+        released = self._release_pass(now)
+        if rec.worker_id not in released:
+            actions.append(Held(rec.worker_id, rec.clock))
+        if released:
+            actions.append(Release(tuple(released), self.version))
+        return actions
+
+    def _reject_and_resync(
+        self, rec: WorkerRecord, seq: int, reason: str, now: float
+    ) -> list[Action]:
+        """Drop the push but send the worker current parameters so it does not hang."""
+        self._count_rejection(rec, rec.worker_id, reason)
+        rec.released_at = now
+        self.policy.on_released(self.view, rec.worker_id, now)
+        others = self._release_pass(now)
+        return [
+            Rejected(rec.worker_id, seq, reason),
+            Release((rec.worker_id, *others), self.version),
+        ]
+
+    def _count_rejection(
+        self, rec: WorkerRecord | None, worker_id: str, reason: str
+    ) -> None:
+        if rec is None:
+            self.rejected_unregistered[reason] = (
+                self.rejected_unregistered.get(reason, 0) + 1
+            )
+        else:
+            rec.count_rejection(reason)
+        log.debug("rejected push from %r: %s", worker_id, reason)
+
+    # ---- releases ---------------------------------------------------------
+
+    def _release_action(self, now: float) -> list[Action]:
+        released = self._release_pass(now)
+        return [Release(tuple(released), self.version)] if released else []
+
+    def _release_pass(self, now: float) -> list[str]:
+        """Ask the policy about every waiting worker; release those that may go on."""
+        view, policy = self.view, self.policy
+        policy.refresh(view, now)
+        released: list[str] = []
+        view.freeze_clocks()
+        try:
+            if view.n_live:
+                view.floor = view.min_live_clock()
+            for rec in self._workers.values():
+                if (
+                    rec.live
+                    and rec.waiting
+                    and policy.may_proceed(view, rec.worker_id, now)
+                ):
+                    released.append(rec.worker_id)
+            for w in released:
+                self._mark_released(w, now)
+            live = [r for r in self._workers.values() if r.live]
+            if live and all(r.waiting for r in live):
+                # never deadlock, whatever the policy says: the slowest go on
+                low = min(r.clock for r in live)
+                for r in live:
+                    if r.clock == low:
+                        self._mark_released(r.worker_id, now)
+                        released.append(r.worker_id)
+                self.forced_releases += 1
+                log.warning(
+                    "policy %s held every live worker; released the slowest", policy
+                )
+        finally:
+            view.thaw_clocks()
+        return released
+
+    def _mark_released(self, worker_id: str, now: float) -> None:
+        rec = self._workers[worker_id]
+        rec.waiting = False
+        rec.released_at = now
+        self.policy.on_released(self.view, worker_id, now)
+
+    # ---- reporting --------------------------------------------------------
+
+    def stats(self) -> dict[str, WorkerStats]:
+        """Per-worker counters (copies)."""
+        return {
+            w: dataclasses.replace(r.stats, rejected=dict(r.stats.rejected))
+            for w, r in self._workers.items()
+        }
+
+    def worker_state(self, worker_id: str) -> WorkerState | None:
+        rec = self._workers.get(worker_id)
+        return None if rec is None else rec.state
+
+    def snapshot(self, now: float) -> dict[str, Any]:
+        """Json-able state for metrics: version, workers, policy, monitor."""
+        now = _check_now(now)
+        view = self.view
+        live = view.live_ids()
+        top = view.max_live_clock()
+        workers: dict[str, Any] = {}
+        for w, r in self._workers.items():
+            workers[w] = {
+                "state": r.state.value,
+                "incarnation": r.incarnation,
+                "clock": r.clock,
+                "lag": top - r.clock if r.live else None,
+                "waiting": r.waiting,
+                "class": self.monitor.classify(w, live) if r.live else None,
+                "accepted": r.stats.accepted,
+                "rejected": dict(r.stats.rejected),
+                "max_staleness": r.stats.max_staleness,
+                "silent_for": max(0.0, now - r.last_seen),
+                "joins": r.joins,
+            }
+        return {
+            "version": self.version,
+            "policy": self.policy.describe(),
+            "bound": self.policy.bound_description,
+            "n_live": view.n_live,
+            "min_clock": view.min_live_clock(),
+            "max_clock": top,
+            "policy_measure": self.policy.measure(view),
+            "max_staleness_seen": self.max_staleness_seen,
+            "forced_releases": self.forced_releases,
+            "rejected_unregistered": dict(self.rejected_unregistered),
+            "workers": workers,
+            "monitor": self.monitor.snapshot(),
+        }

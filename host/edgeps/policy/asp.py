@@ -1,0 +1,23 @@
+"""Asynchronous Parallel: nobody ever waits."""
+
+from __future__ import annotations
+
+from edgeps.policy.base import ClusterView, Policy
+
+
+class ASP(Policy):
+    """Asynchronous Parallel (as in Hogwild!/Downpour SGD): never wait.
+
+    Rule: every push is applied and its worker released at once. There is no
+    staleness bound; staleness is only observed (``max_staleness_seen``), and
+    a staleness-aware step size (lr / (staleness + 1)) is the usual remedy.
+    """
+
+    name = "asp"
+
+    @property
+    def bound_description(self) -> str:
+        return "none (asynchronous: clocks may drift apart without limit)"
+
+    def may_proceed(self, view: ClusterView, worker_id: str, now: float) -> bool:
+        return True

@@ -1,0 +1,27 @@
+"""Bulk Synchronous Parallel: lockstep rounds."""
+
+from __future__ import annotations
+
+from edgeps.policy.base import ClusterView, Policy
+
+
+class BSP(Policy):
+    """Bulk Synchronous Parallel (Valiant, CACM 1990): lockstep rounds.
+
+    Rule: a worker that has pushed clock c proceeds only when every live worker
+    has pushed clock c, i.e. when its clock is the minimum live clock. Bound:
+    live clocks differ by at most 1. Dead workers leave the barrier.
+    """
+
+    name = "bsp"
+
+    @property
+    def bound_description(self) -> str:
+        return "max live clock - min live clock <= 1 (lockstep)"
+
+    @property
+    def bound(self) -> float:
+        return 1.0
+
+    def may_proceed(self, view: ClusterView, worker_id: str, now: float) -> bool:
+        return view.clock(worker_id) <= view.min_live_clock()

@@ -1,0 +1,39 @@
+"""Stale Synchronous Parallel with a fixed staleness threshold s."""
+
+from __future__ import annotations
+
+from edgeps.policy.base import ClusterView, Policy
+
+
+class SSP(Policy):
+    """Stale Synchronous Parallel (Ho et al., "More Effective Distributed ML via a
+    Stale Synchronous Parallel Parameter Server", NIPS 2013).
+
+    Clocks are PS-side counts of applied pushes (a worker's clock is c once its
+    c-th push is applied). Rule: a waiting worker with clock c may start
+    iteration c+1 iff c - min_live_clock <= s. So SSP(0) is BSP. Bound: the
+    worker that proceeds at c = min + s pushes clock min + s + 1, hence live
+    clocks never differ by more than s + 1, and an iteration started at clock c
+    has seen every update up to clock c - s from every live worker.
+    """
+
+    name = "ssp"
+
+    def __init__(self, s: int = 3) -> None:
+        if isinstance(s, bool) or not isinstance(s, int) or s < 0:
+            raise ValueError(f"SSP staleness s must be an int >= 0, got {s!r}")
+        self.s = s
+
+    @property
+    def bound_description(self) -> str:
+        return f"max live clock - min live clock <= s + 1 = {self.s + 1}"
+
+    @property
+    def bound(self) -> float:
+        return float(self.s + 1)
+
+    def may_proceed(self, view: ClusterView, worker_id: str, now: float) -> bool:
+        return view.clock(worker_id) - view.min_live_clock() <= self.s
+
+    def describe(self) -> str:
+        return f"ssp:{self.s}"
