@@ -1,0 +1,65 @@
+"""Check the golden wire vectors under MicroPython: prints 'ok NAME' per vector.
+
+Usage: micropython wire_golden.py path/to/wire_vectors.json
+"""
+
+import json
+import struct
+import sys
+
+from edgeps_worker import wire
+
+
+def vector_call(v):
+    kwargs = dict(v["kwargs"])
+    if "dtypes" in kwargs:
+        kwargs["dtypes"] = tuple(kwargs["dtypes"])
+    if "data_f32" in v:
+        floats = v["data_f32"]
+        kwargs["data"] = struct.pack(f"<{len(floats)}f", *floats)
+    if "key" in v:
+        kwargs["key"] = bytes.fromhex(v["key"])
+    out = getattr(wire, v["call"])(*v["args"], **kwargs)
+    return out if isinstance(out, list) else [out]
+
+
+def check(v):
+    got = vector_call(v)
+    want = [bytes.fromhex("".join(seg[1] for seg in chunk)) for chunk in v["chunks"]]
+    if len(got) != len(want):
+        return f"chunk count {len(got)} != {len(want)}"
+    for i in range(len(want)):
+        if got[i] != want[i]:
+            return f"chunk {i}: {got[i].hex()} != {want[i].hex()}"
+    key = bytes.fromhex(v["key"]) if "key" in v else None
+    msg = wire.decode(want[0], key=key)
+    for name, value in v["fields"].items():
+        if getattr(msg, name) != value:
+            return f"field {name}: {getattr(msg, name)!r} != {value!r}"
+    if "data_f32" in v:
+        r = wire.Reassembler(max_bytes=1024, max_age=10, max_pending=2)
+        whole = None
+        for c in reversed(want):
+            whole = r.add(wire.decode(c), 0) or whole
+        floats = v["data_f32"]
+        if bytes(whole.data) != struct.pack(f"<{len(floats)}f", *floats):
+            return "reassembled data differs"
+    return None
+
+
+def main():
+    with open(sys.argv[1]) as f:
+        vectors = json.load(f)["vectors"]
+    bad = 0
+    for v in vectors:
+        err = check(v)
+        if err is None:
+            print("ok", v["name"])
+        else:
+            bad += 1
+            print("FAIL", v["name"], err)
+    print("done", len(vectors), "vectors,", bad, "failed")
+    sys.exit(1 if bad else 0)
+
+
+main()
