@@ -29,18 +29,28 @@ class Checkpoint:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-def _split_state(state: dict[str, Any]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Arrays go into the npz; scalars and strings into a JSON side record."""
-    arrays: dict[str, np.ndarray] = {}
-    scalars: dict[str, Any] = {}
-    for key, value in state.items():
-        if isinstance(value, np.ndarray):
-            arrays[key] = value
-        elif isinstance(value, np.generic):
-            scalars[key] = value.item()
-        else:
-            scalars[key] = value
-    return arrays, scalars
+def _flatten(value: Any, path: str, arrays: dict[str, np.ndarray]) -> Any:
+    """Arrays go into the npz under a path key; the rest stays JSON with a pointer."""
+    if isinstance(value, np.ndarray):
+        arrays[path] = value
+        return {"__array__": path}
+    if isinstance(value, dict):
+        return {str(k): _flatten(v, f"{path}/{k}", arrays) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_flatten(v, f"{path}/{i}", arrays) for i, v in enumerate(value)]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _unflatten(value: Any, arrays: dict[str, np.ndarray]) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"__array__"}:
+            return arrays[value["__array__"]]
+        return {k: _unflatten(v, arrays) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unflatten(v, arrays) for v in value]
+    return value
 
 
 def save_checkpoint(path: str | Path, ckpt: Checkpoint) -> Path:
@@ -49,16 +59,17 @@ def save_checkpoint(path: str | Path, ckpt: Checkpoint) -> Path:
     if path.parent and not path.parent.exists():
         raise FileNotFoundError(f"checkpoint directory does not exist: {path.parent}")
     params = np.ascontiguousarray(ckpt.params, dtype=np.float32)
-    arrays, scalars = _split_state(ckpt.optimizer_state)
+    arrays: dict[str, np.ndarray] = {}
+    state = _flatten(ckpt.optimizer_state, "opt", arrays)
     header = {
         "format": FORMAT,
         "version": int(ckpt.version),
-        "optimizer_scalars": scalars,
-        "optimizer_arrays": sorted(arrays),
+        "optimizer_state": state,
+        "arrays": sorted(arrays),
         "worker_stats": ckpt.worker_stats,
         "meta": ckpt.meta,
     }
-    blobs: dict[str, Any] = {f"opt__{k}": v for k, v in arrays.items()}
+    blobs: dict[str, Any] = {f"a{i}": arrays[k] for i, k in enumerate(sorted(arrays))}
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -86,15 +97,13 @@ def load_checkpoint(path: str | Path) -> Checkpoint:
         with np.load(path, allow_pickle=False) as data:
             header = json.loads(bytes(data["header"]).decode())
             params = np.array(data["params"], dtype=np.float32)
-            arrays = {
-                k: np.array(data[f"opt__{k}"]) for k in header["optimizer_arrays"]
-            }
+            names = header["arrays"]
+            arrays = {k: np.array(data[f"a{i}"]) for i, k in enumerate(names)}
     except (OSError, KeyError, ValueError) as exc:
         raise ValueError(f"{path} is not an edgeps checkpoint: {exc}") from exc
     if header.get("format") != FORMAT:
         raise ValueError(f"{path}: unknown checkpoint format {header.get('format')!r}")
-    state: dict[str, Any] = dict(header["optimizer_scalars"])
-    state.update(arrays)
+    state = _unflatten(header["optimizer_state"], arrays)
     return Checkpoint(
         params=params,
         version=int(header["version"]),

@@ -80,14 +80,17 @@ class Ingest:
         log.log(level, "dropped a message: %s %s", reason, detail)
 
     def expire(self, now: float) -> int:
-        """Forget partial updates older than max_age; counted as 'expired'."""
+        """Forget partial updates older than max_age (counted as 'expired')."""
         try:
             n = int(self.reassembler.expire(now) or 0)
         except Exception:  # a broken reassembler must not stop the loop
             log.exception("reassembler expire failed")
             return 0
-        if n:
-            self.dropped["expired"] += n
+        # the reassembler also expires and evicts on its own inside add()
+        for reason in ("expired", "evicted"):
+            count = int(getattr(self.reassembler, reason, 0))
+            if count:
+                self.dropped[reason] = count
         return n
 
     def feed(self, topic: str, payload: bytes, now: float) -> Event | None:
@@ -113,7 +116,9 @@ class Ingest:
         if len(payload) > self.max_message:
             self.drop("oversized", f"{len(payload)} bytes from {wid}")
             return None
-        msg = wire.decode(payload, **_decode_kwargs(self.hmac_key))
+        msg = wire.decode(
+            payload, max_len=self.max_message, **_decode_kwargs(self.hmac_key)
+        )
         if msg.job != self.job:
             self.drop("job", f"message job {msg.job!r} on {topic}")
             return None

@@ -1,0 +1,262 @@
+"""Assemble and run one job: dataset, model, server, MQTT link, coordinator."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+from edgeps_worker import wire
+
+from edgeps.host.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from edgeps.host.config import ServeConfig
+from edgeps.host.coordinator import Coordinator, Settings, Summary
+from edgeps.host.metrics import MetricsWriter, Progress
+from edgeps.transport.broker import BrokerHandle, open_broker
+from edgeps.transport.paho_host import HostClient, MqttOptions
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Model:
+    """The model being trained and the held-out data that scores it."""
+
+    spec: Any  # edgeps.kernels.ModelSpec
+    X_test: np.ndarray
+    y_test: np.ndarray
+
+    def evaluate(self, params: np.ndarray) -> float:
+        from edgeps import kernels
+
+        return float(kernels.accuracy(self.spec, params, self.X_test, self.y_test))
+
+
+def load_model(cfg: ServeConfig) -> Model:
+    """The dataset's test split and the model spec (the dataset's unless given)."""
+    from edgeps.datasets import load_dataset
+    from edgeps.kernels import ModelSpec
+
+    ds = load_dataset(cfg.dataset, cfg.seed)
+    spec = ModelSpec.parse(cfg.model or ds.model_spec)
+    if spec.n_features != ds.n_features:
+        raise ValueError(
+            f"--model {spec} takes {spec.n_features} features but dataset "
+            f"{cfg.dataset!r} has {ds.n_features}"
+        )
+    want_classes = 1 if spec.kind in ("linear", "logistic") else ds.n_classes
+    if spec.kind != "linear" and spec.n_classes != want_classes:
+        raise ValueError(
+            f"--model {spec} has {spec.n_classes} outputs but dataset "
+            f"{cfg.dataset!r} needs {want_classes}"
+        )
+    return Model(spec, ds.X_test, ds.y_test)
+
+
+def read_hmac_key(path: str | None) -> bytes | None:
+    if path is None:
+        return None
+    key = Path(path).read_bytes().strip()
+    if not key:
+        raise ValueError(f"--hmac-key-file {path} is empty")
+    return key
+
+
+def build_server(cfg: ServeConfig, model: Model) -> tuple[Any, str]:
+    """A ParameterServer at fresh or resumed parameters; also the policy's name."""
+    from edgeps.core import ParameterServer
+    from edgeps.policy import parse_policy
+
+    policy = parse_policy(cfg.policy)
+    ckpt = load_checkpoint(cfg.resume) if cfg.resume else None
+    if ckpt is not None and ckpt.params.size != model.spec.n_params:
+        raise ValueError(
+            f"--resume {cfg.resume}: {ckpt.params.size} params, "
+            f"model {model.spec} has {model.spec.n_params}"
+        )
+    params = ckpt.params if ckpt is not None else model.spec.init_params(cfg.seed)
+    server = ParameterServer(
+        params,
+        policy=policy,
+        optimizer=cfg.optimizer,
+        lr=cfg.lr,
+        staleness_aware=cfg.staleness_aware,
+        liveness_timeout=cfg.liveness_timeout,
+        max_update_norm=cfg.max_update_norm,
+    )
+    if ckpt is not None:
+        restore(server, ckpt)
+    return server, str(getattr(policy, "name", cfg.policy))
+
+
+def restore(server: Any, ckpt: Checkpoint) -> None:
+    """Put version and optimizer state of a checkpoint back into a fresh server."""
+    if hasattr(server, "restore"):
+        server.restore(version=ckpt.version, optimizer_state=ckpt.optimizer_state)
+        return
+    server.version = ckpt.version
+    optimizer = getattr(server, "optimizer", None)
+    if optimizer is not None and ckpt.optimizer_state:
+        optimizer.load_state_dict(ckpt.optimizer_state)
+
+
+def make_checkpointer(cfg: ServeConfig, model: Model) -> Callable[[Coordinator], None]:
+    path = cfg.checkpoint
+    assert path is not None
+
+    def write(coord: Coordinator) -> None:
+        version, params = coord.server.params_snapshot()
+        optimizer = getattr(coord.server, "optimizer", None)
+        stats = {
+            wid: {
+                "accepted": s.accepted,
+                "rejected": dict(s.rejected),
+                "max_staleness": s.max_staleness,
+            }
+            for wid, s in coord.server.stats().items()
+        }
+        save_checkpoint(
+            path,
+            Checkpoint(
+                params=params,
+                version=int(version),
+                optimizer_state=optimizer.state_dict() if optimizer else {},
+                worker_stats=stats,
+                meta={
+                    "job": cfg.job,
+                    "model": str(model.spec),
+                    "dataset": cfg.dataset,
+                    "policy": cfg.policy,
+                    "accuracy": coord.accuracy,
+                },
+            ),
+        )
+        log.info("checkpoint v%d written to %s", version, path)
+
+    return write
+
+
+def mqtt_options(cfg: ServeConfig) -> MqttOptions:
+    return MqttOptions(
+        username=cfg.username,
+        password=cfg.password,
+        tls_ca=cfg.tls_ca,
+        tls_cert=cfg.tls_cert,
+        tls_key=cfg.tls_key,
+        tls_insecure=cfg.tls_insecure,
+    )
+
+
+@contextmanager
+def stop_on_signals(coord: Coordinator) -> Iterator[None]:
+    """SIGINT/SIGTERM ask the loop to finish (final checkpoint included)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+
+    def handler(signum: int, frame: Any) -> None:
+        log.info("signal %d: finishing the job", signum)
+        coord.stop()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous[sig] = signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+class Job:
+    """One configured job; `run()` blocks until it ends and returns the summary."""
+
+    def __init__(
+        self,
+        cfg: ServeConfig,
+        *,
+        broker: BrokerHandle | None = None,
+        out: IO[str] | None = None,
+        prefer_broker: str = "mosquitto",
+    ) -> None:
+        self.cfg = cfg
+        if not wire.valid_id(cfg.job):
+            raise ValueError(f"--job must match [A-Za-z0-9_-]{{1,32}}, got {cfg.job!r}")
+        self.hmac_key = read_hmac_key(cfg.hmac_key_file)
+        self.options = mqtt_options(cfg)
+        self.options.check()
+        self.model = load_model(cfg)
+        self.server, self.policy_name = build_server(cfg, self.model)
+        self._own_broker = broker is None
+        self._broker = broker
+        self._prefer = prefer_broker
+        self.out = out if out is not None else sys.stderr
+        self.coordinator: Coordinator | None = None
+        self.ready = threading.Event()
+
+    @property
+    def broker(self) -> BrokerHandle:
+        if self._broker is None:
+            self._broker = open_broker(self.cfg.broker, prefer=self._prefer)
+        return self._broker
+
+    def stop(self) -> None:
+        if self.coordinator is not None:
+            self.coordinator.stop()
+
+    def run(self) -> Summary:
+        cfg = self.cfg
+        metrics = MetricsWriter(cfg.metrics_out) if cfg.metrics_out else None
+        client: HostClient | None = None
+        try:
+            client = HostClient(
+                self.broker.address,
+                client_id=f"edgeps-host-{cfg.job}",
+                subscriptions=[(wire.topic_up_wildcard(cfg.job), 1)],
+                options=self.options,
+            )
+            client.start()
+            settings = Settings(
+                job=cfg.job,
+                model=str(self.model.spec),
+                target_accuracy=cfg.target_accuracy,
+                max_time=cfg.max_time,
+                eval_interval=cfg.eval_interval,
+                metrics_interval=cfg.metrics_interval,
+                checkpoint_interval=cfg.checkpoint_interval,
+                max_chunk=cfg.max_chunk,
+                hmac_key=self.hmac_key,
+            )
+            coord = Coordinator(
+                self.server,
+                client,
+                settings,
+                policy_name=self.policy_name,
+                evaluate=self.model.evaluate,
+                on_checkpoint=(
+                    make_checkpointer(cfg, self.model) if cfg.checkpoint else None
+                ),
+                metrics=metrics,
+                progress=None if cfg.quiet else Progress(self.out),
+            )
+            self.coordinator = coord
+            self.ready.set()
+            with stop_on_signals(coord):
+                summary = coord.run()
+            client.flush(5.0)  # let the final MODEL 'done' reach the broker
+            return summary
+        finally:
+            self.ready.set()
+            if client is not None:
+                client.stop()
+            if metrics is not None:
+                metrics.close()
+            if self._own_broker and self._broker is not None:
+                self._broker.close()

@@ -1,0 +1,52 @@
+"""Final summaries of a run: a table for people, a JSON object for scripts."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from edgeps.host.coordinator import Summary
+from edgeps.host.metrics import dumps
+
+
+def summary_dict(summary: Summary) -> dict[str, Any]:
+    """The JSON form: policy, elapsed, accuracy, per-worker accepted/rejected, ..."""
+    data = asdict(summary)
+    data["elapsed"] = round(summary.elapsed, 3)
+    data["updates_per_s"] = round(summary.updates_per_s, 2)
+    return data
+
+
+def summary_json(summary: Summary) -> str:
+    return dumps(summary_dict(summary))
+
+
+def summary_table(summary: Summary) -> str:
+    """Per worker: accepted, rejected by reason, clock, class; then the overall line."""
+    head = (
+        f"{'worker':<14} {'accepted':>8} {'rejected':>8} {'clock':>6} "
+        f"{'max stale':>9}  {'state':<9} {'class':<11} rejected by reason"
+    )
+    lines = [head, "-" * len(head)]
+    for wid, w in sorted(summary.workers.items()):
+        reasons = ", ".join(
+            f"{k}={v}" for k, v in sorted(w.get("rejected_by_reason", {}).items())
+        )
+        lines.append(
+            f"{wid:<14} {w.get('accepted', 0):>8} {w.get('rejected', 0):>8} "
+            f"{w.get('clock', 0):>6} {w.get('max_staleness', 0):>9}  "
+            f"{str(w.get('state', '?')):<9} {str(w.get('class', '?')):<11} "
+            f"{reasons or '-'}"
+        )
+    acc = "n/a" if summary.accuracy is None else f"{summary.accuracy:.4f}"
+    lines.append("-" * len(head))
+    lines.append(
+        f"policy {summary.policy}  accuracy {acc}  elapsed {summary.elapsed:.1f}s  "
+        f"updates {summary.updates} ({summary.updates_per_s:.1f}/s)  "
+        f"version {summary.version}  max staleness {summary.max_staleness}  "
+        f"stop: {summary.stop_reason}"
+    )
+    if summary.dropped:
+        dropped = ", ".join(f"{k}={v}" for k, v in sorted(summary.dropped.items()))
+        lines.append(f"dropped messages: {dropped}")
+    return "\n".join(lines)

@@ -1,0 +1,102 @@
+"""`edgeps serve`: run the host coordinator (parameter server) for one job over MQTT.
+
+Every flag defaults to "not given", so the merge order is plain: built-in
+defaults, then ``--config FILE.toml``, then the flags on the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+SUPPRESS = argparse.SUPPRESS
+
+
+def _flag(p: argparse.ArgumentParser, name: str, help_text: str, **kw: object) -> None:
+    p.add_argument(name, default=SUPPRESS, help=help_text, **kw)  # type: ignore[arg-type]
+
+
+def add_job_flags(p: argparse.ArgumentParser) -> None:
+    """Flags shared by `serve` and `demo`: what to train and how to synchronize."""
+    _flag(p, "--job", "job id ([A-Za-z0-9_-], default 'default')")
+    _flag(p, "--policy", "sync policy: bsp, asp, ssp:3, dsp, dsp:w=8, kofn:k=6, ...")
+    _flag(p, "--model", "model spec, e.g. mlp:30-32-6 (default: the dataset's)")
+    _flag(p, "--dataset", "sensors (built in), digits, breast_cancer (scikit-learn)")
+    _flag(p, "--seed", "seed for data split and initial parameters", type=int)
+    _flag(p, "--lr", "learning rate", type=float)
+    _flag(p, "--optimizer", "sgd, momentum or adam")
+    _flag(p, "--target-accuracy", "stop at this test accuracy (0..1]", type=float)
+    _flag(p, "--max-time", "stop after this many seconds", type=float)
+    _flag(p, "--metrics-out", "append JSON-lines metrics snapshots to this file")
+    _flag(p, "--json", "print the final summary as JSON", action="store_true")
+    _flag(p, "--quiet", "no live progress display", action="store_true")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    p = parser
+    _flag(p, "--config", "TOML file with any of these options (flags override it)")
+    _flag(
+        p, "--broker", "auto (start mosquitto or amqtt), mosquitto, amqtt, mqtt[s]://"
+    )
+    add_job_flags(p)
+    _flag(
+        p,
+        "--liveness-timeout",
+        "seconds of silence before a worker is dead",
+        type=float,
+    )
+    _flag(p, "--max-update-norm", "reject updates with a larger L2 norm", type=float)
+    _flag(
+        p,
+        "--no-staleness-aware",
+        "plain lr instead of lr/(staleness+1)",
+        action="store_false",
+        dest="staleness_aware",
+    )
+    _flag(p, "--eval-interval", "seconds between test-set evaluations", type=float)
+    _flag(p, "--metrics-interval", "seconds between metrics snapshots", type=float)
+    _flag(p, "--checkpoint", "write checkpoints (.npz) to this path")
+    _flag(p, "--checkpoint-interval", "seconds between checkpoints", type=float)
+    _flag(p, "--resume", "start from this checkpoint")
+    _flag(p, "--max-chunk", "chunk size for workers that announce none", type=int)
+    _flag(p, "--username", "MQTT user name")
+    _flag(p, "--password", "MQTT password")
+    _flag(p, "--tls-ca", "CA bundle for the broker's certificate")
+    _flag(p, "--tls-cert", "client certificate (with --tls-key)")
+    _flag(p, "--tls-key", "client private key")
+    _flag(p, "--tls-insecure", "skip broker certificate checks", action="store_true")
+    _flag(p, "--hmac-key-file", "shared key: verify and sign messages (HMAC-SHA256)")
+    _flag(p, "-v", "debug logging", action="store_true", dest="verbose")
+
+
+def given(args: argparse.Namespace) -> dict[str, object]:
+    """Only the options that were on the command line (everything else is absent)."""
+    skip = {"command", "config", "verbose", "_run", "benchmark", "_bench_module"}
+    return {k: v for k, v in vars(args).items() if k not in skip}
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=logging.DEBUG if getattr(args, "verbose", False) else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    from edgeps.host.config import merge
+    from edgeps.host.job import Job
+    from edgeps.host.report import summary_json, summary_table
+
+    try:
+        cfg = merge(given(args), getattr(args, "config", None))
+        job = Job(cfg)
+        summary = job.run()
+    except (
+        ValueError,
+        TypeError,
+        FileNotFoundError,
+        ConnectionError,
+        RuntimeError,
+    ) as exc:
+        print(f"edgeps serve: error: {exc}", file=sys.stderr)
+        return 2
+    print(summary_json(summary) if cfg.json else summary_table(summary))
+    return 0

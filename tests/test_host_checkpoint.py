@@ -1,0 +1,67 @@
+"""Checkpoints round-trip params, version, nested optimizer state and stats."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from edgeps.host.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+
+
+def test_round_trip_keeps_everything(tmp_path: Path) -> None:
+    # Prepare
+    rng = np.random.default_rng(3)
+    params = rng.standard_normal(100).astype(np.float32)
+    state = {
+        "name": "adam",
+        "n_params": 100,
+        "t": 7,
+        "hyper": {"beta1": 0.9},
+        "buffers": {
+            "m": rng.standard_normal(100).astype(np.float32),
+            "v": np.abs(rng.standard_normal(100)).astype(np.float32),
+        },
+    }
+    ckpt = Checkpoint(params, 42, state, {"w1": {"accepted": 5}}, {"policy": "dsp"})
+    path = tmp_path / "run.npz"
+
+    # Execute
+    save_checkpoint(path, ckpt)
+    back = load_checkpoint(path)
+
+    # Assert
+    np.testing.assert_array_equal(back.params, params)
+    assert back.version == 42
+    assert back.optimizer_state["t"] == 7
+    assert back.optimizer_state["hyper"] == {"beta1": 0.9}
+    np.testing.assert_array_equal(
+        back.optimizer_state["buffers"]["m"], state["buffers"]["m"]
+    )
+    np.testing.assert_array_equal(
+        back.optimizer_state["buffers"]["v"], state["buffers"]["v"]
+    )
+    assert back.worker_stats == {"w1": {"accepted": 5}}
+    assert back.meta == {"policy": "dsp"}
+    assert [p.name for p in tmp_path.iterdir()] == ["run.npz"]  # no temp left
+
+
+def test_overwrite_is_atomic_replacement(tmp_path: Path) -> None:
+    path = tmp_path / "c.npz"
+    save_checkpoint(path, Checkpoint(np.zeros(4, np.float32), 1))
+
+    save_checkpoint(path, Checkpoint(np.ones(4, np.float32), 2))
+
+    back = load_checkpoint(path)
+    assert back.version == 2
+    assert back.params.tolist() == [1.0, 1.0, 1.0, 1.0]
+
+
+def test_foreign_or_missing_file_is_a_clear_error(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.npz"
+    junk.write_bytes(b"not a zip at all")
+
+    with pytest.raises(ValueError, match="not an edgeps checkpoint"):
+        load_checkpoint(junk)
+    with pytest.raises(FileNotFoundError):
+        load_checkpoint(tmp_path / "missing.npz")
