@@ -295,7 +295,9 @@ class Worker:
         elif msg.type == wire.PARAMS:
             if msg.wid != self.wid:
                 self._bad("wid")
-            elif self.model_state is not None:
+            elif self.model_state is None:
+                self._bad("params_before_model")
+            else:
                 self._on_params(msg)
         elif msg.type == wire.REJECT:
             self._on_reject(msg)

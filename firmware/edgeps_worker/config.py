@@ -1,0 +1,128 @@
+"""The worker's JSON config: defaults, types, one validation for board and host.
+
+``edgeps flash`` validates a config with the same function the board runs at
+start-up, so a mistake shows on the host before anything is flashed. Keys
+starting with "_" are comments and ignored.
+"""
+
+import json
+
+from edgeps_worker import wire
+from edgeps_worker.kernels import parse_spec
+
+# key -> (type, default); REQUIRED has no default
+REQUIRED = object()
+KEYS = {
+    "job": (str, REQUIRED),
+    "worker_id": (str, REQUIRED),
+    "model": (str, REQUIRED),
+    "broker_host": (str, REQUIRED),
+    "broker_port": (int, 1883),
+    "username": (str, ""),
+    "password": (str, ""),
+    "keepalive": (int, 30),
+    "wifi_ssid": (str, ""),
+    "wifi_password": (str, ""),
+    "wifi_timeout_ms": (int, 20000),
+    "data": (str, ""),
+    "sensor": (str, ""),
+    "capacity": (int, 256),
+    "batch": (int, 16),
+    "seed": (int, 1),
+    "max_iterations": (int, 0),
+    "heartbeat_ms": (int, 5000),
+    "release_timeout_ms": (int, 15000),
+    "max_chunk": (int, 2048),
+    "hmac_key": (str, ""),
+    "verbose": (bool, True),
+}
+# (key, lowest allowed, highest allowed)
+RANGES = (
+    ("broker_port", 1, 65535),
+    ("keepalive", 5, 3600),
+    ("wifi_timeout_ms", 1000, 600000),
+    ("capacity", 1, 1 << 20),
+    ("batch", 1, 4096),
+    ("max_iterations", 0, 1 << 30),
+    ("heartbeat_ms", 100, 3600000),
+    ("release_timeout_ms", 100, 3600000),
+    ("max_chunk", 256, 65536),
+)
+
+
+def validate(raw, board=False):
+    """Return the config with defaults filled in; ValueError lists every problem.
+
+    ``board`` is True for an ESP32 target, which also needs Wi-Fi settings.
+    """
+    if not isinstance(raw, dict):
+        raise ValueError("config must be a JSON object")
+    problems = []
+    cfg = {}
+    for key in raw:
+        if not isinstance(key, str) or (key not in KEYS and key[:1] != "_"):
+            problems.append("unknown key " + repr(key))
+    for key in KEYS:
+        typ, default = KEYS[key]
+        if key not in raw:
+            if default is REQUIRED:
+                problems.append("missing key " + repr(key))
+            else:
+                cfg[key] = default
+            continue
+        v = raw[key]
+        # JSON true/false must not pass for numbers, nor numbers for flags
+        if type(v) is not typ:
+            problems.append(key + " must be " + typ.__name__ + ", got " + repr(v))
+            continue
+        cfg[key] = v
+    for key, lo, hi in RANGES:
+        if key in cfg and type(cfg[key]) is int and not lo <= cfg[key] <= hi:
+            problems.append(key + " must be in [" + str(lo) + ", " + str(hi) + "]")
+    for key in ("job", "worker_id"):
+        if type(cfg.get(key)) is str and not wire.valid_id(cfg[key]):
+            problems.append(key + " must match [A-Za-z0-9_-]{1,32}")
+    if type(cfg.get("model")) is str:
+        try:
+            parse_spec(cfg["model"])
+        except ValueError as exc:
+            problems.append(str(exc))
+    if cfg.get("broker_host") == "":
+        problems.append("broker_host must not be empty")
+    if not problems and (cfg["data"] == "") == (cfg["sensor"] == ""):
+        problems.append("give exactly one of 'data' (a file) or 'sensor' (a module)")
+    if board and not cfg.get("wifi_ssid"):
+        problems.append("an ESP32 config needs wifi_ssid")
+    key = cfg.get("hmac_key", "")
+    if key and (len(key) % 2 or not _is_hex(key)):
+        problems.append("hmac_key must be hex digits")
+    if problems:
+        raise ValueError("bad config: " + "; ".join(problems))
+    return cfg
+
+
+def _is_hex(s):
+    for c in s:
+        if c not in "0123456789abcdefABCDEF":
+            return False
+    return True
+
+
+def hmac_key_bytes(cfg):
+    """The HMAC key as bytes, or None when messages go untagged."""
+    text = cfg["hmac_key"]
+    if not text:
+        return None
+    return bytes(int(text[i : i + 2], 16) for i in range(0, len(text), 2))
+
+
+def load(path, board=False):
+    """Read and validate a JSON config file."""
+    try:
+        with open(path) as f:
+            raw = json.load(f)
+    except OSError:
+        raise ValueError("cannot read config file " + repr(path)) from None
+    except ValueError:
+        raise ValueError(repr(path) + " is not valid JSON") from None
+    return validate(raw, board)

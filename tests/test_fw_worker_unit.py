@@ -1,0 +1,244 @@
+"""The shared worker loop on CPython against a small in-process PS (no network)."""
+
+from __future__ import annotations
+
+from array import array
+
+import numpy as np
+import pytest
+from edgeps_worker import wire
+from edgeps_worker.data import RingBuffer
+from edgeps_worker.trainer import KernelTrainer
+from edgeps_worker.worker import Worker
+
+JOB = "job1"
+WID = "w1"
+SPEC = "mlp:6-5-3"
+
+
+class LoopbackPS:
+    """A transport whose far side is a tiny PS: HELLO/UPDATE -> PARAMS (chunked)."""
+
+    def __init__(self, n_params: int, max_chunk: int = 64, drop_updates: int = 0):
+        self.n_params = n_params
+        self.max_chunk = max_chunk
+        self.params = (np.arange(n_params, dtype=np.float32) - n_params / 2) / 50
+        self.version = 0
+        self.inbox: list[tuple[str, bytes]] = []
+        self.connected = False
+        self.updates: list[wire.Message] = []
+        self.hellos = 0
+        self.byes: list[str] = []
+        self.seen: set[tuple[int, int]] = set()
+        self.drop_updates = drop_updates  # lose this many whole UPDATEs
+        self.fail_connects = 0
+        self.connects = 0
+        self.asm = wire.Reassembler(1 << 20, 60, 8)
+        self.model = wire.encode_model(JOB, "running", SPEC, 0, n_params)
+
+    def connect(self, will_topic: str, will_payload: bytes) -> None:
+        self.connects += 1
+        if self.fail_connects:
+            self.fail_connects -= 1
+            raise OSError("refused")
+        self.connected = True
+        self.inbox.append((wire.topic_model(JOB), self.model))
+
+    def subscribe(self, topic: str, qos: int = 1) -> None:
+        assert self.connected
+
+    def publish(self, topic, payload, qos=1, retain=False) -> None:
+        if not self.connected:
+            raise OSError("not connected")
+        msg = wire.decode(payload)
+        if msg.type == wire.HELLO:
+            self.hellos += 1
+            self._release()
+        elif msg.type == wire.UPDATE:
+            done = self.asm.add(msg, 0.0)
+            if done is None:
+                return
+            if self.drop_updates:
+                self.drop_updates -= 1
+                return
+            key = (done.incarnation, done.seq)
+            if key in self.seen:
+                self.inbox.append(
+                    (
+                        topic.replace("/up/", "/down/"),
+                        wire.encode_reject(JOB, WID, done.seq, "duplicate"),
+                    )
+                )
+                return
+            self.seen.add(key)
+            self.updates.append(done)
+            grad = np.frombuffer(bytes(done.data), dtype="<f4")
+            self.params -= 0.1 * grad
+            self.version += 1
+            self._release()
+        elif msg.type == wire.BYE:
+            self.byes.append(msg.reason)
+
+    def _release(self) -> None:
+        for chunk in wire.encode_params(
+            JOB, WID, self.version, self.params.tobytes(), self.max_chunk
+        ):
+            self.inbox.append((wire.topic_down(JOB, WID), chunk))
+
+    def poll(self, timeout_ms: int):
+        if not self.connected:
+            raise OSError("not connected")
+        return self.inbox.pop(0) if self.inbox else None
+
+    def close(self) -> None:
+        self.connected = False
+
+
+def make_trainer(seed: int = 3) -> KernelTrainer:
+    rng = np.random.default_rng(seed)
+    ring = RingBuffer(32, 6, seed=seed)
+    for _ in range(32):
+        x = rng.normal(size=6)
+        ring.add(list(x), int(x[0] > 0) + int(x[1] > 0))
+    return KernelTrainer(SPEC, ring, batch=8)
+
+
+def test_worker_joins_pushes_and_stops_after_max_iterations():
+    # Prepare
+    trainer = make_trainer()
+    ps = LoopbackPS(trainer.n_params)
+    w = Worker(ps, trainer, JOB, WID, incarnation=7, max_iterations=5)
+    # Execute
+    reason = w.run()
+    # Assert
+    assert reason == "iterations"
+    assert [u.seq for u in ps.updates] == [1, 2, 3, 4, 5]
+    assert [u.clock for u in ps.updates] == [1, 2, 3, 4, 5]
+    assert [u.base_version for u in ps.updates] == [0, 1, 2, 3, 4]
+    assert all(u.samples == 8 and u.incarnation == 7 for u in ps.updates)
+    assert ps.byes == ["bye"]
+    assert w.stats["pushes"] == 5 and w.stats["releases"] == 5
+
+
+def test_params_are_reassembled_into_the_trainer_buffer():
+    # Prepare: a chunk size that does not divide the body
+    trainer = make_trainer()
+    ps = LoopbackPS(trainer.n_params, max_chunk=72)
+    w = Worker(ps, trainer, JOB, WID, max_iterations=2)
+    # Execute
+    w.run()
+    # Assert: the buffer holds exactly what the PS sent for version 1
+    got = np.frombuffer(trainer.params_buffer(), dtype=np.float32)
+    assert w.version == 1
+    first = ps.updates[0]
+    expected = ((np.arange(trainer.n_params) - trainer.n_params / 2) / 50).astype(
+        np.float32
+    ) - 0.1 * np.frombuffer(bytes(first.data), dtype="<f4")
+    np.testing.assert_array_equal(got, expected.astype(np.float32))
+
+
+def test_gradient_matches_the_kernel_on_the_received_params():
+    # Prepare
+    trainer = make_trainer()
+    ps = LoopbackPS(trainer.n_params)
+    w = Worker(ps, trainer, JOB, WID, max_iterations=1)
+    # Execute
+    w.run()
+    # Assert: the first UPDATE is the gradient at the initial parameters
+    grad = np.frombuffer(bytes(ps.updates[0].data), dtype="<f4")
+    assert grad.shape == (trainer.n_params,)
+    assert np.all(np.isfinite(grad)) and np.abs(grad).sum() > 0
+    assert ps.updates[0].loss == pytest.approx(w.last_loss, rel=1e-6)
+
+
+def test_reconnects_with_backoff_after_refused_connects():
+    # Prepare
+    trainer = make_trainer()
+    ps = LoopbackPS(trainer.n_params)
+    ps.fail_connects = 3
+    w = Worker(
+        ps, trainer, JOB, WID, max_iterations=2, backoff_min_ms=1, backoff_max_ms=4
+    )
+    # Execute
+    reason = w.run()
+    # Assert
+    assert reason == "iterations"
+    assert w.stats["reconnects"] == 3 and ps.connects == 4
+
+
+def test_lost_update_is_resent_after_release_timeout_and_deduped():
+    # Prepare: the PS loses the first UPDATE entirely
+    trainer = make_trainer()
+    ps = LoopbackPS(trainer.n_params, drop_updates=1)
+    w = Worker(
+        ps, trainer, JOB, WID, max_iterations=3, release_timeout_ms=20, poll_ms=5
+    )
+    # Execute
+    reason = w.run()
+    # Assert: seq 1 arrived through the resend, each seq applied once
+    assert reason == "iterations"
+    assert [u.seq for u in ps.updates] == [1, 2, 3]
+    assert w.stats["resends"] >= 1 and w.stats["timeouts"] >= 1
+    assert ps.hellos >= 2
+
+
+def test_stop_callback_ends_the_loop_and_done_model_stops():
+    # Prepare
+    trainer = make_trainer()
+    ps = LoopbackPS(trainer.n_params)
+    calls = {"n": 0}
+
+    def stop() -> bool:
+        calls["n"] += 1
+        return len(ps.updates) >= 2
+
+    w = Worker(ps, trainer, JOB, WID, stop=stop)
+    # Execute
+    assert w.run() == "stopped"
+    # Assert
+    assert len(ps.updates) == 2
+    ps2 = LoopbackPS(trainer.n_params)
+    ps2.model = wire.encode_model(JOB, "done", SPEC, 9, trainer.n_params)
+    assert Worker(ps2, make_trainer(), JOB, WID).run() == "done"
+    assert ps2.updates == []
+
+
+def test_model_mismatch_stops_without_pushing():
+    # Prepare
+    trainer = make_trainer()
+    ps = LoopbackPS(trainer.n_params)
+    ps.model = wire.encode_model(JOB, "running", "mlp:64-32-10", 0, 2410)
+    # Execute
+    reason = Worker(ps, trainer, JOB, WID).run()
+    # Assert
+    assert reason == "model_mismatch" and ps.updates == []
+
+
+def test_garbage_and_wrong_length_params_are_counted_not_fatal():
+    # Prepare
+    trainer = make_trainer()
+    ps = LoopbackPS(trainer.n_params)
+    down = wire.topic_down(JOB, WID)
+    ps.inbox += [
+        (down, b"\x00garbage"),
+        (down, wire.encode_params(JOB, WID, 5, array("f", [1.0, 2.0]).tobytes())[0]),
+        (down, wire.encode_params(JOB, "other", 5, bytes(4 * trainer.n_params))[0]),
+    ]
+    w = Worker(ps, trainer, JOB, WID, max_iterations=2)
+    # Execute
+    reason = w.run()
+    # Assert
+    assert reason == "iterations"
+    assert w.stats["bad_messages"] == 3
+    assert len(ps.updates) == 2
+
+
+def test_bad_arguments_raise():
+    trainer = make_trainer()
+    ps = LoopbackPS(trainer.n_params)
+    with pytest.raises(ValueError):
+        Worker(ps, trainer, "bad job", WID)
+    with pytest.raises(ValueError):
+        Worker(ps, trainer, JOB, WID, heartbeat_ms=0)
+    with pytest.raises(ValueError):
+        Worker(ps, trainer, JOB, WID, backoff_min_ms=10, backoff_max_ms=5)
