@@ -1,0 +1,163 @@
+"""Dynamic Synchronous Parallel: SSP with a bound that follows measured speed."""
+
+from __future__ import annotations
+
+import math
+
+from edgeps.core.types import Push
+from edgeps.policy.base import ClusterView, Policy
+
+
+def _positive(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"dsp {name} must be a number, got {value!r}")
+    v = float(value)
+    if not (math.isfinite(v) and v >= 0):
+        raise ValueError(f"dsp {name} must be a finite number >= 0, got {value!r}")
+    return v
+
+
+class DSP(Policy):
+    """Dynamic Synchronous Parallel, after Zhang et al., "A Parameter Communication
+    Optimization Strategy for Distributed Machine Learning in Sensors", Sensors
+    17(10):2172, 2017. This is our reading of the strategy, stated precisely.
+
+    Speed. ``T_i`` is worker i's typical iteration time from the performance
+    monitor (release to push: compute plus communication, never the time it
+    was held at the barrier; the monitor clips one-off spikes, so transient
+    interference barely moves it, while a run of slow iterations is adopted as
+    a new level). ``T_max`` is the largest ``T_j`` over live workers and
+    ``alpha_i = T_max / T_i >= 1``: how many iterations worker i completes per
+    iteration of the slowest live worker. A worker not yet measured counts with
+    the median of the measured ones (1.0 while nobody is measured).
+
+    Progress. Each applied push of worker i adds ``1 / alpha_i`` (alpha at that
+    moment) to its normalised progress ``P_i``, measured in iterations of the
+    slowest worker; every worker running at its typical pace advances ``P`` at
+    the same rate, ``1 / T_max`` per second, so a 4x faster board pushes 4
+    gradients per straggler gradient instead of being held to its pace. A
+    (re)joining worker starts at the smallest ``P`` of the other live workers.
+
+    Transient grace. A live worker j that is computing and has been away longer
+    than its typical time is credited with the progress it would have made at
+    that pace: ``credit_j(now) = min(g, max(0, now - released_j - T_j) / T_max)``
+    (zero while it is waiting). Its effective progress is ``P_j + credit_j``.
+    So an iteration hit by interference does not hold the others at once, and
+    the credit is finite: a worker that stays away longer does hold them, until
+    it pushes or the liveness timeout removes it.
+
+    Rule (the weak threshold w). A waiting worker i may start its next
+    iteration iff ``P_i <= min_j (P_j + credit_j(now)) + w`` over live workers j.
+
+    Bound, in the policy's own units (iterations of the slowest live worker):
+    among live workers ``max P - min P <= w + g + 1`` at all times (a release
+    needs ``P_i <= min P + w + g`` and the push that follows adds at most 1;
+    the minimum never decreases, as leavers only raise it and joiners start at
+    it). With ``g = 0`` and equal speeds this is SSP with ``s = w``. The bound
+    is in speed-normalised units, which is what keeps wall-time staleness
+    bounded while each board works at its own pace. Pair it with the
+    staleness-aware step size (lr / (staleness + 1)) when the fast boards'
+    extra pushes make version staleness large.
+    """
+
+    name = "dsp"
+
+    def __init__(self, w: float = 2.0, grace: float | None = None) -> None:
+        self.w = _positive("w", w)
+        self.grace = self.w if grace is None else _positive("grace", grace)
+        self._progress: dict[str, float] = {}
+        self._cached_floor: tuple[float, float] | None = None  # (now, floor)
+
+    # -- speed ---------------------------------------------------------------
+    def _times(self, view: ClusterView) -> dict[str, float]:
+        """Typical iteration time of each live worker (median fill for unmeasured)."""
+        mon = view.monitor
+        raw = {w: mon.typical_iteration(w) for w in view.live_ids()}
+        known = sorted(t for t in raw.values() if math.isfinite(t) and t > 0)
+        fill = known[len(known) // 2] if known else 1.0
+        return {w: t if math.isfinite(t) and t > 0 else fill for w, t in raw.items()}
+
+    def alpha(self, view: ClusterView, worker_id: str) -> float:
+        """How many iterations ``worker_id`` does per slowest-worker iteration."""
+        times = self._times(view)
+        if worker_id not in times:
+            return 1.0
+        return max(times.values()) / times[worker_id]
+
+    def progress(self, worker_id: str) -> float:
+        """Normalised progress ``P`` of a worker (0.0 if unknown)."""
+        return self._progress.get(worker_id, 0.0)
+
+    def _floor_of_others(self, view: ClusterView, worker_id: str) -> float:
+        others = [
+            self._progress[w]
+            for w in view.live_ids()
+            if w != worker_id and w in self._progress
+        ]
+        return min(others) if others else self._progress.get(worker_id, 0.0)
+
+    def _effective_floor(self, view: ClusterView, now: float) -> float:
+        times = self._times(view)
+        if not times:
+            return 0.0
+        t_max = max(times.values())
+        floor = math.inf
+        for w, t in times.items():
+            p = self._progress.get(w)
+            if p is None:
+                continue
+            credit = 0.0
+            if self.grace > 0 and not view.is_waiting(w):
+                away = now - view.released_at(w) - t
+                credit = min(self.grace, max(0.0, away) / t_max)
+            floor = min(floor, p + credit)
+        return 0.0 if floor == math.inf else floor
+
+    # -- hooks ---------------------------------------------------------------
+    def refresh(self, view: ClusterView, now: float) -> None:
+        # one floor per release pass instead of one per waiting worker
+        self._cached_floor = (now, self._effective_floor(view, now))
+
+    def on_joined(self, view: ClusterView, worker_id: str, now: float) -> None:
+        self._cached_floor = None
+        self._progress[worker_id] = self._floor_of_others(view, worker_id)
+
+    def on_left(self, view: ClusterView, worker_id: str, now: float) -> None:
+        self._cached_floor = None
+        self._progress.pop(worker_id, None)
+
+    def on_applied(self, view: ClusterView, push: Push, now: float) -> None:
+        self._cached_floor = None
+        wid = push.worker_id
+        if wid not in self._progress:
+            self._progress[wid] = self._floor_of_others(view, wid)
+        self._progress[wid] += 1.0 / self.alpha(view, wid)
+
+    def may_proceed(self, view: ClusterView, worker_id: str, now: float) -> bool:
+        if worker_id not in self._progress:
+            return True
+        cached = self._cached_floor
+        if cached is not None and cached[0] == now:
+            floor = cached[1]
+        else:
+            floor = self._effective_floor(view, now)
+        return self._progress[worker_id] <= floor + self.w
+
+    # -- reporting -----------------------------------------------------------
+    @property
+    def bound(self) -> float:
+        return self.w + self.grace + 1.0
+
+    @property
+    def bound_description(self) -> str:
+        return (
+            "max P - min P <= w + grace + 1 = "
+            f"{self.bound:g} (P: progress in slowest-worker iterations)"
+        )
+
+    def measure(self, view: ClusterView) -> float:
+        ps = [self._progress[w] for w in view.live_ids() if w in self._progress]
+        return max(ps) - min(ps) if ps else 0.0
+
+    def describe(self) -> str:
+        return f"dsp:w={self.w:g},grace={self.grace:g}"

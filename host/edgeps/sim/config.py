@@ -1,0 +1,77 @@
+"""What a simulated run is given (``SimConfig``) and reports (``SimResult``)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """One simulated training job; every field has a default that fits a laptop run."""
+
+    policy: str = "dsp"
+    scenario: str = "mixed"
+    n_workers: int = 8
+    seed: int = 0
+    dataset: str = "sensors"
+    model: str | None = None  # None: the dataset's default spec
+    partition: str = "iid"
+    batch_size: int = 32
+    optimizer: str = "sgd"
+    lr: float = 0.05
+    staleness_aware: bool | None = None  # None: the policy's own preference
+    target_accuracy: float = 0.9
+    max_time: float = 40.0  # virtual seconds
+    eval_interval: float = 0.25
+    liveness_timeout: float = 3.0
+    heartbeat_interval: float = 0.5
+    tick_interval: float = 0.1
+    retry_timeout: float = 0.3  # QoS 1 redelivery after a missing acknowledgement
+
+    def __post_init__(self) -> None:
+        positive = {
+            "lr": self.lr,
+            "max_time": self.max_time,
+            "eval_interval": self.eval_interval,
+            "liveness_timeout": self.liveness_timeout,
+            "heartbeat_interval": self.heartbeat_interval,
+            "tick_interval": self.tick_interval,
+            "retry_timeout": self.retry_timeout,
+        }
+        for key, value in positive.items():
+            if not (
+                isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+            ):
+                raise ValueError(f"{key} must be a finite number > 0, got {value!r}")
+        if not 0.0 < self.target_accuracy <= 1.0:
+            raise ValueError("target_accuracy must be in (0, 1]")
+        if self.n_workers < 1 or self.batch_size < 1:
+            raise ValueError("n_workers and batch_size must be >= 1")
+        if self.heartbeat_interval >= self.liveness_timeout:
+            raise ValueError("heartbeat_interval must be shorter than liveness_timeout")
+
+
+@dataclass
+class SimResult:
+    """Outcome of one run; times are virtual seconds."""
+
+    policy: str
+    scenario: str
+    seed: int
+    time_to_target: float | None  # None: target never reached
+    final_accuracy: float
+    updates_per_s: float
+    idle_fraction: float  # mean over workers of the share of alive time not computing
+    max_staleness: int
+    applied: int
+    rejected: dict[str, int]
+    trace: list[tuple[float, float]] = field(default_factory=list)  # (time, accuracy)
+    events: int = 0
+
+    def to_dict(self, *, with_trace: bool = True) -> dict[str, Any]:
+        out = asdict(self)
+        if not with_trace:
+            out.pop("trace")
+        return out

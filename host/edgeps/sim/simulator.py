@@ -1,0 +1,293 @@
+"""Drive the real ParameterServer with simulated boards in virtual time.
+
+Gradients are real (``edgeps.kernels`` on real data), so accuracy over time is
+real; only durations come from the scenario's worker profiles. Messages cross
+a link with delay, jitter and loss; a lost message or a lost acknowledgement is
+sent again after ``retry_timeout``, as MQTT QoS 1 does, so the core also sees
+redeliveries. A crashed board goes silent (the core finds out through ``tick``)
+and later rejoins as a new incarnation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+
+import numpy as np
+
+from edgeps import kernels
+from edgeps.core import ParameterServer
+from edgeps.core.types import Action, Applied, Push, Rejected, Release
+from edgeps.datasets import Dataset, load_dataset, partition
+from edgeps.policy import parse_policy
+from edgeps.scenarios import WorkerProfile, make_scenario
+from edgeps.sim.config import SimConfig, SimResult
+from edgeps.sim.engine import EventLoop
+
+log = logging.getLogger(__name__)
+
+# policies whose step size is divided by (staleness + 1) unless the caller says
+STALENESS_AWARE_BY_DEFAULT: frozenset[str] = frozenset()
+
+
+@functools.lru_cache(maxsize=8)
+def _dataset(name: str, seed: int) -> Dataset:
+    return load_dataset(name, seed)
+
+
+class SimWorker:
+    """One simulated board: its data shard, random streams and protocol state."""
+
+    def __init__(
+        self,
+        worker_id: str,
+        profile: WorkerProfile,
+        X: np.ndarray,
+        y: np.ndarray,
+        seed: int,
+    ) -> None:
+        self.worker_id = worker_id
+        self.profile = profile
+        self.X, self.y = X, y
+        index = int(worker_id.lstrip("w") or 0)
+        self.compute_rng = np.random.default_rng([seed, index, 1])
+        self.link_rng = np.random.default_rng([seed, index, 2])
+        self.batch_rng = np.random.default_rng([seed, index, 3])
+        self._order = self.batch_rng.permutation(len(y))
+        self._cursor = 0
+        self.alive = True
+        self.epoch = 0  # bumped on crash/rejoin; events of an old epoch are void
+        self.incarnation = 0
+        self.clock = 0
+        self.seq = 0
+        self.expected_release = 0  # releases are numbered so redeliveries are ignored
+        self.waiting = True
+        self.busy_time = 0.0
+        self.alive_since: float | None = 0.0
+        self.alive_time = 0.0
+
+    def next_batch(self, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """The next minibatch of this worker's shard, reshuffled every epoch."""
+        n = len(self.y)
+        if self._cursor + size > n:
+            self._order = self.batch_rng.permutation(n)
+            self._cursor = 0
+        idx = self._order[self._cursor : self._cursor + min(size, n)]
+        self._cursor += len(idx)
+        return self.X[idx], self.y[idx]
+
+
+class Simulator:
+    """One run of one policy on one scenario; ``run()`` returns a ``SimResult``."""
+
+    def __init__(self, config: SimConfig) -> None:
+        self.config = cfg = config
+        self.data = _dataset(cfg.dataset, cfg.seed)
+        self.spec = kernels.ModelSpec.parse(cfg.model or self.data.model_spec)
+        if self.spec.n_features != self.data.n_features:
+            raise ValueError(
+                f"model {self.spec} expects {self.spec.n_features} features, "
+                f"dataset {cfg.dataset} has {self.data.n_features}"
+            )
+        self.scenario = make_scenario(cfg.scenario, cfg.n_workers, cfg.seed)
+        self.policy = parse_policy(cfg.policy)
+        aware = cfg.staleness_aware
+        if aware is None:
+            aware = cfg.policy.split(":")[0] in STALENESS_AWARE_BY_DEFAULT
+        self.server = ParameterServer(
+            self.spec.init_params(cfg.seed),
+            policy=self.policy,
+            optimizer=cfg.optimizer,
+            lr=cfg.lr,
+            staleness_aware=aware,
+            liveness_timeout=cfg.liveness_timeout,
+        )
+        shards = partition(self.data.y_train, cfg.n_workers, cfg.partition, cfg.seed)
+        self.workers: dict[str, SimWorker] = {}
+        for shard, (wid, profile) in zip(
+            shards, self.scenario.profiles.items(), strict=True
+        ):
+            X, y = self.data.shard(shard)
+            self.workers[wid] = SimWorker(wid, profile, X, y, cfg.seed)
+        self.loop = EventLoop()
+        self.trace: list[tuple[float, float]] = []
+        self.rejected: dict[str, int] = {}
+        self.applied = 0
+        self._release_no: dict[str, int] = dict.fromkeys(self.workers, 0)
+
+    # -- links -------------------------------------------------------------
+    def _send(self, w: SimWorker, handler: object, *args: object) -> None:
+        """Deliver a QoS 1 message over ``w``'s link, retrying until acknowledged."""
+        delay = w.profile.sample_link(w.link_rng)
+        if delay is not None:
+            self.loop.after(delay, handler, *args)  # type: ignore[arg-type]
+            if w.profile.sample_link(w.link_rng) is not None:
+                return  # acknowledged; a lost ack means the sender repeats it
+        self.loop.after(self.config.retry_timeout, self._send, w, handler, *args)
+
+    def _send_once(self, w: SimWorker, handler: object, *args: object) -> None:
+        """Deliver a fire-and-forget message (heartbeats); it may be lost."""
+        delay = w.profile.sample_link(w.link_rng)
+        if delay is not None:
+            self.loop.after(delay, handler, *args)  # type: ignore[arg-type]
+
+    # -- the PS side -------------------------------------------------------
+    def _carry_out(self, actions: list[Action]) -> None:
+        for act in actions:
+            if isinstance(act, Release):
+                version, params = self.server.params_snapshot()
+                for wid in act.worker_ids:
+                    w = self.workers.get(wid)
+                    if w is None:
+                        continue
+                    self._release_no[wid] += 1
+                    n = self._release_no[wid]
+                    self._send(w, self._on_params, w, n, version, params)
+            elif isinstance(act, Applied):
+                self.applied += 1
+            elif isinstance(act, Rejected):
+                self.rejected[act.reason] = self.rejected.get(act.reason, 0) + 1
+
+    def _ps_join(self, w: SimWorker, incarnation: int) -> None:
+        self._release_no[w.worker_id] = 0
+        self._carry_out(self.server.join(w.worker_id, self.loop.now, incarnation))
+
+    def _ps_push(self, push: Push) -> None:
+        self._carry_out(self.server.handle_push(push, self.loop.now))
+
+    def _ps_heartbeat(self, wid: str) -> None:
+        self._carry_out(self.server.heartbeat(wid, self.loop.now))
+
+    def _ps_tick(self) -> None:
+        self._carry_out(self.server.tick(self.loop.now))
+        self.loop.after(self.config.tick_interval, self._ps_tick)
+
+    def _evaluate(self) -> None:
+        _, params = self.server.params_snapshot()
+        acc = float(
+            kernels.accuracy(self.spec, params, self.data.X_test, self.data.y_test)
+        )
+        self.trace.append((round(self.loop.now, 6), acc))
+        self.loop.after(self.config.eval_interval, self._evaluate)
+
+    # -- the board side ----------------------------------------------------
+    def _on_params(
+        self, w: SimWorker, release_no: int, version: int, params: np.ndarray
+    ) -> None:
+        if not w.alive or not w.waiting or release_no != w.expected_release + 1:
+            return  # a redelivery, or a message for a board that is down
+        w.expected_release = release_no
+        w.waiting = False
+        duration = w.profile.sample_compute(w.compute_rng)
+        self.loop.after(
+            duration, self._on_computed, w, w.epoch, version, params, duration
+        )
+
+    def _on_computed(
+        self,
+        w: SimWorker,
+        epoch: int,
+        version: int,
+        params: np.ndarray,
+        duration: float,
+    ) -> None:
+        if epoch != w.epoch:
+            return  # crashed meanwhile: the work is lost
+        X, y = w.next_batch(self.config.batch_size)
+        loss, grad = kernels.loss_and_grad(self.spec, params, X, y)
+        w.busy_time += duration
+        w.clock += 1
+        w.seq += 1
+        w.waiting = True
+        push = Push(
+            worker_id=w.worker_id,
+            clock=w.clock,
+            seq=w.seq,
+            base_version=version,
+            update=grad,
+            compute_time=duration,
+            samples=len(y),
+            incarnation=w.incarnation,
+            loss=float(loss),
+        )
+        self._send(w, self._ps_push, push)
+
+    def _heartbeat(self, w: SimWorker, epoch: int) -> None:
+        if epoch != w.epoch:
+            return
+        self._send_once(w, self._ps_heartbeat, w.worker_id)
+        self.loop.after(self.config.heartbeat_interval, self._heartbeat, w, epoch)
+
+    def _start(self, w: SimWorker) -> None:
+        w.alive, w.waiting = True, True
+        w.epoch += 1
+        w.expected_release = 0
+        w.alive_since = self.loop.now
+        self._send(w, self._ps_join, w, w.incarnation)
+        self.loop.after(self.config.heartbeat_interval, self._heartbeat, w, w.epoch)
+
+    def _crash(self, w: SimWorker) -> None:
+        w.alive = False
+        w.epoch += 1
+        if w.alive_since is not None:
+            w.alive_time += self.loop.now - w.alive_since
+        w.alive_since = None
+
+    def _rejoin(self, w: SimWorker) -> None:
+        w.incarnation += 1
+        w.clock = 0
+        w.seq = 0
+        self._start(w)
+
+    # -- the run -----------------------------------------------------------
+    def run(self) -> SimResult:
+        cfg = self.config
+        for w in self.workers.values():
+            self._start(w)
+            if w.profile.crash_at is not None:
+                self.loop.at(w.profile.crash_at, self._crash, w)
+                if w.profile.rejoin_at is not None:
+                    self.loop.at(w.profile.rejoin_at, self._rejoin, w)
+        self.loop.after(cfg.tick_interval, self._ps_tick)
+        self.loop.at(0.0, self._evaluate)
+        self.loop.run_until(cfg.max_time)
+        return self._result()
+
+    def _result(self) -> SimResult:
+        cfg = self.config
+        end = cfg.max_time
+        idle = []
+        for w in self.workers.values():
+            alive = w.alive_time + (
+                end - w.alive_since if w.alive_since is not None else 0
+            )
+            if alive > 0:
+                idle.append(max(0.0, 1.0 - min(w.busy_time, alive) / alive))
+        reached = [t for t, acc in self.trace if acc >= cfg.target_accuracy]
+        _, params = self.server.params_snapshot()
+        final = float(
+            kernels.accuracy(self.spec, params, self.data.X_test, self.data.y_test)
+        )
+        return SimResult(
+            policy=cfg.policy,
+            scenario=cfg.scenario,
+            seed=cfg.seed,
+            time_to_target=reached[0] if reached else None,
+            final_accuracy=final,
+            updates_per_s=self.applied / end,
+            idle_fraction=float(np.mean(idle)) if idle else 0.0,
+            max_staleness=int(self.server.max_staleness_seen),
+            applied=self.applied,
+            rejected=dict(sorted(self.rejected.items())),
+            trace=self.trace,
+            events=self.loop.processed,
+        )
+
+
+def simulate(config: SimConfig | None = None, **overrides: object) -> SimResult:
+    """Run one simulation; keyword overrides patch the config's fields."""
+    cfg = config or SimConfig()
+    if overrides:
+        cfg = dataclasses.replace(cfg, **overrides)  # type: ignore[arg-type]
+    return Simulator(cfg).run()
