@@ -182,16 +182,13 @@ class Coordinator:
         if event is None:
             return
         try:
-            actions = self._dispatch(event, now)
+            self.carry_out(self._dispatch(event, now))
         except (ValueError, TypeError, KeyError) as exc:
             self.ingest.drop("refused", f"{type(event).__name__}: {exc}")
-            return
         except Exception:
-            # a core bug must not stop training for everyone else
-            log.exception("core failed on %s", type(event).__name__)
+            # a bug must not stop training for everyone else
+            log.exception("failed on %s", type(event).__name__)
             self.ingest.drop("internal")
-            return
-        self.carry_out(actions)
 
     def _dispatch(self, event: Any, now: float) -> list[Any]:
         server = self.server
@@ -214,11 +211,9 @@ class Coordinator:
     def tick(self, now: float) -> None:
         self.ingest.expire(now)
         try:
-            actions = self.server.tick(now)
+            self.carry_out(self.server.tick(now))
         except Exception:
-            log.exception("core tick failed")
-            return
-        self.carry_out(actions)
+            log.exception("tick failed")
 
     def run_evaluation(self) -> float | None:
         if self.evaluate is None:
@@ -263,9 +258,9 @@ class Coordinator:
             rej = dict(s.rejected) if s is not None else {}
             rows[wid] = {
                 "clock": w.get("clock", 0),
-                "staleness": w.get("staleness", 0),
+                "staleness": w.get("lag") or 0,  # clocks behind the fastest
                 "state": w.get("state", "?"),
-                "class": w.get("classification", w.get("class", "?")),
+                "class": w.get("class") or "-",
                 "waiting": w.get("waiting", False),
                 "accepted": s.accepted if s is not None else 0,
                 "rejected": sum(rej.values()),

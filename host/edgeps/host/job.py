@@ -93,7 +93,7 @@ def build_server(cfg: ServeConfig, model: Model) -> tuple[Any, str]:
     )
     if ckpt is not None:
         restore(server, ckpt)
-    return server, str(getattr(policy, "name", cfg.policy))
+    return server, str(policy.describe())
 
 
 def restore(server: Any, ckpt: Checkpoint) -> None:
