@@ -230,6 +230,20 @@ class PerformanceMonitor:
             return "transient"
         return "normal"
 
+    def persistent_ids(self, worker_ids: list[str]) -> set[str]:
+        """The persistently slow among ``worker_ids``, against one shared median."""
+        median = self.cluster_median(worker_ids)
+        if math.isnan(median) or median <= 0:
+            return set()
+        limit = self.slow_factor * median
+        return {
+            i
+            for i in worker_ids
+            if i in self._workers
+            and self._workers[i].iteration.n >= self.warmup
+            and self._workers[i].iteration.mean > limit
+        }
+
     def forget(self, worker_id: str) -> None:
         """Drop a worker's history (e.g. it was replaced by different hardware)."""
         self._workers.pop(worker_id, None)

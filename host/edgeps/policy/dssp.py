@@ -1,0 +1,95 @@
+"""Dynamic Stale Synchronous Parallel: a staleness threshold between s_L and s_U."""
+
+from __future__ import annotations
+
+import math
+
+from edgeps.core.types import Push
+from edgeps.policy.base import ClusterView, Policy
+
+
+class DSSP(Policy):
+    """DSSP (Zhao et al., "Dynamic Stale Synchronous Parallel Distributed Training
+    for Deep Learning", ICDCS 2019).
+
+    Clocks as in SSP (PS-side count of applied pushes); gap = clock -
+    min_live_clock. Rule: a waiting worker with gap <= s_L proceeds (SSP(s_L)).
+    When a push takes a worker past s_L for the first time in an episode, the
+    PS predicts when the slowest live workers push next (their release time
+    plus their typical iteration time from the monitor) and grants the worker
+    r* extra iterations, r* in [0, s_U - s_L], chosen so that its own r*-th
+    push lands closest to that moment: r* = round((t_slowest - now) / I_w).
+    Waiting now would cost t_slowest - now; running r* more iterations turns
+    that idle time into work. The worker then proceeds while gap <= s_L + r*;
+    the credit ends when its gap falls back to s_L. Without timing data
+    r* = 0. Bound: live clocks differ by at most s_U + 1.
+    """
+
+    name = "dssp"
+
+    def __init__(self, sl: int = 1, su: int = 6) -> None:
+        for label, v in (("sl", sl), ("su", su)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"DSSP {label} must be an int >= 0, got {v!r}")
+        if sl > su:
+            raise ValueError(f"DSSP needs sl <= su, got sl={sl} su={su}")
+        self.sl = sl
+        self.su = su
+        self.credits_granted = 0
+        self._credit: dict[str, int] = {}
+
+    @property
+    def bound_description(self) -> str:
+        return (
+            f"max live clock - min live clock <= s_U + 1 = {self.su + 1} "
+            f"(s_L + 1 = {self.sl + 1} without credit)"
+        )
+
+    @property
+    def bound(self) -> float:
+        return float(self.su + 1)
+
+    def _gap(self, view: ClusterView, worker_id: str) -> int:
+        return view.clock(worker_id) - view.min_live_clock()
+
+    def extra_credit(self, view: ClusterView, worker_id: str, now: float) -> int:
+        """r*: extra iterations that fill the time until the slowest workers push."""
+        r_max = self.su - self.sl
+        if r_max == 0:
+            return 0
+        low = view.min_live_clock()
+        slowest = [w for w in view.live_ids() if view.clock(w) == low]
+        predicted = [view.predicted_push_at(w) for w in slowest]
+        if not predicted or any(math.isnan(t) for t in predicted):
+            return 0
+        t_slow = max(predicted)
+        own = view.monitor.typical_iteration(worker_id)
+        if math.isnan(own) or own <= 0 or not math.isfinite(t_slow) or t_slow <= now:
+            return 0
+        return max(0, min(r_max, round((t_slow - now) / own)))
+
+    def on_applied(self, view: ClusterView, push: Push, now: float) -> None:
+        w = push.worker_id
+        if self._gap(view, w) <= self.sl:
+            self._credit.pop(w, None)
+        elif w not in self._credit:
+            r = self.extra_credit(view, w, now)
+            self._credit[w] = r
+            if r:
+                self.credits_granted += 1
+
+    def may_proceed(self, view: ClusterView, worker_id: str, now: float) -> bool:
+        gap = self._gap(view, worker_id)
+        if gap <= self.sl:
+            self._credit.pop(worker_id, None)
+            return True
+        return gap <= self.sl + self._credit.get(worker_id, 0)
+
+    def on_left(self, view: ClusterView, worker_id: str, now: float) -> None:
+        self._credit.pop(worker_id, None)
+
+    def on_joined(self, view: ClusterView, worker_id: str, now: float) -> None:
+        self._credit.pop(worker_id, None)
+
+    def describe(self) -> str:
+        return f"dssp:sl={self.sl},su={self.su}"

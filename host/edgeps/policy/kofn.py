@@ -1,0 +1,108 @@
+"""K-of-N synchronization: a round closes when the first K live workers pushed."""
+
+from __future__ import annotations
+
+from edgeps.core.types import Push
+from edgeps.policy.base import ClusterView, Policy
+
+
+class KofN(Policy):
+    """K-of-N rounds with backup workers or a monitor-chosen K.
+
+    Fixed K follows the backup-worker scheme of Chen et al., "Revisiting
+    Distributed Synchronous SGD" (2016): of N live workers, a round (one
+    parameter version step per contributor) is released as soon as the first K
+    have pushed for it; the other N - K are not waited for. ``k="auto"``
+    ("kofn:auto") is limited synchronous parallel: K is the number of live
+    workers the monitor does not class as persistently slow (at least 1), so
+    persistent stragglers drop out of the barrier while transient ones do not.
+
+    Rounds: the PS collects round R. A worker released while R is collected is
+    assigned round R; its push for R counts towards closing R. When K_eff =
+    min(K, live) pushes for R are in, R closes and every waiting worker is
+    released into round R + 1. A left-behind worker's push arrives with lag =
+    R - assigned round > 0: within ``cap`` it is applied (it does not count
+    for R) and the worker is released at once; beyond ``cap`` it is dropped as
+    "too_stale" and the worker is resynced with the current parameters. Bound:
+    every applied push lags the current round by at most ``cap`` rounds.
+    """
+
+    name = "kofn"
+
+    def __init__(self, k: int | str = "auto", *, cap: int = 1) -> None:
+        if k != "auto" and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+            raise ValueError(f"K-of-N k must be an int >= 1 or 'auto', got {k!r}")
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
+            raise ValueError(f"K-of-N cap must be an int >= 0, got {cap!r}")
+        self.k = k
+        self.cap = cap
+        self.round = 1
+        self.rounds_closed = 0
+        self.max_applied_lag = 0
+        self._assigned: dict[str, int] = {}
+        self._pushed: set[str] = set()
+
+    @property
+    def bound_description(self) -> str:
+        return (
+            f"an applied push lags the collected round by at most cap = {self.cap} "
+            f"rounds; a round closes after K = {self.k} of the live workers pushed"
+        )
+
+    @property
+    def bound(self) -> float:
+        return float(self.cap)
+
+    def measure(self, view: ClusterView) -> float:
+        return float(self.max_applied_lag)
+
+    def k_effective(self, view: ClusterView) -> int:
+        """The K used for the round being collected (1 <= K <= live workers)."""
+        live = view.live_ids()
+        if self.k == "auto":
+            k = len(live) - len(view.monitor.persistent_ids(live))
+        else:
+            assert isinstance(self.k, int)
+            k = self.k
+        return max(1, min(k, len(live)))
+
+    def lag(self, worker_id: str) -> int:
+        """Rounds closed since this worker was released (0: in the current one)."""
+        return self.round - self._assigned.get(worker_id, self.round)
+
+    def admit(self, view: ClusterView, push: Push, now: float) -> str | None:
+        return "too_stale" if self.lag(push.worker_id) > self.cap else None
+
+    def on_applied(self, view: ClusterView, push: Push, now: float) -> None:
+        lag = self.lag(push.worker_id)
+        self.max_applied_lag = max(self.max_applied_lag, lag)
+        if lag == 0:
+            self._pushed.add(push.worker_id)
+        self._close_round(view)
+
+    def _close_round(self, view: ClusterView) -> None:
+        if not self._pushed:
+            return
+        live = set(view.live_ids())
+        if len(self._pushed & live) >= self.k_effective(view):
+            self.round += 1
+            self.rounds_closed += 1
+            self._pushed.clear()
+
+    def refresh(self, view: ClusterView, now: float) -> None:
+        # a leave or a change of K under "auto" can complete the round
+        self._close_round(view)
+
+    def may_proceed(self, view: ClusterView, worker_id: str, now: float) -> bool:
+        return self.lag(worker_id) > 0
+
+    def on_released(self, view: ClusterView, worker_id: str, now: float) -> None:
+        self._assigned[worker_id] = self.round
+
+    def on_left(self, view: ClusterView, worker_id: str, now: float) -> None:
+        self._assigned.pop(worker_id, None)
+        self._pushed.discard(worker_id)
+
+    def describe(self) -> str:
+        k = "auto" if self.k == "auto" else f"k={self.k}"
+        return f"kofn:{k},cap={self.cap}"
