@@ -29,41 +29,10 @@ from typing import Any
 import numpy as np
 
 from edgeps.scenarios import WorkerProfile, make_scenario
+from edgeps.trainer import EmulatedTrainer, KernelTrainer
 from edgeps.transport.impair import ImpairedTransport, LinkProfile
 
 log = logging.getLogger("edgeps.emulate")
-
-
-class EmulatedTrainer:
-    """Wrap a trainer so each step lasts as long as the profile draws."""
-
-    def __init__(
-        self,
-        inner: Any,
-        profile: WorkerProfile,
-        rng: np.random.Generator,
-        sleep: Callable[[float], object] = time.sleep,
-    ) -> None:
-        self.inner = inner
-        self.profile = profile
-        self._rng = rng
-        self._sleep = sleep
-        self.n_params = inner.n_params
-        self.model = inner.model
-        self.slept = 0.0
-
-    def params_buffer(self) -> Any:
-        return self.inner.params_buffer()
-
-    def step(self) -> Any:
-        target = self.profile.sample_compute(self._rng)
-        t0 = time.perf_counter()
-        result = self.inner.step()
-        extra = target - (time.perf_counter() - t0)
-        if extra > 0:
-            self._sleep(extra)
-            self.slept += extra
-        return result
 
 
 class _LifeStop:
@@ -251,7 +220,6 @@ class Emulation:
     ) -> None:
         from edgeps_worker.worker import Worker
 
-        from edgeps.trainer import KernelTrainer
         from edgeps.worker import fetch_model, new_incarnation
 
         cfg = self.config

@@ -1,4 +1,4 @@
-"""The CPython trainer: gradients of a ModelSpec on local data via ``edgeps.kernels``.
+"""The CPython trainers: gradients of a ModelSpec on local data via ``edgeps.kernels``.
 
 It is the object the shared worker loop calls to compute: the loop copies
 each PARAMS body into ``params_buffer()``, then ``step()`` draws the next
@@ -7,6 +7,10 @@ preallocated buffer (the C backend when it is built, numpy otherwise).
 """
 
 from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -123,3 +127,40 @@ class KernelTrainer:
     def gradient(self) -> np.ndarray:
         """The last gradient as a float32 array (shares the buffer)."""
         return self.grad
+
+
+class EmulatedTrainer:
+    """Wrap a trainer so each step lasts as long as an emulated board's would.
+
+    ``profile.sample_compute(rng)`` (an ``edgeps.scenarios.WorkerProfile``)
+    draws the iteration time; the real gradient runs first, and the rest of
+    that time is slept, so stragglers and interference cost wall time only.
+    """
+
+    def __init__(
+        self,
+        inner: Any,
+        profile: Any,
+        rng: np.random.Generator,
+        sleep: Callable[[float], object] = time.sleep,
+    ) -> None:
+        self.inner = inner
+        self.profile = profile
+        self._rng = rng
+        self._sleep = sleep
+        self.n_params = inner.n_params
+        self.model = inner.model
+        self.slept = 0.0
+
+    def params_buffer(self) -> Any:
+        return self.inner.params_buffer()
+
+    def step(self) -> Any:
+        target = self.profile.sample_compute(self._rng)
+        t0 = time.perf_counter()
+        result = self.inner.step()
+        extra = target - (time.perf_counter() - t0)
+        if extra > 0:
+            self._sleep(extra)
+            self.slept += extra
+        return result

@@ -37,9 +37,12 @@ class JobModel:
     n_params: int
 
 
+INCARNATION_EPOCH = 1704067200  # 2024-01-01 UTC
+
+
 def new_incarnation() -> int:
-    """A number that grows with wall time and differs between processes."""
-    return ((int(time.time()) << 6) ^ (os.getpid() & 0x3F)) & 0x3FFFFFFF or 1
+    """Tenths of a second since 2024: grows across restarts, as the host requires."""
+    return max(1, int((time.time() - INCARNATION_EPOCH) * 10) % (1 << 32))
 
 
 def make_transport(
@@ -179,8 +182,8 @@ def _validate(args: argparse.Namespace) -> None:
         raise ValueError("--batch must be at least 1")
     if args.max_iterations < 0:
         raise ValueError("--max-iterations must be >= 0")
-    if args.incarnation < 0 or args.incarnation >= 2**30:
-        raise ValueError("--incarnation must be in 0..2**30-1")
+    if args.incarnation < 0 or args.incarnation >= 2**32:
+        raise ValueError("--incarnation must be in 0..2**32-1")
     if args.non_iid and not args.emulated:
         raise ValueError("--non-iid applies to --emulated data only")
 
