@@ -3,9 +3,9 @@
 The flat parameter layout is the one of ``edgeps.kernels``: layers in order,
 each W (n_in, n_out) row-major then b (n_out). Every model is a stack of
 dense layers, evaluated one sample at a time so scratch memory is a few
-layer-widths, allocated once in ``Model``. Losses: linear 0.5 * squared
-error, logistic binary cross-entropy, softmax/mlp cross-entropy; all means
-over the batch. The hot functions carry ``@micropython.native`` (valid on
+layer-widths, allocated once in ``Model``. Losses (means over the batch):
+linear squared error, logistic binary cross-entropy, softmax/mlp
+cross-entropy. The hot functions carry ``@micropython.native`` (valid on
 xtensawin and x64); on CPython a shim makes the decorator a no-op.
 """
 
@@ -191,8 +191,8 @@ class Model:
         v = z[0]
         if self.out == OUT_IDENTITY:
             err = v - label
-            d[0] = err
-            return 0.5 * err * err
+            d[0] = 2.0 * err
+            return err * err
         t = float(label)
         # stable BCE: log(1 + e^-|v|) + max(v, 0) - t * v
         e = math.exp(-abs(v))
