@@ -23,12 +23,16 @@ def summary_json(summary: Summary) -> str:
 
 def summary_table(summary: Summary) -> str:
     """Per worker: accepted, rejected by reason, clock, class; then the overall line."""
+    profiles = any("profile" in w for w in summary.workers.values())
     head = (
         f"{'worker':<14} {'accepted':>8} {'rejected':>8} {'clock':>6} "
-        f"{'max stale':>9}  {'state':<9} {'class':<11} rejected by reason"
+        f"{'max stale':>9}  {'state':<9} {'class':<11} "
+        + (f"{'profile':<16} " if profiles else "")
+        + "rejected by reason"
     )
     lines = [head, "-" * len(head)]
     for wid, w in sorted(summary.workers.items()):
+        profile = f"{str(w.get('profile', '-')):<16} " if profiles else ""
         reasons = ", ".join(
             f"{k}={v}" for k, v in sorted(w.get("rejected_by_reason", {}).items())
         )
@@ -36,7 +40,7 @@ def summary_table(summary: Summary) -> str:
             f"{wid:<14} {w.get('accepted', 0):>8} {w.get('rejected', 0):>8} "
             f"{w.get('clock', 0):>6} {w.get('max_staleness', 0):>9}  "
             f"{str(w.get('state', '?')):<9} {str(w.get('class', '?')):<11} "
-            f"{reasons or '-'}"
+            f"{profile}{reasons or '-'}"
         )
     acc = "n/a" if summary.accuracy is None else f"{summary.accuracy:.4f}"
     lines.append("-" * len(head))

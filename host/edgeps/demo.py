@@ -1,0 +1,136 @@
+"""`edgeps demo`: broker + host coordinator + 8 emulated sensors (2 stragglers), DSP.
+
+One command and nothing else installed: the embedded amqtt broker is preferred
+(`--broker mosquitto` opts in to the real one), the sensors are threads running
+the real worker loop over MQTT, and the run stops by itself at the target
+accuracy or the time limit, then prints one table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import threading
+from typing import Any
+
+from edgeps.serve import add_job_flags, given
+
+DEMO_DEFAULTS: dict[str, Any] = {
+    "job": "demo",
+    "policy": "dsp",
+    "dataset": "sensors",
+    "target_accuracy": 0.9,
+    "max_time": 90.0,
+    "lr": 0.1,
+}
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--broker",
+        default="auto",
+        help="auto (embedded amqtt first, then mosquitto), amqtt, mosquitto, "
+        "or mqtt[s]://host:port",
+    )
+    parser.add_argument("--workers", type=int, default=8, help="emulated sensors")
+    parser.add_argument(
+        "--scenario",
+        default="stragglers",
+        help="sensor behaviour: stragglers (2 of 8 are 4x slower), homogeneous, "
+        "interference, mixed, churn",
+    )
+    add_job_flags(parser)
+
+
+def _merge_rows(summary: Any, emu: Any) -> None:
+    """Add the emulated profile (e.g. 'straggler x4') to each worker's row."""
+    for wid, report in emu.reports.items():
+        row = summary.workers.setdefault(wid, {})
+        row["profile"] = report.profile
+        row["lives"] = report.lives
+        if report.error:
+            row["error"] = report.error
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+    from edgeps.emulate import Emulation
+    from edgeps.host.config import merge
+    from edgeps.host.job import Job
+    from edgeps.host.report import summary_json, summary_table
+    from edgeps.scenarios import SCENARIOS
+    from edgeps.transport.broker import open_broker
+
+    try:
+        if not 1 <= args.workers <= 64:
+            raise ValueError(f"--workers must be in 1..64, got {args.workers}")
+        if args.scenario not in SCENARIOS:
+            raise ValueError(
+                f"--scenario must be one of {', '.join(SCENARIOS)}, "
+                f"got {args.scenario!r}"
+            )
+        flags = dict(DEMO_DEFAULTS)
+        flags.update(given(args))
+        flags.pop("workers", None)
+        flags.pop("scenario", None)
+        flags["broker"] = args.broker
+        cfg = merge(flags)
+        broker = open_broker(args.broker, prefer="amqtt")
+    except (ValueError, TypeError, FileNotFoundError, RuntimeError) as exc:
+        print(f"edgeps demo: error: {exc}", file=sys.stderr)
+        return 2
+    out = sys.stderr
+    emu = None
+    try:
+        job = Job(cfg, broker=broker, out=out)
+        print(
+            f"edgeps demo: {broker.kind} broker at {broker.url}, "
+            f"policy {job.policy_name}, model {job.model.spec}, {args.workers} sensors ({args.scenario}), "
+            f"target accuracy {cfg.target_accuracy}",
+            file=out,
+        )
+        result: dict[str, Any] = {}
+        host = threading.Thread(
+            target=lambda: result.update(summary=job.run()), name="edgeps-host"
+        )
+        host.start()
+        if not job.ready.wait(30) or job.coordinator is None:
+            host.join(10)
+            raise RuntimeError("the host coordinator did not start")
+        emu = Emulation(
+            broker.url,
+            cfg.job,
+            n_workers=args.workers,
+            scenario=args.scenario,
+            dataset=cfg.dataset,
+            seed=cfg.seed,
+            duration=(cfg.max_time or 90.0) + 15.0,
+        ).start()
+        try:
+            while host.is_alive():
+                host.join(0.2)
+        except KeyboardInterrupt:
+            job.stop()
+            host.join(30)
+        emu.stop()
+        emu.join(15)
+        summary = result.get("summary")
+        if summary is None:
+            raise RuntimeError("the host coordinator failed; see the log above")
+    except (
+        ValueError,
+        TypeError,
+        FileNotFoundError,
+        ConnectionError,
+        RuntimeError,
+    ) as exc:
+        print(f"edgeps demo: error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if emu is not None:
+            emu.stop()
+        broker.close()
+    _merge_rows(summary, emu)
+    print(summary_json(summary) if cfg.json else summary_table(summary))
+    return 0
