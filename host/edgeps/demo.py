@@ -86,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
         job = Job(cfg, broker=broker, out=out)
         print(
             f"edgeps demo: {broker.kind} broker at {broker.url}, "
-            f"policy {job.policy_name}, model {job.model.spec}, {args.workers} sensors ({args.scenario}), "
+            f"policy {job.policy_name}, model {job.model.spec}, "
+            f"{args.workers} sensors ({args.scenario}), "
             f"target accuracy {cfg.target_accuracy}",
             file=out,
         )
