@@ -235,18 +235,22 @@ def write_file(path, rows, labels, label_kind=LABEL_INT):
             f.write(struct.pack(fmt, *(list(rows[r]) + [labels[r]])))
 
 
-def open_source(path, n_features, capacity=256, seed=1):
-    """A source for a data file: EPSD binary (.bin/.epsd) or CSV (.csv)."""
+def open_source(path, n_features, label_kind=LABEL_INT, capacity=256, seed=1):
+    """A source for a data file: CSV (.csv) into a ring, else an EPSD binary file."""
     if path.endswith(".csv"):
-        return load_csv(path, n_features, capacity, LABEL_INT, seed)
+        return load_csv(path, n_features, capacity, label_kind, seed)
     src = FileSource(path, seed)
-    if src.n_features != n_features:
+    if src.n_features != n_features or src.label_kind != label_kind:
         src.close()
         raise ValueError(
             path
             + " has "
             + str(src.n_features)
-            + " features, model wants "
+            + " features and label kind "
+            + str(src.label_kind)
+            + "; the model wants "
             + str(n_features)
+            + " and "
+            + str(label_kind)
         )
     return src
