@@ -81,3 +81,14 @@ def test_golden_vectors_under_micropython(micropython: str) -> None:
     # Assert
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.count("ok ") == len(VECTORS)
+
+
+@pytest.mark.firmware
+def test_bad_input_raises_only_wire_error_under_micropython(micropython: str) -> None:
+    # Execute
+    script = str(Path(__file__).parent / "mpy" / "wire_reject.py")
+    proc = run_micropython(micropython, script, timeout=120)
+
+    # Assert
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "other 0" in proc.stdout and "size reason size" in proc.stdout

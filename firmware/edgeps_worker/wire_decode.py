@@ -222,6 +222,9 @@ class Reassembler:
         self.max_age = max_age
         self.max_pending = max_pending
         self._pending = {}
+        # keys of recently completed messages: a late redelivered chunk of one
+        # must not start a partial that can never complete
+        self._done = []
         self.duplicates = 0
         self.expired = 0
         self.evicted = 0
@@ -268,6 +271,9 @@ class Reassembler:
             key = (PARAMS, msg.job, msg.wid, msg.version, msg.seq)
         part = self._pending.get(key)
         if part is None:
+            if key in self._done:
+                self.duplicates += 1
+                return None
             part = self._start(key, msg, now, into)
         elif _meta(msg) != part.meta:
             del self._pending[key]
@@ -283,6 +289,9 @@ class Reassembler:
         if part.missing:
             return None
         del self._pending[key]
+        self._done.append(key)
+        if len(self._done) > 2 * self.max_pending + 8:
+            self._done.pop(0)
         whole = part.first.copy()
         whole.chunk_index = 0
         whole.chunk_count = 1
