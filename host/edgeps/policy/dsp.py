@@ -62,9 +62,12 @@ class DSP(Policy):
 
     name = "dsp"
 
-    def __init__(self, w: float = 2.0, grace: float | None = None) -> None:
+    def __init__(self, w: float = 2.0, grace: float = 4.0, spike: float = 2.0) -> None:
         self.w = _positive("w", w)
-        self.grace = self.w if grace is None else _positive("grace", grace)
+        self.grace = _positive("grace", grace)
+        self.spike = _positive("spike", spike)
+        if self.spike < 1.0:
+            raise ValueError(f"dsp spike must be >= 1, got {spike!r}")
         self._progress: dict[str, float] = {}
         self._cached_floor: tuple[float, float] | None = None  # (now, floor)
 
@@ -96,6 +99,17 @@ class DSP(Policy):
         ]
         return min(others) if others else self._progress.get(worker_id, 0.0)
 
+    def _credit(
+        self, view: ClusterView, worker_id: str, t: float, t_max: float, now: float
+    ) -> float:
+        """Progress owed to a worker whose current iteration is a transient spike."""
+        if self.grace <= 0 or view.is_waiting(worker_id):
+            return 0.0
+        away = now - view.released_at(worker_id)
+        if away <= self.spike * t:
+            return 0.0
+        return min(self.grace, (away - t) / t_max)
+
     def _effective_floor(self, view: ClusterView, now: float) -> float:
         times = self._times(view)
         if not times:
@@ -104,13 +118,8 @@ class DSP(Policy):
         floor = math.inf
         for w, t in times.items():
             p = self._progress.get(w)
-            if p is None:
-                continue
-            credit = 0.0
-            if self.grace > 0 and not view.is_waiting(w):
-                away = now - view.released_at(w) - t
-                credit = min(self.grace, max(0.0, away) / t_max)
-            floor = min(floor, p + credit)
+            if p is not None:
+                floor = min(floor, p + self._credit(view, w, t, t_max, now))
         return 0.0 if floor == math.inf else floor
 
     # -- hooks ---------------------------------------------------------------
@@ -131,7 +140,15 @@ class DSP(Policy):
         wid = push.worker_id
         if wid not in self._progress:
             self._progress[wid] = self._floor_of_others(view, wid)
-        self._progress[wid] += 1.0 / self.alpha(view, wid)
+        times = self._times(view)
+        t, t_max = times.get(wid, 1.0), max(times.values(), default=1.0)
+        # the core marks the pusher waiting before this hook: judge the spike
+        # from its release time directly
+        away = now - view.released_at(wid)
+        owed = 0.0
+        if self.grace > 0 and away > self.spike * t:
+            owed = min(self.grace, (away - t) / t_max)
+        self._progress[wid] += t / t_max + owed
 
     def may_proceed(self, view: ClusterView, worker_id: str, now: float) -> bool:
         if worker_id not in self._progress:

@@ -20,10 +20,10 @@ class SimConfig:
     partition: str = "iid"
     batch_size: int = 32
     optimizer: str = "sgd"
-    lr: float = 0.05
+    lr: float = 0.03
     staleness_aware: bool | None = None  # None: the policy's own preference
-    target_accuracy: float = 0.9
-    max_time: float = 40.0  # virtual seconds
+    target_accuracy: float = 0.91
+    max_time: float = 60.0  # virtual seconds
     eval_interval: float = 0.25
     liveness_timeout: float = 3.0
     heartbeat_interval: float = 0.5

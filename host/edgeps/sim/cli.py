@@ -1,0 +1,186 @@
+"""`edgeps simulate`: one policy, or a comparison table, in virtual time."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import Any
+
+from edgeps.sim.config import SimConfig
+
+DEFAULT_COMPARE = "bsp,asp,ssp:1,ssp:3,ssp:5,dsp,kofn:auto,dssp"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    d = SimConfig()
+    parser.add_argument("--policy", default=d.policy, help="e.g. bsp, ssp:3, dsp:w=2")
+    parser.add_argument(
+        "--compare",
+        metavar="LIST",
+        help=f"comma-separated policies to compare, e.g. {DEFAULT_COMPARE}",
+    )
+    parser.add_argument("--scenario", default=d.scenario, help="see edgeps.scenarios")
+    parser.add_argument("--workers", type=int, default=d.n_workers)
+    parser.add_argument("--seed", type=int, default=d.seed, help="first seed")
+    parser.add_argument(
+        "--seeds", type=int, default=3, help="seeds per policy (compare)"
+    )
+    parser.add_argument("--dataset", default=d.dataset)
+    parser.add_argument("--model", default=None, help="model spec, e.g. mlp:33-32-6")
+    parser.add_argument("--partition", default=d.partition, help="iid | dirichlet:A")
+    parser.add_argument("--batch-size", type=int, default=d.batch_size)
+    parser.add_argument("--optimizer", default=d.optimizer)
+    parser.add_argument("--lr", type=float, default=d.lr)
+    parser.add_argument(
+        "--staleness-aware",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="lr / (staleness + 1); auto: each policy's default",
+    )
+    parser.add_argument("--target-accuracy", type=float, default=d.target_accuracy)
+    parser.add_argument("--max-time", type=float, default=d.max_time, help="seconds")
+    parser.add_argument("--json", action="store_true", help="print JSON instead")
+
+
+def _config(args: argparse.Namespace) -> SimConfig:
+    aware = {"auto": None, "on": True, "off": False}[args.staleness_aware]
+    return SimConfig(
+        policy=args.policy,
+        scenario=args.scenario,
+        n_workers=args.workers,
+        seed=args.seed,
+        dataset=args.dataset,
+        model=args.model,
+        partition=args.partition,
+        batch_size=args.batch_size,
+        optimizer=args.optimizer,
+        lr=args.lr,
+        staleness_aware=aware,
+        target_accuracy=args.target_accuracy,
+        max_time=args.max_time,
+    )
+
+
+def _json_safe(x: Any) -> Any:
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    return x
+
+
+def _fmt_time(t: float | None, max_time: float) -> str:
+    return f"> {max_time:g}" if t is None else f"{t:.2f}"
+
+
+def _fmt_ratio(r: float | None) -> str:
+    if r is None:
+        return "-"
+    return "inf" if math.isinf(r) else f"{r:.2f}x"
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    """Plain fixed-width table, first column left-aligned, the rest right-aligned."""
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        parts = [
+            c.ljust(widths[i]) if i == 0 else c.rjust(widths[i])
+            for i, c in enumerate(cells)
+        ]
+        return "  ".join(parts)
+
+    sep = "  ".join("-" * w for w in widths)
+    return "\n".join([line(header), sep, *(line(r) for r in rows)])
+
+
+def run(args: argparse.Namespace) -> int:
+    from edgeps.sim.compare import compare, speedup, split_policies
+    from edgeps.sim.simulator import simulate
+
+    try:
+        cfg = _config(args)
+        policies = split_policies(args.compare) if args.compare else None
+    except ValueError as exc:
+        print(f"edgeps simulate: {exc}", file=sys.stderr)
+        return 2
+    try:
+        if policies is None:
+            result = simulate(cfg)
+            summaries = None
+        else:
+            summaries = compare(policies, cfg, args.seeds, first_seed=args.seed)
+    except (ValueError, TypeError) as exc:
+        print(f"edgeps simulate: {exc}", file=sys.stderr)
+        return 2
+    head = (
+        f"scenario {cfg.scenario}, {cfg.n_workers} workers, dataset {cfg.dataset}, "
+        f"target accuracy {cfg.target_accuracy:g}, {cfg.max_time:g} s virtual"
+    )
+    if summaries is None:
+        if args.json:
+            print(json.dumps(_json_safe({"config": vars_of(cfg), **result.to_dict()})))
+            return 0
+        print(f"{head}, seed {cfg.seed}")
+        header = ["policy", "t_target_s", "final_acc", "updates/s", "idle", "max_stale"]
+        row = [
+            result.policy,
+            _fmt_time(result.time_to_target, cfg.max_time),
+            f"{result.final_accuracy:.4f}",
+            f"{result.updates_per_s:.1f}",
+            f"{result.idle_fraction:.2f}",
+            str(result.max_staleness),
+        ]
+        print(table(header, [row]))
+        marks = [(t, a) for t, a in result.trace if abs(t / 5 - round(t / 5)) < 1e-9]
+        print("accuracy: " + "  ".join(f"{t:g}s {a:.3f}" for t, a in marks))
+        return 0
+    ref = speedup(summaries, "bsp")
+    if args.json:
+        out = {
+            "config": vars_of(cfg),
+            "seeds": args.seeds,
+            "policies": [
+                {**s.to_dict(with_runs=True), "speedup_vs_bsp": ref[s.policy]}
+                for s in summaries
+            ],
+        }
+        print(json.dumps(_json_safe(out)))
+        return 0
+    print(f"{head}; medians over {args.seeds} seeds from seed {cfg.seed}")
+    header = [
+        "policy",
+        "t_target_s",
+        "vs_bsp",
+        "reached",
+        "final_acc",
+        "updates/s",
+        "idle",
+        "max_stale",
+    ]
+    rows = [
+        [
+            s.policy,
+            _fmt_time(s.time_to_target, cfg.max_time),
+            _fmt_ratio(ref[s.policy]),
+            f"{s.reached}/{s.seeds}",
+            f"{s.final_accuracy:.4f}",
+            f"{s.updates_per_s:.1f}",
+            f"{s.idle_fraction:.2f}",
+            f"{s.max_staleness:g}",
+        ]
+        for s in summaries
+    ]
+    print(table(header, rows))
+    return 0
+
+
+def vars_of(cfg: SimConfig) -> dict[str, Any]:
+    """The config as a plain dict, for JSON output."""
+    import dataclasses
+
+    return dataclasses.asdict(cfg)
