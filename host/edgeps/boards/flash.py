@@ -1,0 +1,209 @@
+"""`edgeps flash esp32`: write MicroPython, the worker files and its config to a board.
+
+The plan is a list of commands (esptool to erase and write the firmware,
+optionally mpy-cross to precompile the worker, mpremote to copy files and
+reset), built and checked before anything runs, so ``--dry-run`` prints
+exactly what would be executed and a bad config fails before the board is
+touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from edgeps_worker import config as fwconfig
+
+# where the MicroPython image starts in flash, per chip (bootloader offset)
+FIRMWARE_OFFSET = {
+    "esp32": "0x1000",
+    "esp32s2": "0x1000",
+    "esp32s3": "0x0",
+    "esp32c3": "0x0",
+    "esp32c6": "0x0",
+}
+MPY_ARCH = {"esp32": "xtensawin", "esp32s2": "xtensawin", "esp32s3": "xtensawin"}
+# CPython-only helpers that never run on a board
+HOST_ONLY = {"_mpshim.py"}
+
+
+def default_firmware_dir() -> Path:
+    """firmware/ of this checkout: the parent of the edgeps_worker package."""
+    import edgeps_worker
+
+    return Path(edgeps_worker.__file__).resolve().parent.parent
+
+
+def tool(name: str) -> str:
+    """An executable next to this Python (the venv) if present, else from PATH."""
+    local = Path(sys.executable).with_name(name)
+    if local.exists():
+        return str(local)
+    return shutil.which(name) or name
+
+
+@dataclass
+class FlashPlan:
+    """The commands that flash one board, in order; ``stage`` dirs to create first."""
+
+    commands: list[list[str]] = field(default_factory=list)
+    stage: Path | None = None
+
+    def render(self) -> str:
+        return "\n".join(shlex.join(c) for c in self.commands)
+
+
+def check_inputs(
+    config_path: Path, firmware: Path | None, port: str
+) -> tuple[dict[str, object], list[Path]]:
+    """Validate the config for a board and find the extra files it names."""
+    if not port or not port.strip():
+        raise ValueError("--port is required, e.g. /dev/ttyUSB0")
+    if firmware is not None and not firmware.is_file():
+        raise ValueError(f"firmware image not found: {firmware}")
+    if not config_path.is_file():
+        raise ValueError(f"config file not found: {config_path}")
+    cfg = fwconfig.load(str(config_path), True)
+    extras: list[Path] = []
+    base = config_path.resolve().parent
+    data = str(cfg["data"])
+    if data:
+        if Path(data).name != data or data in (".", ".."):
+            # the board keeps it next to main.py under this same name
+            raise ValueError(f"data must be a file name next to the config: {data!r}")
+        path = base / data
+        if not path.is_file():
+            raise ValueError(f"data file {data!r} not found next to {config_path}")
+        extras.append(path)
+    sensor = str(cfg["sensor"])
+    if sensor:
+        path = base / (sensor + ".py")
+        if not path.is_file():
+            raise ValueError(f"sensor module {sensor}.py not found next to the config")
+        extras.append(path)
+    return cfg, extras
+
+
+def build_plan(
+    *,
+    port: str,
+    config_path: Path,
+    firmware: Path | None = None,
+    chip: str = "esp32",
+    mpy: bool = False,
+    baud: int = 460800,
+    firmware_dir: Path | None = None,
+    stage: Path | None = None,
+) -> FlashPlan:
+    """Every command needed to flash ``chip`` on ``port``; raises ValueError."""
+    if chip not in FIRMWARE_OFFSET:
+        raise ValueError(f"chip must be one of {sorted(FIRMWARE_OFFSET)}, got {chip!r}")
+    if mpy and chip not in MPY_ARCH:
+        raise ValueError(f"--mpy is supported for {sorted(MPY_ARCH)}, not {chip}")
+    if baud <= 0:
+        raise ValueError("--baud must be positive")
+    fw_dir = firmware_dir or default_firmware_dir()
+    pkg = fw_dir / "edgeps_worker"
+    if not (fw_dir / "main.py").is_file() or not pkg.is_dir():
+        raise ValueError(f"{fw_dir} does not hold main.py and edgeps_worker/")
+    cfg, extras = check_inputs(config_path, firmware, port)
+    plan = FlashPlan()
+    if firmware is not None:
+        esptool = [sys.executable, "-m", "esptool", "--chip", chip, "--port", port]
+        plan.commands.append([*esptool, "erase-flash"])
+        plan.commands.append(
+            [*esptool, "--baud", str(baud), "write-flash", "-z",
+             FIRMWARE_OFFSET[chip], str(firmware)]
+        )  # fmt: skip
+    sources = sorted(p for p in pkg.glob("*.py") if p.name not in HOST_ONLY)
+    mpremote = [tool("mpremote"), "connect", port]
+    if mpy:
+        plan.stage = stage or Path(tempfile.mkdtemp(prefix="edgeps-flash-"))
+        out_pkg = plan.stage / "edgeps_worker"
+        for src in sources:
+            dst = out_pkg / (src.stem + ".mpy")
+            plan.commands.append(
+                [
+                    tool("mpy-cross"),
+                    "-march=" + MPY_ARCH[chip],
+                    "-o",
+                    str(dst),
+                    str(src),
+                ]
+            )
+        board_files = [out_pkg / (s.stem + ".mpy") for s in sources]
+    else:
+        board_files = sources
+    plan.commands.append([*mpremote, "fs", "mkdir", ":edgeps_worker"])
+    for f in board_files:
+        plan.commands.append(
+            [*mpremote, "fs", "cp", str(f), ":edgeps_worker/" + f.name]
+        )
+    for name in ("boot.py", "main.py"):
+        plan.commands.append([*mpremote, "fs", "cp", str(fw_dir / name), ":" + name])
+    plan.commands.append([*mpremote, "fs", "cp", str(config_path), ":config.json"])
+    for extra in extras:
+        target = str(cfg["data"]) if extra.suffix != ".py" else extra.name
+        plan.commands.append([*mpremote, "fs", "cp", str(extra), ":" + target])
+    plan.commands.append([*mpremote, "reset"])
+    return plan
+
+
+def execute(plan: FlashPlan) -> int:
+    """Run the plan's commands in order, stopping at the first failure."""
+    if plan.stage is not None:
+        (plan.stage / "edgeps_worker").mkdir(parents=True, exist_ok=True)
+    for cmd in plan.commands:
+        print("+ " + shlex.join(cmd), flush=True)
+        # mkdir fails harmlessly when the board already has the directory
+        check = cmd[-2:] != ["mkdir", ":edgeps_worker"]
+        proc = subprocess.run(cmd, check=False)
+        if proc.returncode != 0 and check:
+            print(f"edgeps flash: command failed ({proc.returncode})", file=sys.stderr)
+            return 1
+    return 0
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", choices=["esp32"], help="board family")
+    parser.add_argument("--port", required=True, help="serial port, e.g. /dev/ttyUSB0")
+    parser.add_argument("--config", required=True, type=Path, help="worker JSON config")
+    parser.add_argument(
+        "--firmware", type=Path, help="MicroPython .bin to write first (else keep it)"
+    )
+    parser.add_argument("--chip", default="esp32", choices=sorted(FIRMWARE_OFFSET))
+    parser.add_argument("--baud", type=int, default=460800, help="esptool baud rate")
+    parser.add_argument("--mpy", action="store_true", help="precompile with mpy-cross")
+    parser.add_argument(
+        "--firmware-dir", type=Path, help="worker sources (default: this checkout)"
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="print the commands only"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        plan = build_plan(
+            port=args.port,
+            config_path=args.config,
+            firmware=args.firmware,
+            chip=args.chip,
+            mpy=args.mpy,
+            baud=args.baud,
+            firmware_dir=args.firmware_dir,
+            stage=Path("/tmp/edgeps-flash") if args.dry_run and args.mpy else None,
+        )
+    except ValueError as exc:
+        print(f"edgeps flash: {exc}", file=sys.stderr)
+        return 2
+    if args.dry_run:
+        print(plan.render())
+        return 0
+    return execute(plan)
