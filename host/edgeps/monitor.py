@@ -24,7 +24,7 @@ from typing import Any
 Classification = str  # "normal" | "transient" | "persistent"
 
 # below this relative spread, noise-free timings would flag every jitter
-_MIN_REL_DEV = 0.05
+_MIN_REL_DEV = 0.1
 
 
 @dataclass
@@ -65,7 +65,10 @@ class RobustEwma:
         if side == 0:
             self._run.clear()
             self._run_side = 0
-            self._fold(x)
+            # plain averages while warming up, so the first spread is not ~0
+            self._fold(
+                x, max(self.alpha, 1.0 / self.n) if self.n <= self.warmup else None
+            )
             return
         if side != self._run_side:
             self._run.clear()
@@ -82,8 +85,8 @@ class RobustEwma:
             return
         self._fold(self.mean + side * self.band())
 
-    def _fold(self, x: float) -> None:
-        a = self.alpha
+    def _fold(self, x: float, weight: float | None = None) -> None:
+        a = self.alpha if weight is None else weight
         self.dev = (1 - a) * self.dev + a * abs(x - self.mean)
         self.mean = (1 - a) * self.mean + a * x
 
