@@ -27,8 +27,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+from edgeps_worker import wire
 
-from edgeps.scenarios import WorkerProfile, make_scenario
+from edgeps.scenarios import Scenario, WorkerProfile, make_scenario
 from edgeps.trainer import EmulatedTrainer, KernelTrainer
 from edgeps.transport.impair import ImpairedTransport, LinkProfile
 
@@ -115,6 +116,8 @@ class EmulationConfig:
     insecure: bool = False
     heartbeat_ms: int = 5000
     release_timeout_ms: int = 15000
+    # explicit worker id -> profile, instead of a named scenario
+    profiles: dict[str, WorkerProfile] | None = None
 
 
 class Emulation:
@@ -146,13 +149,18 @@ class Emulation:
             insecure=cfg.insecure,
         )
         self._make_transport("probe")
-        self.scenario = make_scenario(cfg.scenario, cfg.n_workers, cfg.seed)
+        if cfg.profiles is not None:
+            for wid in cfg.profiles:
+                if not isinstance(wid, str) or not wire.valid_id(wid):
+                    raise ValueError(f"bad worker id {wid!r}")
+            self.scenario = Scenario("custom", "given profiles", dict(cfg.profiles))
+        else:
+            self.scenario = make_scenario(cfg.scenario, cfg.n_workers, cfg.seed)
+        n = self.scenario.n_workers
         scheme = "iid" if cfg.iid else "dirichlet:0.5"
         self._shards = []
-        for i in range(cfg.n_workers):
-            data, spec = load_emulated(
-                f"{cfg.dataset}:{i}/{cfg.n_workers}", cfg.seed, scheme
-            )
+        for i in range(n):
+            data, spec = load_emulated(f"{cfg.dataset}:{i}/{n}", cfg.seed, scheme)
             self._shards.append(data)
         self.dataset_model = spec
         self.reports = {

@@ -1,0 +1,142 @@
+"""Emulated sensors: real worker loops shaped by scenario profiles, against a broker."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from edgeps.emulate import Emulation, profile_class
+from edgeps.scenarios import WorkerProfile
+from test_worker_integration import ScriptedPS, wait_until
+
+
+@pytest.fixture
+def ps(mosquitto):  # type: ignore[no-untyped-def]
+    server = ScriptedPS(mosquitto.port, "job1")
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def test_profile_labels() -> None:
+    assert profile_class(WorkerProfile()) == "normal"
+    label = profile_class(
+        WorkerProfile(straggler_factor=4, crash_at=1.0, rejoin_at=2.0, loss_p=0.1)
+    )
+    assert label == "straggler x4, churn, loss 0.1"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"scenario": "nosuch"}, "unknown scenario"),
+        ({"dataset": "nosuch"}, "unknown dataset"),
+        ({"duration": 0}, "duration"),
+        ({"batch": 0}, "batch"),
+        ({"profiles": {"bad id": WorkerProfile()}}, "worker id"),
+        ({"ca": "/tmp/ca.pem"}, "mqtts"),
+    ],
+)
+def test_bad_options_are_refused_before_starting(
+    kwargs: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        Emulation("mqtt://127.0.0.1:9", "job1", n_workers=2, **kwargs)
+
+
+def test_bad_broker_url_is_refused() -> None:
+    with pytest.raises(ValueError, match="mqtt"):
+        Emulation("http://127.0.0.1:1883", "job1", n_workers=2)
+
+
+@pytest.mark.integration
+def test_stragglers_push_less_and_the_run_ends_after_its_duration(  # type: ignore[no-untyped-def]
+    mosquitto, ps
+) -> None:
+    # Prepare
+    emu = Emulation(
+        mosquitto.url, "job1", n_workers=4, scenario="stragglers", duration=4.0
+    )
+    slow = [w for w, p in emu.scenario.profiles.items() if p.straggler_factor > 1]
+    fast = [w for w in emu.scenario.profiles if w not in slow]
+    # Execute
+    emu.start()
+    ended = emu.join(timeout=40)
+    # Assert
+    assert ended and not emu.running
+    assert len(slow) == 1
+    assert all(ps.updates[w] > 0 for w in emu.scenario.profiles)
+    assert max(ps.updates[w] for w in slow) * 2 < min(ps.updates[w] for w in fast)
+    for wid, r in emu.reports.items():
+        assert r.lives == 1 and r.stop_reason == "stopped"
+        assert r.stats["pushes"] == ps.updates[wid]  # every push applied once
+    assert wait_until(lambda: len(ps.byes) == 4)
+
+
+@pytest.mark.integration
+def test_crash_fires_the_last_will_and_rejoin_is_a_new_incarnation(  # type: ignore[no-untyped-def]
+    mosquitto, ps
+) -> None:
+    # Prepare
+    profiles = {
+        "c0": WorkerProfile(compute_time=0.05, crash_at=1.0, rejoin_at=2.0),
+        "c1": WorkerProfile(compute_time=0.05),
+    }
+    emu = Emulation(mosquitto.url, "job1", profiles=profiles).start()
+    # Execute
+    lost = wait_until(lambda: ("c0", "lost") in ps.byes, timeout=30)
+    rejoined = wait_until(lambda: len(ps.incarnations.get("c0", [])) == 2)
+    after = ps.updates["c0"]
+    more = wait_until(lambda: ps.updates["c0"] > after + 3)
+    ps.finish()  # the job ends: every sensor stops by itself
+    ended = emu.join(timeout=30)
+    # Assert
+    assert lost and rejoined and more and ended
+    first, second = ps.incarnations["c0"]
+    assert second > first
+    assert emu.reports["c0"].lives == 2
+    assert emu.reports["c0"].stop_reason == "done"
+    assert emu.reports["c1"].lives == 1
+    assert ("c1", "lost") not in ps.byes
+
+
+@pytest.mark.integration
+def test_lossy_links_delay_but_lose_no_update(mosquitto, ps) -> None:  # type: ignore[no-untyped-def]
+    # Prepare
+    lossy = WorkerProfile(compute_time=0.02, link_delay=0.01, loss_p=0.3)
+    emu = Emulation(
+        mosquitto.url,
+        "job1",
+        profiles={"l0": lossy, "l1": lossy},
+        max_iterations=25,
+        seed=3,
+    )
+    # Execute
+    emu.start()
+    ended = emu.join(timeout=60)
+    # Assert
+    assert ended
+    for wid in ("l0", "l1"):
+        r = emu.reports[wid]
+        assert r.stop_reason == "iterations"
+        assert ps.updates[wid] == 25 == r.stats["pushes"]
+        assert r.retransmits > 0
+    assert ps.duplicates == 0
+
+
+@pytest.mark.integration
+def test_cli_prints_json_and_exits_by_itself(mosquitto, ps) -> None:  # type: ignore[no-untyped-def]
+    # Prepare
+    cmd = [sys.executable, "-m", "edgeps", "emulate", "--broker", mosquitto.url,
+           "--job", "job1", "--workers", "3", "--scenario", "interference",
+           "--duration", "3", "--non-iid", "--json"]  # fmt: skip
+    # Execute
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    # Assert
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert [w["worker_id"] for w in out["workers"]] == ["w00", "w01", "w02"]
+    assert all(w["stats"]["pushes"] > 0 for w in out["workers"])
