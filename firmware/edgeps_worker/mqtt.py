@@ -1,0 +1,347 @@
+"""A small MQTT 3.1.1 client for boards (MicroPython) and CPython workers.
+
+One preallocated buffer per packet sent in one write (so Nagle and delayed
+ACK never stall a QoS 1 round trip), TCP_NODELAY where the port has it,
+packet ids 1..65535, bounded waits everywhere, PUBACK retries with DUP,
+keepalive pings from ``poll``. Packet building and parsing are pure
+functions (``mqtt_packets``); the socket sits behind a small link object.
+Reconnection lives in ``mqtt_reconnect.ReconnectingClient``.
+"""
+
+from edgeps_worker.mqtt_link import (
+    ECONNRESET,
+    ETIMEDOUT,
+    SocketLink,
+    ticks_diff,
+    ticks_ms,
+)
+from edgeps_worker.mqtt_packets import (
+    CONNACK,
+    DISCONNECT_BYTES,
+    PINGREQ_BYTES,
+    PINGRESP,
+    PUBACK,
+    PUBLISH,
+    SUBACK,
+    connect_packet,
+    parse_connack,
+    parse_publish,
+    parse_suback,
+    parse_u16,
+    puback_packet,
+    publish_into,
+    read_varint,
+    subscribe_packet,
+)
+
+
+class MQTTClient:
+    """MQTT 3.1.1 client implementing the worker transport interface.
+
+    Parameters
+    ----------
+    timeout_ms: bound on one wait for CONNACK, SUBACK or PUBACK.
+    retries: PUBLISH resends (with DUP) before the link is declared dead.
+    max_queue: incoming messages held while waiting for an ack; the oldest
+        is dropped (and counted in ``dropped``) beyond it.
+    opener: ``opener(host, port, timeout_ms) -> link``; tests pass a fake.
+    """
+
+    def __init__(
+        self,
+        client_id,
+        server="127.0.0.1",
+        port=1883,
+        user=None,
+        password=None,
+        keepalive=60,
+        timeout_ms=5000,
+        retries=3,
+        max_packet=1 << 20,
+        max_queue=64,
+        opener=None,
+    ):
+        if isinstance(client_id, str):
+            client_id = client_id.encode()
+        self.client_id = client_id
+        self.server = server
+        self.port = port
+        self.user = user
+        self.password = password
+        self.keepalive = keepalive
+        self.timeout_ms = timeout_ms
+        self.retries = retries
+        self.max_packet = max_packet
+        self.max_queue = max_queue
+        self._opener = opener or SocketLink
+        self._link = None
+        self._wbuf = bytearray(512)
+        self._rbuf = bytearray(1024)
+        self._rmv = memoryview(self._rbuf)
+        self._r0 = 0  # unread bytes are _rbuf[_r0:_r1]
+        self._r1 = 0
+        self._pid = 0
+        self._queue = []
+        self._last_send = 0
+        self._ping_sent = None
+        self.dropped = 0
+        self.resent = 0
+
+    @property
+    def connected(self):
+        """True while the link is up (as far as this client knows)."""
+        return self._link is not None
+
+    # -------------------------------------------------------------- session
+
+    def connect(
+        self, will_topic=None, will_payload=None, will_retain=False, clean=True
+    ):
+        """Open the link, send CONNECT (last will QoS 1), wait for CONNACK."""
+        self.close_link()
+        link = self._opener(self.server, self.port, self.timeout_ms)
+        self._link = link
+        self._r0 = self._r1 = 0
+        self._queue = []
+        self._ping_sent = None
+        try:
+            pkt = connect_packet(
+                self.client_id,
+                self.keepalive,
+                clean,
+                will_topic,
+                will_payload,
+                1,
+                will_retain,
+                self.user,
+                self.password,
+            )
+            self._send(memoryview(pkt))
+            got = self._wait_for(CONNACK, None, ticks_ms(), self.timeout_ms)
+            if got is None:
+                raise OSError(ETIMEDOUT, "no CONNACK")
+            rc = parse_connack(got)
+            if rc != 0:
+                raise OSError(ECONNRESET, "broker refused connection: rc=%d" % rc)
+        except BaseException:
+            self.close_link()
+            raise
+
+    def subscribe(self, topic, qos=1):
+        """Subscribe and wait for the SUBACK; OSError if refused or unanswered."""
+        pid = self._next_pid()
+        pkt = subscribe_packet(pid, topic, qos)
+        for _ in range(self.retries + 1):
+            self._send(memoryview(pkt))
+            got = self._wait_for(SUBACK, pid, ticks_ms(), self.timeout_ms)
+            if got is not None:
+                ack = parse_suback(got)
+                if ack is None or ack[1] == 0x80:
+                    raise OSError(ECONNRESET, "subscription refused: " + str(topic))
+                return
+        self._dead("no SUBACK")
+
+    def publish(self, topic, payload, qos=1, retain=False):
+        """Send one message; for QoS 1 return only after its PUBACK."""
+        if self._link is None:
+            raise OSError(ECONNRESET, "not connected")
+        if isinstance(payload, str):
+            payload = payload.encode()
+        pid = self._next_pid() if qos else 0
+        self._wbuf, n = publish_into(self._wbuf, topic, payload, qos, retain, pid)
+        mv = memoryview(self._wbuf)[:n]
+        self._send(mv)
+        if not qos:
+            return
+        for attempt in range(self.retries + 1):
+            if attempt:
+                self._wbuf[0] |= 0x08  # DUP: the broker may have it already
+                self.resent += 1
+                self._send(mv)
+            if self._wait_for(PUBACK, pid, ticks_ms(), self.timeout_ms) is not None:
+                return
+        self._dead("no PUBACK for packet %d" % pid)
+
+    def poll(self, timeout_ms):
+        """One incoming (topic, payload) or None after at most timeout_ms."""
+        if self._queue:
+            return self._queue.pop(0)
+        if self._link is None:
+            raise OSError(ECONNRESET, "not connected")
+        t0 = ticks_ms()
+        while True:
+            self._keepalive()
+            left = timeout_ms - ticks_diff(ticks_ms(), t0)
+            if left <= 0:
+                return None
+            # wake up in time for the next keepalive duty
+            step = min(left, max(1, self.keepalive * 500)) if self.keepalive else left
+            self._wait_for(PUBLISH, None, ticks_ms(), step)
+            if self._queue:
+                return self._queue.pop(0)
+
+    def ping(self):
+        """Send PINGREQ now (poll also does this when the link is idle)."""
+        self._send(memoryview(PINGREQ_BYTES))
+        if self._ping_sent is None:
+            self._ping_sent = ticks_ms()
+
+    def close(self):
+        """Leave cleanly: DISCONNECT (so the last will is not sent), then close."""
+        if self._link is not None:
+            try:
+                self._send(memoryview(DISCONNECT_BYTES))
+            except OSError:
+                pass
+        self.close_link()
+
+    disconnect = close
+
+    def close_link(self):
+        """Drop the socket without DISCONNECT: the broker sends the last will."""
+        link = self._link
+        self._link = None
+        if link is not None:
+            try:
+                link.close()
+            except OSError:
+                pass
+
+    # -------------------------------------------------------------- internals
+
+    def _next_pid(self):
+        # 0 is not a valid packet id in MQTT 3.1.1
+        self._pid = self._pid % 65535 + 1
+        return self._pid
+
+    def _dead(self, why):
+        self.close_link()
+        raise OSError(ETIMEDOUT, why)
+
+    def _keepalive(self):
+        if not self.keepalive:
+            return
+        now = ticks_ms()
+        if self._ping_sent is not None:
+            if ticks_diff(now, self._ping_sent) > max(
+                self.timeout_ms, self.keepalive * 1000
+            ):
+                self._dead("no PINGRESP")
+        elif ticks_diff(now, self._last_send) >= self.keepalive * 500:
+            self.ping()
+
+    def _send(self, mv):
+        link = self._link
+        if link is None:
+            raise OSError(ECONNRESET, "not connected")
+        t0 = ticks_ms()
+        try:
+            while len(mv):
+                n = link.send(mv)
+                if n:
+                    mv = mv[n:]
+                    continue
+                left = self.timeout_ms - ticks_diff(ticks_ms(), t0)
+                if left <= 0 or not link.wait(True, left):
+                    raise OSError(ETIMEDOUT, "send timed out")
+        except OSError:
+            self.close_link()
+            raise
+        self._last_send = ticks_ms()
+
+    def _fill(self, need, t0, timeout_ms):
+        """Read until ``need`` bytes are buffered; False on timeout."""
+        link = self._link
+        if link is None:
+            raise OSError(ECONNRESET, "not connected")
+        while self._r1 - self._r0 < need:
+            if len(self._rbuf) - self._r0 < need:
+                self._compact(need)
+            try:
+                n = link.recv_into(self._rmv[self._r1 :])
+            except OSError:
+                self.close_link()
+                raise
+            if n:
+                self._r1 += n
+                continue
+            left = timeout_ms - ticks_diff(ticks_ms(), t0)
+            if left <= 0 or not link.wait(False, left):
+                return False
+        return True
+
+    def _compact(self, need):
+        size = len(self._rbuf)
+        while size < need:
+            size *= 2
+        unread = self._rmv[self._r0 : self._r1]
+        if size != len(self._rbuf):
+            buf = bytearray(size)
+            buf[: len(unread)] = unread
+            self._rbuf = buf
+            self._rmv = memoryview(buf)
+        else:
+            self._rbuf[: len(unread)] = unread
+        self._r1 -= self._r0
+        self._r0 = 0
+
+    def _read_packet(self, t0, timeout_ms):
+        """(first byte, body bytes) of the next packet, or None on timeout."""
+        if not self._fill(2, t0, timeout_ms):
+            return None
+        while True:
+            try:
+                hdr = read_varint(self._rbuf, self._r0 + 1, self._r1)
+            except ValueError:
+                self._dead("bad remaining length")
+            if hdr is not None:
+                break
+            if not self._fill(self._r1 - self._r0 + 1, t0, timeout_ms):
+                return None
+        rl, start = hdr
+        if rl > self.max_packet:
+            self._dead("packet of %d bytes exceeds max_packet" % rl)
+        if not self._fill(start - self._r0 + rl, t0, timeout_ms):
+            return None
+        first = self._rbuf[self._r0]
+        body = bytes(self._rmv[start : start + rl])
+        self._r0 = start + rl
+        if self._r0 == self._r1:
+            self._r0 = self._r1 = 0
+        self._ping_sent = None  # any packet shows the link is alive
+        return first, body
+
+    def _wait_for(self, kind, pid, t0, timeout_ms):
+        """Handle packets until one of ``kind`` (and ``pid``) arrives; its body."""
+        while True:
+            got = self._read_packet(t0, timeout_ms)
+            if got is None:
+                return None
+            first, body = got
+            ptype = first & 0xF0
+            if ptype == PUBLISH:
+                self._incoming(first, body)
+                if kind == PUBLISH:
+                    return body
+            elif ptype == kind and (pid is None or parse_u16(body, 0) == pid):
+                return body
+            elif ptype == PINGRESP or ptype == PUBACK or ptype == SUBACK:
+                pass  # late acks of earlier retries, ping answers
+            else:
+                self._dead("unexpected packet 0x%02x" % first)
+
+    def _incoming(self, first, body):
+        msg = parse_publish(first, body)
+        if msg is None:
+            self.dropped += 1
+            return
+        topic, payload, qos, pid = msg
+        if qos == 1:
+            self._send(memoryview(puback_packet(pid)))
+        elif qos == 2:
+            self.dropped += 1  # never subscribed at QoS 2
+            return
+        if len(self._queue) >= self.max_queue:
+            self._queue.pop(0)
+            self.dropped += 1
+        self._queue.append((topic, payload))

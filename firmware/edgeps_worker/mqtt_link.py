@@ -1,0 +1,102 @@
+"""Socket side of the MQTT client: a non-blocking TCP link with bounded waits."""
+
+import time
+
+try:
+    from time import sleep_ms, ticks_diff, ticks_ms  # type: ignore[attr-defined]
+except ImportError:
+
+    def ticks_ms():
+        """Milliseconds from an arbitrary origin."""
+        return int(time.monotonic() * 1000)
+
+    def ticks_diff(a, b):
+        """a - b in milliseconds."""
+        return a - b
+
+    def sleep_ms(ms):
+        """Sleep ms milliseconds."""
+        time.sleep(ms / 1000)
+
+
+try:
+    import errno
+
+    EAGAIN = (errno.EAGAIN, getattr(errno, "EWOULDBLOCK", errno.EAGAIN))
+    ETIMEDOUT = errno.ETIMEDOUT
+    ECONNRESET = errno.ECONNRESET
+except ImportError:  # pragma: no cover - every port we target has errno
+    EAGAIN = (11,)
+    ETIMEDOUT = 110
+    ECONNRESET = 104
+
+
+class SocketLink:
+    """A non-blocking TCP socket with bounded waits (select.poll)."""
+
+    def __init__(self, host, port, timeout_ms):
+        import select
+        import socket
+
+        addr = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)[0][-1]
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s.settimeout(timeout_ms / 1000)
+            s.connect(addr)
+            try:
+                # one packet is one write, so this only removes waits for ACKs
+                s.setsockopt(
+                    getattr(socket, "IPPROTO_TCP", 6),
+                    getattr(socket, "TCP_NODELAY", 1),
+                    1,
+                )
+            except (OSError, AttributeError, TypeError):
+                pass
+            s.setblocking(False)
+        except BaseException:
+            s.close()
+            raise
+        self.sock = s
+        self._recv_into = getattr(s, "recv_into", None) or s.readinto
+        self._poll = select.poll()
+        self._poll.register(s, select.POLLIN)
+        self._POLLIN = select.POLLIN
+        self._POLLOUT = select.POLLOUT
+        self._bad = select.POLLERR | select.POLLHUP
+
+    def send(self, mv):
+        """Bytes written (maybe fewer than asked), or 0 if the socket is full."""
+        try:
+            n = self.sock.send(mv)
+        except OSError as e:
+            if e.args and e.args[0] in EAGAIN:
+                return 0
+            raise
+        return n or 0
+
+    def recv_into(self, mv):
+        """Bytes read, None if nothing is there yet; raises OSError at EOF."""
+        try:
+            n = self._recv_into(mv)
+        except OSError as e:
+            if e.args and e.args[0] in EAGAIN:
+                return None
+            raise
+        if n == 0:
+            raise OSError(ECONNRESET, "connection closed by broker")
+        return n
+
+    def wait(self, writable, timeout_ms):
+        """True if the socket became readable (or writable) within timeout_ms."""
+        self._poll.modify(self.sock, self._POLLOUT if writable else self._POLLIN)
+        for _, ev in self._poll.poll(max(0, timeout_ms)):
+            if ev & (self._POLLOUT if writable else self._POLLIN | self._bad):
+                return True
+        return False
+
+    def close(self):
+        try:
+            self._poll.unregister(self.sock)
+        except Exception:
+            pass
+        self.sock.close()

@@ -1,0 +1,177 @@
+"""MQTT 3.1.1 packet building and parsing: pure functions over bytes, no I/O."""
+
+import struct
+
+CONNECT = 0x10
+CONNACK = 0x20
+PUBLISH = 0x30
+PUBACK = 0x40
+SUBSCRIBE = 0x80
+SUBACK = 0x90
+PINGREQ = 0xC0
+PINGRESP = 0xD0
+DISCONNECT = 0xE0
+
+PINGREQ_BYTES = b"\xc0\x00"
+DISCONNECT_BYTES = b"\xe0\x00"
+MAX_REMAINING = 268435455  # largest value four varint bytes can carry
+
+
+def _b(s):
+    if isinstance(s, str):
+        return s.encode()
+    return bytes(s)
+
+
+def varint(n):
+    """The remaining-length encoding (1..4 bytes, 7 bits each, low first)."""
+    if n < 0 or n > MAX_REMAINING:
+        raise ValueError("remaining length out of range: %d" % n)
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | 0x80 if n else b)
+        if not n:
+            return bytes(out)
+
+
+def read_varint(buf, i, end):
+    """(value, index after it) from buf[i:end], or None if more bytes are needed.
+
+    Raises ValueError past four bytes (a corrupt stream).
+    """
+    n = 0
+    shift = 0
+    while i < end:
+        b = buf[i]
+        n |= (b & 0x7F) << shift
+        i += 1
+        if not b & 0x80:
+            return n, i
+        shift += 7
+        if shift >= 28:
+            raise ValueError("remaining length longer than 4 bytes")
+    return None
+
+
+def _str(out, s):
+    out += struct.pack("!H", len(s))
+    out += s
+
+
+def connect_packet(
+    client_id,
+    keepalive=60,
+    clean=True,
+    will_topic=None,
+    will_payload=None,
+    will_qos=1,
+    will_retain=False,
+    user=None,
+    password=None,
+):
+    """CONNECT with optional last will and username/password."""
+    if not 0 <= keepalive <= 0xFFFF:
+        raise ValueError("keepalive out of range")
+    flags = 0x02 if clean else 0
+    body = bytearray(b"\x00\x04MQTT\x04")
+    payload = bytearray()
+    _str(payload, _b(client_id))
+    if will_topic is not None:
+        flags |= 0x04 | (will_qos & 3) << 3 | (0x20 if will_retain else 0)
+        _str(payload, _b(will_topic))
+        _str(payload, _b(will_payload if will_payload is not None else b""))
+    if user is not None:
+        flags |= 0x80
+        _str(payload, _b(user))
+    if password is not None:
+        flags |= 0x40
+        _str(payload, _b(password))
+    body.append(flags)
+    body += struct.pack("!H", keepalive)
+    body += payload
+    return bytes(bytearray([CONNECT]) + varint(len(body)) + body)
+
+
+def publish_into(buf, topic, payload, qos, retain, pid, dup=False):
+    """Write one PUBLISH into buf (grown if too small); returns (buf, length)."""
+    t = _b(topic)
+    n_payload = len(payload)
+    rl = 2 + len(t) + (2 if qos else 0) + n_payload
+    head = varint(rl)
+    total = 1 + len(head) + rl
+    if len(buf) < total:
+        buf = bytearray(total + 64)
+    buf[0] = PUBLISH | (0x08 if dup else 0) | (qos & 3) << 1 | (1 if retain else 0)
+    i = 1 + len(head)
+    buf[1:i] = head
+    struct.pack_into("!H", buf, i, len(t))
+    i += 2
+    buf[i : i + len(t)] = t
+    i += len(t)
+    if qos:
+        struct.pack_into("!H", buf, i, pid)
+        i += 2
+    buf[i : i + n_payload] = payload
+    return buf, total
+
+
+def publish_packet(topic, payload, qos=0, retain=False, pid=0, dup=False):
+    """PUBLISH as bytes (tests and one-off use; the client reuses a buffer)."""
+    buf, n = publish_into(bytearray(0), topic, _b(payload), qos, retain, pid, dup)
+    return bytes(buf[:n])
+
+
+def subscribe_packet(pid, topic, qos=1):
+    """SUBSCRIBE to one topic filter."""
+    body = bytearray(struct.pack("!H", pid))
+    _str(body, _b(topic))
+    body.append(qos & 3)
+    return bytes(bytearray([SUBSCRIBE | 0x02]) + varint(len(body)) + body)
+
+
+def puback_packet(pid):
+    """PUBACK for an incoming QoS 1 PUBLISH."""
+    return struct.pack("!BBH", PUBACK, 2, pid)
+
+
+def parse_u16(body, i):
+    """Big-endian u16 at body[i], or -1 if the body is too short."""
+    if len(body) < i + 2:
+        return -1
+    return body[i] << 8 | body[i + 1]
+
+
+def parse_connack(body):
+    """Return code of a CONNACK body (0 = accepted); 255 if malformed."""
+    if len(body) != 2:
+        return 255
+    return body[1]
+
+
+def parse_suback(body):
+    """(packet id, granted qos or 0x80) of a one-topic SUBACK; None if malformed."""
+    if len(body) != 3:
+        return None
+    return parse_u16(body, 0), body[2]
+
+
+def parse_publish(first, body):
+    """(topic str, payload bytes, qos, pid) of a PUBLISH body, None if malformed."""
+    qos = (first >> 1) & 3
+    tl = parse_u16(body, 0)
+    i = 2 + tl
+    if tl < 0 or len(body) < i or qos == 3:
+        return None
+    try:
+        topic = bytes(body[2:i]).decode()
+    except Exception:
+        return None
+    pid = 0
+    if qos:
+        pid = parse_u16(body, i)
+        if pid <= 0:
+            return None
+        i += 2
+    return topic, bytes(body[i:]), qos, pid
