@@ -25,6 +25,7 @@ POLICY_TEXTS = [
     "kofn:auto",
     "dssp:sl=1,su=3",
     "dssp:sl=0,su=2",
+    "dsp",
 ]
 KINDS = [
     "push",
