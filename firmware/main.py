@@ -23,15 +23,17 @@ class BoardMQTT(MQTTClient):
         super().__init__(*args, **kwargs)
         self._cfg = cfg
 
-    def connect(self, will_topic, will_payload):
-        from boot import wifi_connect  # type: ignore[import-not-found]
+    def connect(
+        self, will_topic=None, will_payload=None, will_retain=False, clean=True
+    ):
+        from boot import wifi_connect
 
         cfg = self._cfg
         if not wifi_connect(
             cfg["wifi_ssid"], cfg["wifi_password"], cfg["wifi_timeout_ms"], 1
         ):
             raise OSError("wifi down")
-        super().connect(will_topic, will_payload)
+        super().connect(will_topic, will_payload, will_retain, clean)
 
 
 def build_source(cfg, n_features, label_kind):

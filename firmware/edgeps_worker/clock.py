@@ -10,7 +10,8 @@ except AttributeError:
 
     def ticks_ms():
         """Milliseconds from an arbitrary origin (CPython: time.monotonic)."""
-        return int(time.monotonic() * 1000)
+        # CPython only; the board stubs rightly lack time.monotonic
+        return int(time.monotonic() * 1000)  # type: ignore[attr-defined]
 
     def ticks_diff(a, b):
         """a - b in milliseconds (CPython ints do not wrap)."""

@@ -380,7 +380,10 @@ class Worker:
 
     def _send_update(self):
         """Encode and publish the last UPDATE one chunk at a time."""
-        seq, clk, base, compute_time, samples = self._unacked
+        head = self._unacked
+        if head is None:
+            return
+        seq, clk, base, compute_time, samples = head
         for chunk in wire.iter_update(
             self.job,
             self.wid,
