@@ -38,26 +38,34 @@ class DSP(Policy):
     gradients per straggler gradient instead of being held to its pace. A
     (re)joining worker starts at the smallest ``P`` of the other live workers.
 
-    Transient grace. A live worker j that is computing and has been away longer
-    than its typical time is credited with the progress it would have made at
-    that pace: ``credit_j(now) = min(g, max(0, now - released_j - T_j) / T_max)``
-    (zero while it is waiting). Its effective progress is ``P_j + credit_j``.
-    So an iteration hit by interference does not hold the others at once, and
-    the credit is finite: a worker that stays away longer does hold them, until
-    it pushes or the liveness timeout removes it.
+    Transient grace (g = ``grace``, k = ``spike``). A live worker j that is
+    computing and has been away more than k times its typical time is having a
+    transient spike; it is credited with the progress it would have made at its
+    typical pace: ``credit_j(now) = min(g, (now - released_j - T_j) / T_max)``
+    once ``now - released_j > k * T_j``, else 0 (and 0 while it is waiting).
+    When its push arrives, that credit (recomputed at arrival) is added to
+    ``P_j`` for good: the interference is forgiven, not owed later. So an
+    iteration hit by interference neither holds the others while it lasts nor
+    afterwards, and the credit is finite: a worker away for longer does hold
+    them, until it pushes or the liveness timeout removes it. Persistent
+    slowness is not forgiven: once the monitor adopts the new level, its
+    iterations are no longer spikes and alpha follows it instead.
 
     Rule (the weak threshold w). A waiting worker i may start its next
     iteration iff ``P_i <= min_j (P_j + credit_j(now)) + w`` over live workers j.
 
     Bound, in the policy's own units (iterations of the slowest live worker):
-    among live workers ``max P - min P <= w + g + 1`` at all times (a release
-    needs ``P_i <= min P + w + g`` and the push that follows adds at most 1;
-    the minimum never decreases, as leavers only raise it and joiners start at
-    it). With ``g = 0`` and equal speeds this is SSP with ``s = w``. The bound
-    is in speed-normalised units, which is what keeps wall-time staleness
-    bounded while each board works at its own pace. Pair it with the
-    staleness-aware step size (lr / (staleness + 1)) when the fast boards'
-    extra pushes make version staleness large.
+    among live workers ``max P - min P <= w + 2 g + 1`` at all times. A release
+    needs ``P_i <= min P + w + g``; the one push that follows adds at most
+    ``1 + g`` (``T_i / T_max <= 1`` plus forgiven credit); the minimum never
+    decreases, as leavers only raise it and joiners start at it. With g = 0 and
+    equal speeds this is SSP with s = w. Because the bound is in
+    speed-normalised units it bounds staleness in wall time (about
+    ``(w + 2 g + 1) * T_max`` seconds of progress) while each board works at its
+    own pace. The cost is version staleness: fast boards push more often, so a
+    straggler's gradient is many versions old when it lands; the
+    staleness-aware step size (lr / (staleness + 1)) is available in the core
+    to damp it.
     """
 
     name = "dsp"
@@ -163,12 +171,12 @@ class DSP(Policy):
     # -- reporting -----------------------------------------------------------
     @property
     def bound(self) -> float:
-        return self.w + self.grace + 1.0
+        return self.w + 2.0 * self.grace + 1.0
 
     @property
     def bound_description(self) -> str:
         return (
-            "max P - min P <= w + grace + 1 = "
+            "max P - min P <= w + 2*grace + 1 = "
             f"{self.bound:g} (P: progress in slowest-worker iterations)"
         )
 
@@ -177,4 +185,4 @@ class DSP(Policy):
         return max(ps) - min(ps) if ps else 0.0
 
     def describe(self) -> str:
-        return f"dsp:w={self.w:g},grace={self.grace:g}"
+        return f"dsp:w={self.w:g},grace={self.grace:g},spike={self.spike:g}"
