@@ -1,5 +1,12 @@
+/* edgeps native kernels: one header for the whole library.
+ *
+ * Portable C99, float32 throughout, no malloc: the caller owns every buffer.
+ * Each family has a *_check() that validates sizes once; the hot functions
+ * trust their arguments.
+ */
 #ifndef EPS_H
 #define EPS_H
+#include <stdint.h>
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -13,7 +20,16 @@ typedef enum {
 
 const char *eps_status_str(EpsStatus status);
 
+/* "key=value;..." describing compiler, flags and dispatch of this build */
+const char *eps_build_info(void);
+
 #ifdef __cplusplus
 }
 #endif
+
+#include "eps_math.h"
+#include "eps_model.h"
+#include "eps_optim.h"
+#include "eps_update.h"
+
 #endif

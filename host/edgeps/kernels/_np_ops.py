@@ -5,6 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 FP16_MAX = np.float32(65504.0)
+# int8 blocks whose max |v| is below this are sent as zeros (scale 0), so
+# 127 / max can never overflow; error feedback keeps such values in the residual
+INT8_TINY = np.float32(1e-30)
 
 
 def sgd_step(p: np.ndarray, g: np.ndarray, lr: float) -> None:
@@ -100,6 +103,7 @@ def int8_quantize(
     amax = np.abs(vb).max(axis=1)
     if not np.isfinite(amax).all():
         raise ValueError("int8_quantize: input holds NaN or Inf")
+    amax = np.where(amax >= INT8_TINY, amax, np.float32(0.0))
     scales = amax / np.float32(127.0)
     safe = np.where(amax > 0, amax, np.float32(1.0))
     inv = np.where(amax > 0, np.float32(127.0) / safe, np.float32(0.0))

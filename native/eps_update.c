@@ -1,0 +1,157 @@
+#include "eps.h"
+
+/* blocks with max |v| below this are sent as zeros with scale 0: 127 / max
+ * cannot overflow, and error feedback keeps such values in the residual */
+#define EPS_INT8_TINY 1e-30f
+
+static int32_t eps_min32(int32_t a, int32_t b) { return a < b ? a : b; }
+
+EPS_DISPATCH
+float eps_l2_norm(const float *restrict x, int32_t length) {
+    float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int32_t i = 0;
+    for (; i + 8 <= length; i += 8)
+        for (int32_t l = 0; l < 8; l++) s[l] += x[i + l] * x[i + l];
+    float t = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+    for (; i < length; i++) t += x[i] * x[i];
+    if (eps_float_to_bits(t) != 0x7f800000u) return eps_sqrtf_inline(t);
+    /* the squares overflowed: redo the sum on x / max|x| */
+    float amax = 0.0f;
+    for (i = 0; i < length; i++) {
+        float a = x[i] < 0.0f ? -x[i] : x[i];
+        amax = a > amax ? a : amax;
+    }
+    if (!(amax < 3.4028235e38f) && !(amax > 3.4028235e38f)) return t; /* NaN */
+    if (amax > 3.4028235e38f) return amax;                             /* inf */
+    float inv = 1.0f / amax;
+    double acc = 0.0;
+    for (i = 0; i < length; i++) {
+        float y = x[i] * inv;
+        acc += (double)(y * y);
+    }
+    return amax * eps_sqrtf_inline((float)acc);
+}
+
+EPS_DISPATCH
+void eps_scale(float *restrict x, int32_t length, float scale) {
+    for (int32_t i = 0; i < length; i++) x[i] *= scale;
+}
+
+EPS_DISPATCH
+int32_t eps_all_finite(const float *restrict x, int32_t length) {
+    uint32_t bad = 0;
+    for (int32_t i = 0; i < length; i++) {
+        uint32_t u;
+        memcpy(&u, x + i, sizeof u);
+        bad |= (u & 0x7f800000u) == 0x7f800000u;
+    }
+    return bad ? 0 : 1;
+}
+
+EPS_INLINE uint16_t eps_float_to_half(float f) {
+    uint32_t x = eps_float_to_bits(f);
+    uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
+    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7bffu); /* saturate */
+    if (ax >= 0x38800000u) /* normal half: rebias, round to nearest even */
+        return (uint16_t)(sign | ((ax - 0x38000000u + 0x0fffu + ((ax >> 13) & 1u)) >> 13));
+    if (ax < 0x33000000u) return (uint16_t)sign; /* below half of the smallest */
+    uint32_t m = (ax & 0x007fffffu) | 0x00800000u;
+    uint32_t shift = 126u - (ax >> 23);
+    uint32_t h = m >> shift, rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+    h += (rem > half) | ((rem == half) & (h & 1u));
+    return (uint16_t)(sign | h);
+}
+
+EPS_INLINE float eps_half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu,
+             m = h & 0x3ffu;
+    if (e == 0) {
+        float v = (float)m * 5.9604644775390625e-08f; /* m * 2^-24, exact */
+        return eps_bits_to_float(eps_float_to_bits(v) | sign);
+    }
+    if (e == 31) return eps_bits_to_float(sign | 0x7f800000u | (m << 13));
+    return eps_bits_to_float(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+EPS_DISPATCH
+void eps_fp16_quantize(const float *restrict x, float *restrict residual,
+                       uint16_t *restrict out, int32_t length) {
+    if (!residual) {
+        for (int32_t i = 0; i < length; i++) out[i] = eps_float_to_half(x[i]);
+        return;
+    }
+    for (int32_t i = 0; i < length; i++) {
+        float v = x[i] + residual[i];
+        uint16_t h = eps_float_to_half(v);
+        out[i] = h;
+        residual[i] = v - eps_half_to_float(h);
+    }
+}
+
+EPS_DISPATCH
+void eps_fp16_dequantize(const uint16_t *restrict q, float *restrict out,
+                         int32_t length) {
+    for (int32_t i = 0; i < length; i++) out[i] = eps_half_to_float(q[i]);
+}
+
+int32_t eps_int8_n_blocks(int32_t length, int32_t block) {
+    if (length < 0 || block < 1) return -1;
+    return length / block + (length % block != 0);
+}
+
+EpsStatus eps_int8_check(int32_t length, int32_t block, int32_t q_length,
+                         int32_t scales_length) {
+    if (length < 0 || block < 1) return EpsErrValue;
+    if (q_length != length || scales_length != eps_int8_n_blocks(length, block))
+        return EpsErrLength;
+    return EpsOk;
+}
+
+EPS_DISPATCH
+EpsStatus eps_int8_quantize(const float *restrict x, float *restrict residual,
+                            int8_t *restrict q, float *restrict scales,
+                            int32_t length, int32_t block) {
+    /* pass 1: per-block max |v| (kept in scales) and a NaN/Inf test, so a bad
+     * input is refused before q or the residual is touched */
+    uint32_t bad = 0;
+    for (int32_t b0 = 0, k = 0; b0 < length; b0 += block, k++) {
+        int32_t end = b0 + eps_min32(block, length - b0);
+        float amax = 0.0f;
+        for (int32_t i = b0; i < end; i++) {
+            float v = residual ? x[i] + residual[i] : x[i];
+            uint32_t u = eps_float_to_bits(v) & 0x7fffffffu;
+            bad |= u >= 0x7f800000u;
+            float a = eps_bits_to_float(u);
+            amax = a > amax ? a : amax;
+        }
+        scales[k] = amax;
+    }
+    if (bad) return EpsErrValue;
+    for (int32_t b0 = 0, k = 0; b0 < length; b0 += block, k++) {
+        int32_t end = b0 + eps_min32(block, length - b0);
+        float amax = scales[k] >= EPS_INT8_TINY ? scales[k] : 0.0f;
+        float scale = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+        scales[k] = scale;
+        for (int32_t i = b0; i < end; i++) {
+            float v = residual ? x[i] + residual[i] : x[i];
+            float r = v * inv;
+            r += r >= 0.0f ? 0.5f : -0.5f;
+            int32_t qi = (int32_t)r;
+            qi = qi > 127 ? 127 : (qi < -127 ? -127 : qi);
+            q[i] = (int8_t)qi;
+            if (residual) residual[i] = v - (float)qi * scale;
+        }
+    }
+    return EpsOk;
+}
+
+EPS_DISPATCH
+void eps_int8_dequantize(const int8_t *restrict q, const float *restrict scales,
+                         float *restrict out, int32_t length, int32_t block) {
+    for (int32_t b0 = 0, k = 0; b0 < length; b0 += block, k++) {
+        int32_t end = b0 + eps_min32(block, length - b0);
+        float scale = scales[k];
+        for (int32_t i = b0; i < end; i++) out[i] = (float)q[i] * scale;
+    }
+}
