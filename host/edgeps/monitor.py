@@ -139,6 +139,7 @@ class PerformanceMonitor:
         self.slow_factor = slow_factor
         self.warmup = warmup
         self._workers: dict[str, _WorkerTimes] = {}
+        self.generation = 0  # bumped on every change, so callers can cache
 
     def _new_series(self) -> RobustEwma:
         return RobustEwma(
@@ -172,6 +173,7 @@ class PerformanceMonitor:
         w.comm.update(float(comm_time))
         w.iteration.update(float(iteration_time))
         w.last_seen = float(now)
+        self.generation += 1
 
     def known(self, worker_id: str) -> bool:
         """True once the worker has at least one observation."""
@@ -250,6 +252,7 @@ class PerformanceMonitor:
     def forget(self, worker_id: str) -> None:
         """Drop a worker's history (e.g. it was replaced by different hardware)."""
         self._workers.pop(worker_id, None)
+        self.generation += 1
 
     def snapshot(self) -> dict[str, Any]:
         """Json-able state: per-worker typical times, spreads and class."""

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from edgeps.core.types import WorkerState, WorkerStats
 
+_LIVE_STATES = (WorkerState.LIVE, WorkerState.SUSPECTED)
 
-@dataclass
+
 class WorkerRecord:
     """What the PS knows about one worker; mutated only by the server.
 
@@ -15,26 +14,59 @@ class WorkerRecord:
     (re)join so that a newcomer starts level with the slowest live worker
     instead of dragging the barrier back to zero. ``last_seq`` is the highest
     sequence number handled for ``incarnation`` (applied or dropped), so a
-    redelivery of any handled push is recognised.
+    redelivery of any handled push is recognised. ``live`` mirrors ``state``
+    as a plain flag because release passes read it for every worker.
     """
 
-    worker_id: str
-    incarnation: int
-    state: WorkerState = WorkerState.LIVE
-    clock: int = 0
-    last_seq: int = -1
-    last_push_clock: int = 0  # the worker's own clock of its last handled push
-    waiting: bool = False
-    joined_at: float = 0.0
-    last_seen: float = 0.0
-    released_at: float = 0.0
-    last_push_at: float | None = None
-    joins: int = 0
-    stats: WorkerStats = field(default_factory=WorkerStats)
+    __slots__ = (
+        "worker_id",
+        "incarnation",
+        "_state",
+        "live",
+        "clock",
+        "last_seq",
+        "last_push_clock",
+        "waiting",
+        "joined_at",
+        "last_seen",
+        "released_at",
+        "last_push_at",
+        "last_staleness",
+        "joins",
+        "stats",
+    )
+
+    def __init__(self, worker_id: str, incarnation: int) -> None:
+        self.worker_id = worker_id
+        self.incarnation = incarnation
+        self._state = WorkerState.LIVE
+        self.live = True
+        self.clock = 0
+        self.last_seq = -1
+        self.last_push_clock = 0  # the worker's own clock of its last handled push
+        self.waiting = False
+        self.joined_at = 0.0
+        self.last_seen = 0.0
+        self.released_at = 0.0
+        self.last_push_at: float | None = None
+        self.last_staleness = 0
+        self.joins = 0
+        self.stats = WorkerStats()
 
     @property
-    def live(self) -> bool:
-        return self.state in (WorkerState.LIVE, WorkerState.SUSPECTED)
+    def state(self) -> WorkerState:
+        return self._state
+
+    @state.setter
+    def state(self, value: WorkerState) -> None:
+        self._state = value
+        self.live = value in _LIVE_STATES
 
     def count_rejection(self, reason: str) -> None:
         self.stats.rejected[reason] = self.stats.rejected.get(reason, 0) + 1
+
+    def __repr__(self) -> str:
+        return (
+            f"WorkerRecord({self.worker_id!r}, inc={self.incarnation}, "
+            f"{self._state.value}, clock={self.clock}, waiting={self.waiting})"
+        )

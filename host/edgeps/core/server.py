@@ -293,6 +293,8 @@ class ParameterServer:
         self.optimizer.step(self._params, push.update, lr)
         self.version += 1
         compute = sane_time(push.compute_time)
+        # iteration = release -> push (compute + both link legs): the worker's
+        # own pace, without the time the policy kept it waiting at the barrier
         since_release = max(0.0, now - rec.released_at)
         self.monitor.observe(
             rec.worker_id,
@@ -306,6 +308,7 @@ class ParameterServer:
         rec.waiting = True
         rec.stats.accepted += 1
         rec.stats.max_staleness = max(rec.stats.max_staleness, staleness)
+        rec.last_staleness = staleness
         self.max_staleness_seen = max(self.max_staleness_seen, staleness)
         self.policy.on_applied(self.view, push, now)
         actions: list[Action] = [
@@ -418,6 +421,7 @@ class ParameterServer:
                 "class": self.monitor.classify(w, live) if r.live else None,
                 "accepted": r.stats.accepted,
                 "rejected": dict(r.stats.rejected),
+                "staleness": r.last_staleness,
                 "max_staleness": r.stats.max_staleness,
                 "silent_for": max(0.0, now - r.last_seen),
                 "joins": r.joins,

@@ -49,6 +49,7 @@ class ClusterView:
         self.monitor = monitor
         self._version_of = version_of
         self._cached: tuple[int, int, int] | None = None  # (n_live, min, max)
+        self._cached_live: list[str] | None = None
         self.floor = 0  # last known minimum live clock, used when nobody is live
 
     @property
@@ -56,12 +57,15 @@ class ClusterView:
         return self._version_of()
 
     def freeze_clocks(self) -> None:
-        """Cache live min/max clocks while the core runs a release pass."""
+        """Cache the live set and its min/max clocks during a release pass."""
         self._cached = None
+        self._cached_live = None
         self._cached = self._aggregate()
+        self._cached_live = self.live_ids()
 
     def thaw_clocks(self) -> None:
         self._cached = None
+        self._cached_live = None
 
     def _aggregate(self) -> tuple[int, int, int]:
         if self._cached is not None:
@@ -80,6 +84,8 @@ class ClusterView:
         return n, lo, hi
 
     def live_ids(self) -> list[str]:
+        if self._cached_live is not None:
+            return list(self._cached_live)
         return [w for w, r in self._workers.items() if r.live]
 
     def waiting_ids(self) -> list[str]:

@@ -41,6 +41,7 @@ class KofN(Policy):
         self.max_applied_lag = 0
         self._assigned: dict[str, int] = {}
         self._pushed: set[str] = set()
+        self._k_cache: tuple[int, tuple[str, ...], int] | None = None
 
     @property
     def bound_description(self) -> str:
@@ -60,7 +61,13 @@ class KofN(Policy):
         """The K used for the round being collected (1 <= K <= live workers)."""
         live = view.live_ids()
         if self.k == "auto":
+            key = (view.monitor.generation, tuple(live))
+            if self._k_cache is not None and self._k_cache[:2] == key:
+                return self._k_cache[2]
             k = len(live) - len(view.monitor.persistent_ids(live))
+            k = max(1, min(k, len(live)))
+            self._k_cache = (*key, k)
+            return k
         else:
             assert isinstance(self.k, int)
             k = self.k
@@ -83,8 +90,8 @@ class KofN(Policy):
     def _close_round(self, view: ClusterView) -> None:
         if not self._pushed:
             return
-        live = set(view.live_ids())
-        if len(self._pushed & live) >= self.k_effective(view):
+        count = sum(1 for w in self._pushed if view.is_live(w))
+        if count >= self.k_effective(view):
             self.round += 1
             self.rounds_closed += 1
             self._pushed.clear()
