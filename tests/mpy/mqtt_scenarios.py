@@ -1,0 +1,87 @@
+"""Firmware MQTT client against a real broker; runs under MicroPython (and CPython).
+
+Usage: micropython mqtt_scenarios.py PORT SCENARIO...  (roundtrip, retained,
+will, reconnect). Prints 'ok NAME' for each scenario that passed.
+"""
+
+import sys
+
+from edgeps_worker.mqtt import MQTTClient
+from edgeps_worker.mqtt_reconnect import ReconnectingClient
+
+PORT = int(sys.argv[1])
+
+
+def client(name, cls=MQTTClient, **kw):
+    return cls(name + "-" + sys.implementation.name, port=PORT, timeout_ms=2000, **kw)
+
+
+def wait_for(c, topic, budget_ms=5000):
+    for _ in range(budget_ms // 100):
+        got = c.poll(100)
+        if got is not None and got[0] == topic:
+            return got[1]
+    return None
+
+
+def roundtrip():
+    c = client("rt")
+    c.connect("edgeps/t/will/rt", b"lost")
+    c.subscribe("edgeps/t/echo", 1)
+    c.subscribe("edgeps/t/echo0", 0)
+    big = bytes(range(256)) * 20  # multi-byte remaining length both ways
+    c.publish("edgeps/t/echo", big, 1)
+    got1 = wait_for(c, "edgeps/t/echo")
+    c.publish("edgeps/t/echo0", b"q0", 0)
+    got0 = wait_for(c, "edgeps/t/echo0")
+    c.close()
+    return got1 == big and got0 == b"q0"
+
+
+def retained():
+    a = client("ra")
+    a.connect()
+    a.publish("edgeps/t/model", b"v7", 1, True)
+    a.close()
+    b = client("rb")
+    b.connect()
+    b.subscribe("edgeps/t/model", 1)
+    got = wait_for(b, "edgeps/t/model")
+    b.close()
+    return got == b"v7"
+
+
+def will():
+    watcher = client("ww")
+    watcher.connect()
+    watcher.subscribe("edgeps/t/up/w1", 1)
+    dying = client("wd")
+    dying.connect("edgeps/t/up/w1", b"lost")
+    dying.close_link()  # the socket dies without DISCONNECT
+    got = wait_for(watcher, "edgeps/t/up/w1")
+    watcher.close()
+    return got == b"lost"
+
+
+def reconnect():
+    c = client("rc", ReconnectingClient, backoff_ms=50, max_backoff_ms=300, attempts=60)
+    c.connect("edgeps/t/will/rc", b"lost")
+    c.subscribe("edgeps/t/rc", 1)
+    c.publish("edgeps/t/rc", b"before", 1)
+    if wait_for(c, "edgeps/t/rc") != b"before":
+        return False
+    print("ready")
+    for _ in range(300):
+        c.publish("edgeps/t/rc", b"after", 1)
+        got = wait_for(c, "edgeps/t/rc", 200)
+        if c.reconnects >= 1 and got == b"after":
+            c.close()
+            return True
+    return False
+
+
+for name in sys.argv[2:]:
+    scenarios = {"roundtrip": roundtrip, "retained": retained, "will": will}
+    scenarios["reconnect"] = reconnect
+    ok = scenarios[name]()
+    print(("ok " if ok else "FAIL ") + name)
