@@ -1,0 +1,52 @@
+"""CPython workers (threads and processes) against the real `edgeps serve`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from edgeps.emulate import Emulation
+from edgeps.scenarios import WorkerProfile
+
+
+@pytest.mark.integration
+def test_emulated_and_process_workers_train_with_the_coordinator(mosquitto) -> None:  # type: ignore[no-untyped-def]
+    # Prepare: the host, one `edgeps worker` process and two emulated sensors
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "edgeps", "serve", "--broker", mosquitto.url,
+         "--job", "e2e", "--policy", "bsp", "--max-time", "12", "--json",
+         "--quiet", "--target-accuracy", "0.999"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "edgeps", "worker", "--broker", mosquitto.url,
+         "--job", "e2e", "--id", "pi-1", "--emulated", "sensors:2/3"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    fast = WorkerProfile(compute_time=0.05)
+    emu = Emulation(mosquitto.url, "e2e", profiles={"s0": fast, "s1": fast})
+    try:
+        # Execute
+        emu.start()
+        out, err = serve.communicate(timeout=90)
+        worker_code = proc.wait(timeout=30)
+        ended = emu.join(timeout=30)
+    finally:
+        emu.stop()
+        for p in (serve, proc):
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=10)
+    # Assert
+    assert serve.returncode == 0, err
+    summary = json.loads(out)
+    assert worker_code == 0 and ended
+    for wid in ("pi-1", "s0", "s1"):
+        assert summary["workers"][wid]["accepted"] > 5, summary["workers"]
+    # BSP: clocks of live workers differ by at most one round
+    clocks = [summary["workers"][w]["clock"] for w in ("pi-1", "s0", "s1")]
+    assert max(clocks) - min(clocks) <= 1
+    assert emu.reports["s0"].stop_reason == "done"
+    assert summary["accuracy"] > 0.3  # six classes: chance is 0.17
