@@ -1,0 +1,164 @@
+"""Host side of firmware integration tests: a paho mini-PS, worker processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import paho.mqtt.client as mqtt
+from conftest import FIRMWARE, REPO
+from edgeps_worker import wire
+from paho.mqtt.enums import CallbackAPIVersion
+
+WORKER_SCRIPT = str(REPO / "tests" / "mpy" / "fw_worker.py")
+
+
+class MiniPS:
+    """Plays the parameter server over a real broker with paho and the wire module.
+
+    Publishes the retained MODEL (again after every reconnect), answers HELLO
+    and each new UPDATE with PARAMS, applies SGD, drops duplicate seqs.
+    """
+
+    def __init__(self, port: int, job: str, spec: str, params: np.ndarray, lr=0.1):
+        self.port = port
+        self.job = job
+        self.spec = spec
+        self.params = params.astype(np.float32).copy()
+        self.history = {0: self.params.copy()}
+        self.version = 0
+        self.lr = lr
+        self.lock = threading.Lock()
+        self.hellos: list[wire.Message] = []
+        self.updates: list[wire.Message] = []
+        self.byes: list[str] = []
+        self.duplicates = 0
+        self.hold_after: int | None = None  # stop releasing after this many updates
+        self.seen: set[tuple[str, int, int]] = set()
+        self.asm = wire.Reassembler(1 << 20, 30.0, 16)
+        self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="mini-ps")
+        self.client.on_connect = self._on_connect
+        self.client.on_message = self._on_message
+        self.client.reconnect_delay_set(0.1, 0.5)
+
+    def start(self) -> None:
+        self.client.connect("127.0.0.1", self.port, keepalive=10)
+        self.client.loop_start()
+
+    def stop(self, done: bool = True) -> None:
+        if done:
+            info = self.client.publish(
+                wire.topic_model(self.job), self._model("done"), qos=1, retain=True
+            )
+            info.wait_for_publish(5)
+        self.client.loop_stop()
+        self.client.disconnect()
+
+    def _model(self, state: str) -> bytes:
+        return wire.encode_model(
+            self.job, state, self.spec, self.version, self.params.size
+        )
+
+    def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
+        client.subscribe(wire.topic_up_wildcard(self.job), qos=1)
+        client.publish(
+            wire.topic_model(self.job), self._model("running"), qos=1, retain=True
+        )
+
+    def _release(self, wid: str) -> None:
+        if self.hold_after is not None and len(self.updates) >= self.hold_after:
+            return
+        for chunk in wire.encode_params(
+            self.job, wid, self.version, self.params.tobytes(), 512
+        ):
+            self.client.publish(wire.topic_down(self.job, wid), chunk, qos=1)
+
+    def _on_message(self, client, userdata, message) -> None:
+        msg = wire.decode(message.payload)
+        with self.lock:
+            if msg.type == wire.HELLO:
+                self.hellos.append(msg)
+                self._release(msg.wid)
+            elif msg.type == wire.BYE:
+                self.byes.append(msg.reason)
+            elif msg.type == wire.UPDATE:
+                done = self.asm.add(msg, time.monotonic())
+                if done is None:
+                    return
+                key = (done.wid, done.incarnation, done.seq)
+                if key in self.seen:
+                    self.duplicates += 1
+                    return
+                self.seen.add(key)
+                done.data = bytes(done.data)
+                self.updates.append(done)
+                grad = np.frombuffer(done.data, dtype="<f4")
+                self.params -= self.lr * grad
+                self.version += 1
+                self.history[self.version] = self.params.copy()
+                self._release(done.wid)
+
+    def wait_for(self, predicate, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if predicate(self):
+                    return True
+            time.sleep(0.05)
+        return False
+
+
+def write_worker_config(tmp_path: Path, port: int, **changes: Any) -> Path:
+    cfg = {
+        "job": "fwjob",
+        "worker_id": "mpy-1",
+        "model": "mlp:8-6-3",
+        "broker_host": "127.0.0.1",
+        "broker_port": port,
+        "data": str(tmp_path / "data.bin"),
+        "batch": 5,
+        "seed": 3,
+        "max_iterations": 4,
+        "heartbeat_ms": 1000,
+        "release_timeout_ms": 3000,
+        "keepalive": 10,
+        "max_chunk": 1024,
+        "verbose": True,
+    }
+    cfg.update(changes)
+    path = tmp_path / "worker.json"
+    path.write_text(json.dumps(cfg))
+    return path
+
+
+def start_worker(
+    exe: str, config: Path, limit_ms: int, heapsize: str | None = None, probe=False
+) -> subprocess.Popen[str]:
+    cmd = [exe]
+    if heapsize:
+        cmd += ["-X", f"heapsize={heapsize}"]
+    cmd += [WORKER_SCRIPT, str(config), str(limit_ms)] + (["probe"] if probe else [])
+    env = dict(os.environ, MICROPYPATH=f"{FIRMWARE}:.frozen")
+    return subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+        cwd=FIRMWARE,
+    )  # fmt: skip
+
+
+def finish_worker(proc: subprocess.Popen[str], timeout: float) -> tuple[dict, str]:
+    """Wait for the worker (killing it past timeout); its REPORT and full output."""
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate(timeout=10)
+    for line in out.splitlines():
+        if line.startswith("REPORT "):
+            return json.loads(line[7:]), out
+    raise AssertionError("worker printed no report:\n" + out)
