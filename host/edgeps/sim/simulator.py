@@ -114,6 +114,7 @@ class Simulator:
         self.trace: list[tuple[float, float]] = []
         self.rejected: dict[str, int] = {}
         self.applied = 0
+        self.applied_at: list[tuple[float, str]] = []  # (time, worker) per update
         self._release_no: dict[str, int] = dict.fromkeys(self.workers, 0)
 
     # -- links -------------------------------------------------------------
@@ -146,6 +147,7 @@ class Simulator:
                     self._send(w, self._on_params, w, n, version, params)
             elif isinstance(act, Applied):
                 self.applied += 1
+                self.applied_at.append((self.loop.now, act.worker_id))
             elif isinstance(act, Rejected):
                 self.rejected[act.reason] = self.rejected.get(act.reason, 0) + 1
 

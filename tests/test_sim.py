@@ -1,0 +1,120 @@
+"""Simulator: determinism, crashes, idle time, learning, the event engine."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from edgeps.sim.config import SimConfig
+from edgeps.sim.engine import EventLoop
+from edgeps.sim.simulator import Simulator, simulate
+
+SMALL = SimConfig(n_workers=4, max_time=8.0, eval_interval=0.5, lr=0.05)
+
+
+def test_same_seed_same_run_and_other_seed_other_run() -> None:
+    # Prepare
+    cfg = dataclasses.replace(SMALL, policy="dsp", scenario="mixed", seed=5)
+    # Execute
+    a, b = simulate(cfg), simulate(cfg)
+    c = simulate(cfg, seed=6)
+    # Assert
+    assert a.trace == b.trace
+    assert (a.applied, a.rejected, a.idle_fraction) == (
+        b.applied,
+        b.rejected,
+        b.idle_fraction,
+    )
+    assert a.trace != c.trace
+
+
+def test_accuracy_improves_over_time_with_real_gradients() -> None:
+    r = simulate(dataclasses.replace(SMALL, policy="asp", scenario="homogeneous"))
+    first, last = r.trace[0][1], r.trace[-1][1]
+    assert first < 0.4  # about chance for 6 classes at the start
+    assert last > first + 0.4
+    assert r.final_accuracy > 0.8
+    assert r.time_to_target is None or r.time_to_target <= SMALL.max_time
+
+
+def test_a_crashed_worker_does_not_stall_the_barrier_and_rejoins() -> None:
+    # Prepare: under BSP every update waits for every live worker
+    cfg = dataclasses.replace(
+        SMALL, policy="bsp", scenario="churn", n_workers=4, max_time=40.0, seed=1
+    )
+    sim = Simulator(cfg)
+    (crasher,) = [w for w in sim.workers.values() if w.profile.crash_at is not None]
+    crash, rejoin = crasher.profile.crash_at, crasher.profile.rejoin_at
+    assert crash is not None and rejoin is not None
+    # Execute
+    sim.run()
+    # Assert: the others kept training while it was down (after the liveness
+    # timeout), and it pushed again after rejoining as a new incarnation
+    down = [
+        wid
+        for t, wid in sim.applied_at
+        if crash + cfg.liveness_timeout + 0.5 < t < rejoin
+    ]
+    assert len(down) > 20 and crasher.worker_id not in down
+    assert any(t > rejoin and wid == crasher.worker_id for t, wid in sim.applied_at)
+    assert crasher.incarnation == 1
+
+
+def test_bsp_idles_more_than_asp_with_stragglers() -> None:
+    cfg = dataclasses.replace(SMALL, scenario="stragglers", n_workers=8)
+    bsp = simulate(cfg, policy="bsp")
+    asp = simulate(cfg, policy="asp")
+    assert bsp.idle_fraction > asp.idle_fraction + 0.2
+    assert asp.updates_per_s > 2 * bsp.updates_per_s
+    assert bsp.max_staleness < asp.max_staleness
+
+
+def test_lossy_links_cause_redeliveries_that_are_rejected_not_applied() -> None:
+    r = simulate(dataclasses.replace(SMALL, policy="asp", scenario="mixed", seed=2))
+    assert r.rejected.get("duplicate", 0) + r.rejected.get("stale_seq", 0) > 0
+    assert r.applied > 0
+
+
+def test_bad_configs_are_rejected() -> None:
+    with pytest.raises(ValueError):
+        SimConfig(lr=0.0)
+    with pytest.raises(ValueError):
+        SimConfig(target_accuracy=1.5)
+    with pytest.raises(ValueError):
+        SimConfig(heartbeat_interval=5.0, liveness_timeout=3.0)
+    with pytest.raises(ValueError):
+        Simulator(dataclasses.replace(SMALL, model="mlp:8-4-6"))
+    with pytest.raises(ValueError):
+        Simulator(dataclasses.replace(SMALL, policy="fastest"))
+    with pytest.raises(ValueError):
+        Simulator(dataclasses.replace(SMALL, scenario="storm"))
+
+
+def test_event_loop_runs_in_time_order_with_stable_ties() -> None:
+    # Prepare
+    loop = EventLoop()
+    seen: list[str] = []
+    loop.at(2.0, seen.append, "c")
+    loop.at(1.0, seen.append, "a")
+    loop.at(1.0, seen.append, "b")
+    loop.at(5.0, seen.append, "late")
+    # Execute
+    loop.run_until(3.0)
+    # Assert
+    assert seen == ["a", "b", "c"]
+    assert loop.now == 3.0 and len(loop) == 1
+
+
+def test_event_loop_rejects_bad_times_and_bounds_its_work() -> None:
+    loop = EventLoop()
+    with pytest.raises(ValueError):
+        loop.at(float("nan"), print)
+    with pytest.raises(ValueError):
+        loop.after(-1.0, print)
+
+    def forever() -> None:
+        loop.after(0.0, forever)
+
+    loop.after(0.0, forever)
+    with pytest.raises(RuntimeError, match="budget"):
+        loop.run_until(1.0, max_events=100)
