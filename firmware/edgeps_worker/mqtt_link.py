@@ -38,8 +38,9 @@ class SocketLink:
         import select
         import socket
 
-        addr = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)[0][-1]
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        ai = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)[0]
+        addr = ai[-1]
+        s = socket.socket(ai[0], socket.SOCK_STREAM)
         try:
             s.settimeout(timeout_ms / 1000)
             s.connect(addr)
@@ -89,8 +90,10 @@ class SocketLink:
     def wait(self, writable, timeout_ms):
         """True if the socket became readable (or writable) within timeout_ms."""
         self._poll.modify(self.sock, self._POLLOUT if writable else self._POLLIN)
-        for _, ev in self._poll.poll(max(0, timeout_ms)):
-            if ev & (self._POLLOUT if writable else self._POLLIN | self._bad):
+        want = self._POLLOUT if writable else self._POLLIN | self._bad
+        # MicroPython may append fields to each (obj, event) entry
+        for entry in self._poll.poll(max(0, timeout_ms)):
+            if entry[1] & want:
                 return True
         return False
 
