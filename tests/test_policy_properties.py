@@ -40,6 +40,14 @@ KINDS = [
     "beat",
 ]
 KINDS += ["tick"]
+# clock-gap rules: a worker may go on after a push only while clock - min <= gap
+RELEASE_GAP = {
+    "bsp": 0,
+    "ssp:0": 0,
+    "ssp:2": 2,
+    "dssp:sl=1,su=3": 3,
+    "dssp:sl=0,su=2": 2,
+}
 
 
 @dataclass
@@ -96,6 +104,8 @@ class Cluster:
 
     def run(self, actions: list[Action], own: ModelWorker | None = None) -> None:
         """Apply the server's actions to the model, checking each one."""
+        resynced = any(isinstance(a, Rejected) for a in actions)
+        proceeding: list[str] = []
         for a in actions:
             if isinstance(a, Applied):
                 w = self.by_id(a.worker_id)
@@ -114,12 +124,18 @@ class Cluster:
                     # one release per push: only a waiting worker, or the one
                     # that just joined / pushed, is ever released
                     assert w.state in ("waiting", "pushed") or w is own, (wid, w.state)
+                    if w.state == "waiting" or (w.state == "pushed" and not resynced):
+                        proceeding.append(wid)
                     w.state = "computing"
                     w.base_version = a.version
             elif isinstance(a, WorkerLeft):
                 self.by_id(a.worker_id).state = "dead"
             else:
                 assert isinstance(a, Rejected)
+        gap = RELEASE_GAP.get(self.text)
+        view = self.server.view
+        for wid in proceeding if gap is not None else []:
+            assert view.clock(wid) - view.min_live_clock() <= gap, (self.text, wid)
         self.check()
 
     def check(self) -> None:
