@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import errno
+from pathlib import Path
 
 import pytest
+from conftest import run_micropython
 from edgeps_worker import mqtt_packets as mp
 from edgeps_worker.mqtt import MQTTClient
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 class FakeBrokerLink:
@@ -267,3 +271,46 @@ def test_close_sends_disconnect_and_abort_does_not() -> None:
     # Assert
     assert a.packets[-1] == mp.DISCONNECT_BYTES and a.closed
     assert b.packets[-1] != mp.DISCONNECT_BYTES and b.closed
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.binary(max_size=64), st.integers(1, 7))
+def test_fuzz_garbage_from_the_broker_only_raises_oserror(
+    garbage: bytes, chunk: int
+) -> None:
+    # Prepare: a connected client, then arbitrary bytes and a closed stream
+    link = FakeBrokerLink()
+    c = _client(link, timeout_ms=1)
+    link.chunk = chunk
+    link.inbox += garbage
+    link.eof = True
+
+    # Execute: poll until the stream is exhausted; only OSError may escape
+    seen = 0
+    with pytest.raises(OSError):
+        for _ in range(100):
+            if c.poll(1) is not None:
+                seen += 1
+
+    # Assert
+    assert not c.connected and seen <= len(garbage)
+
+
+@pytest.mark.firmware
+def test_scripted_link_checks_under_micropython(micropython: str) -> None:
+    # Execute
+    script = str(Path(__file__).parent / "mpy" / "mqtt_fake.py")
+    proc = run_micropython(micropython, script)
+
+    # Assert
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == [
+        "ok",
+        "wrap",
+        "ok",
+        "dup",
+        "ok",
+        "incoming",
+        "ok",
+        "puback",
+    ]

@@ -80,7 +80,8 @@ def test_golden_vectors_under_micropython(micropython: str) -> None:
 
     # Assert
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.count("ok ") == len(VECTORS)
+    assert proc.stdout.count("ok ") == len(VECTORS) + 1
+    assert "ok into_array" in proc.stdout
 
 
 @pytest.mark.firmware

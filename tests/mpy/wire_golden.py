@@ -47,6 +47,24 @@ def check(v):
     return None
 
 
+def check_typed_target():
+    """PARAMS chunks land straight in a board's array('f'), in any order."""
+    from array import array
+
+    values = [i * 0.5 - 3.0 for i in range(50)]
+    chunks = wire.encode_params("j", "w", 4, array("f", values), max_chunk=64)
+    target = array("f", [0.0] * 50)
+    r = wire.Reassembler(max_bytes=200, max_age=10, max_pending=1)
+    whole = None
+    for c in chunks[1:] + chunks[:1]:
+        whole = r.add(wire.decode(c), 0, into=target) or whole
+    if len(chunks) < 3 or whole is None or whole.data is not target:
+        return "not reassembled"
+    if list(target) != values:
+        return "values differ"
+    return None
+
+
 def main():
     with open(sys.argv[1]) as f:
         vectors = json.load(f)["vectors"]
@@ -58,6 +76,12 @@ def main():
         else:
             bad += 1
             print("FAIL", v["name"], err)
+    err = check_typed_target()
+    if err is None:
+        print("ok into_array")
+    else:
+        bad += 1
+        print("FAIL into_array", err)
     print("done", len(vectors), "vectors,", bad, "failed")
     sys.exit(1 if bad else 0)
 
