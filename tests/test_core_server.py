@@ -318,3 +318,27 @@ def test_public_entry_points_reject_caller_mistakes() -> None:
         ps.join("a", 0.0, -1)
     with pytest.raises(TypeError):
         ps.handle_push("not a push", 0.0)  # type: ignore[arg-type]
+
+
+def test_restore_sets_version_optimizer_state_and_params() -> None:
+    src = kernels.make_optimizer("momentum", N)
+    src.step(np.zeros(N, np.float32), grad(), 1.0)
+    ps = ParameterServer(np.zeros(N, np.float32), policy="asp", optimizer="momentum")
+    ps.restore(version=41, optimizer_state=src.state_dict(), params=grad(3.0))
+    acts = ps.join("a", 0.0)
+    assert acts == [Release(("a",), 41)]
+    assert np.all(ps.params_snapshot()[1] == 3.0) and ps.optimizer.t == 1
+
+
+def test_restore_rejects_bad_input_and_late_calls() -> None:
+    ps = make_server("asp")
+    with pytest.raises(ValueError):
+        ps.restore(version=-1)
+    with pytest.raises(ValueError):
+        ps.restore(version=1, params=np.zeros(N + 1, np.float32))
+    with pytest.raises(ValueError):
+        ps.restore(version=1, optimizer_state={"name": "adam"})
+    Worker(ps, "a")
+    with pytest.raises(ValueError):
+        ps.restore(version=1)
+    assert ps.version == 0

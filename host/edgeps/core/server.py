@@ -143,6 +143,36 @@ class ParameterServer:
         """(version, a copy of the parameters)."""
         return self.version, self._params.copy()
 
+    def restore(
+        self,
+        *,
+        version: int,
+        optimizer_state: dict[str, Any] | None = None,
+        params: np.ndarray | None = None,
+    ) -> None:
+        """Resume a checkpoint (version, optimizer state, params) before workers join."""
+        if isinstance(version, bool) or not isinstance(version, (int, np.integer)):
+            raise TypeError("version must be an int")
+        if version < 0:
+            raise ValueError(f"version must be >= 0, got {version}")
+        if any(r.live for r in self._workers.values()):
+            raise ValueError("restore a checkpoint before workers join")
+        if params is not None:
+            if not isinstance(params, np.ndarray):
+                raise TypeError("params must be a numpy array")
+            if params.dtype != np.float32 or params.shape != self._params.shape:
+                raise ValueError(
+                    f"params must be float32 of shape {self._params.shape}, got "
+                    f"{params.dtype} {params.shape}"
+                )
+            if not kernels.all_finite(np.ascontiguousarray(params)):
+                raise ValueError("params contain NaN or inf")
+        if optimizer_state:
+            self.optimizer.load_state_dict(optimizer_state)
+        if params is not None:
+            self._params[...] = params
+        self.version = int(version)
+
     # ---- membership -------------------------------------------------------
 
     def join(self, worker_id: str, now: float, incarnation: int = 0) -> list[Action]:
