@@ -9,13 +9,20 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 from typing import Any
 
 import numpy as np
 
 from edgeps import kernels
+from edgeps.core.args import (
+    check_int,
+    check_now,
+    check_params,
+    check_positive,
+    check_worker_id,
+)
 from edgeps.core.registry import WorkerRecord
+from edgeps.core.report import server_snapshot
 from edgeps.core.types import (
     Action,
     Applied,
@@ -32,22 +39,6 @@ from edgeps.monitor import PerformanceMonitor
 from edgeps.policy.base import ClusterView, Policy
 
 log = logging.getLogger(__name__)
-
-
-def _check_now(now: object) -> float:
-    if isinstance(now, bool) or not isinstance(now, (int, float, np.floating)):
-        raise TypeError(f"now must be a number of seconds, got {type(now).__name__}")
-    if not math.isfinite(float(now)):
-        raise ValueError(f"now must be finite, got {now!r}")
-    return float(now)
-
-
-def _check_worker_id(worker_id: object) -> str:
-    if not isinstance(worker_id, str):
-        raise TypeError(f"worker_id must be a str, got {type(worker_id).__name__}")
-    if not worker_id:
-        raise ValueError("worker_id must not be empty")
-    return worker_id
 
 
 class ParameterServer:
@@ -77,35 +68,17 @@ class ParameterServer:
         max_update_norm: float | None = None,
         monitor: PerformanceMonitor | None = None,
     ) -> None:
-        if not isinstance(params, np.ndarray):
-            raise TypeError(
-                f"params must be a numpy array, got {type(params).__name__}"
-            )
-        if params.dtype != np.float32 or params.ndim != 1 or params.size == 0:
-            raise ValueError(
-                "params must be a non-empty flat float32 vector, got "
-                f"dtype {params.dtype} shape {params.shape}"
-            )
-        if not kernels.all_finite(np.ascontiguousarray(params)):
-            raise ValueError("params contain NaN or inf")
+        check_params(params)
         if isinstance(policy, str):
             from edgeps.policy import parse_policy
 
             policy = parse_policy(policy)
         if not isinstance(policy, Policy):
             raise TypeError(f"policy must be a Policy or text, got {type(policy)!r}")
-        if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
-            raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
-        if not (
-            isinstance(liveness_timeout, (int, float))
-            and math.isfinite(liveness_timeout)
-            and liveness_timeout > 0
-        ):
-            raise ValueError(f"liveness_timeout must be > 0, got {liveness_timeout!r}")
-        if max_update_norm is not None and not (
-            isinstance(max_update_norm, (int, float)) and max_update_norm > 0
-        ):
-            raise ValueError(f"max_update_norm must be > 0, got {max_update_norm!r}")
+        lr = check_positive("lr", lr)
+        liveness_timeout = check_positive("liveness_timeout", liveness_timeout)
+        if max_update_norm is not None:
+            max_update_norm = check_positive("max_update_norm", max_update_norm)
         self._params = np.array(params, dtype=np.float32, copy=True, order="C")
         if isinstance(optimizer, str):
             self.optimizer = kernels.make_optimizer(optimizer, self._params.size)
@@ -150,23 +123,12 @@ class ParameterServer:
         optimizer_state: dict[str, Any] | None = None,
         params: np.ndarray | None = None,
     ) -> None:
-        """Resume a checkpoint (version, optimizer state, params) before workers join."""
-        if isinstance(version, bool) or not isinstance(version, (int, np.integer)):
-            raise TypeError("version must be an int")
-        if version < 0:
-            raise ValueError(f"version must be >= 0, got {version}")
+        """Resume a checkpoint (version, optimizer state, params) before any join."""
+        version = check_int("version", version)
         if any(r.live for r in self._workers.values()):
             raise ValueError("restore a checkpoint before workers join")
         if params is not None:
-            if not isinstance(params, np.ndarray):
-                raise TypeError("params must be a numpy array")
-            if params.dtype != np.float32 or params.shape != self._params.shape:
-                raise ValueError(
-                    f"params must be float32 of shape {self._params.shape}, got "
-                    f"{params.dtype} {params.shape}"
-                )
-            if not kernels.all_finite(np.ascontiguousarray(params)):
-                raise ValueError("params contain NaN or inf")
+            check_params(params, self._params.shape)
         if optimizer_state:
             self.optimizer.load_state_dict(optimizer_state)
         if params is not None:
@@ -177,14 +139,9 @@ class ParameterServer:
 
     def join(self, worker_id: str, now: float, incarnation: int = 0) -> list[Action]:
         """Register or rejoin a worker; it is released with the current version."""
-        worker_id = _check_worker_id(worker_id)
-        now = _check_now(now)
-        if isinstance(incarnation, bool) or not isinstance(
-            incarnation, (int, np.integer)
-        ):
-            raise TypeError("incarnation must be an int")
-        if incarnation < 0:
-            raise ValueError(f"incarnation must be >= 0, got {incarnation}")
+        worker_id = check_worker_id(worker_id)
+        now = check_now(now)
+        incarnation = check_int("incarnation", incarnation)
         rec = self._workers.get(worker_id)
         if rec is not None and rec.live and incarnation == rec.incarnation:
             return self._rehello(rec, now)
@@ -238,7 +195,7 @@ class ParameterServer:
 
     def heartbeat(self, worker_id: str, now: float) -> list[Action]:
         """Note that a worker is alive; dead or unknown workers must join again."""
-        now = _check_now(now)
+        now = check_now(now)
         rec = self._workers.get(worker_id)
         if rec is None or not rec.live:
             return []
@@ -247,7 +204,7 @@ class ParameterServer:
 
     def leave(self, worker_id: str, now: float, reason: str = "bye") -> list[Action]:
         """A worker is gone (bye, last will): it leaves the barrier at once."""
-        now = _check_now(now)
+        now = check_now(now)
         rec = self._workers.get(worker_id)
         if rec is None or not rec.live:
             return []
@@ -261,7 +218,7 @@ class ParameterServer:
         the PS told it to wait, and it blocks nobody. Its silence is counted
         again from the moment it is released.
         """
-        now = _check_now(now)
+        now = check_now(now)
         actions: list[Action] = []
         for rec in list(self._workers.values()):
             if not rec.live or rec.waiting:
@@ -291,7 +248,7 @@ class ParameterServer:
         """Validate, apply exactly once, then let the policy hold or release."""
         if not isinstance(push, Push):
             raise TypeError(f"expected a Push, got {type(push).__name__}")
-        now = _check_now(now)
+        now = check_now(now)
         rec = self._workers.get(push.worker_id)
         seq = push.seq if isinstance(push.seq, (int, np.integer)) else -1
         problem = identity_problem(rec, push)
@@ -436,37 +393,4 @@ class ParameterServer:
 
     def snapshot(self, now: float) -> dict[str, Any]:
         """Json-able state for metrics: version, workers, policy, monitor."""
-        now = _check_now(now)
-        view = self.view
-        live = view.live_ids()
-        top = view.max_live_clock()
-        workers: dict[str, Any] = {}
-        for w, r in self._workers.items():
-            workers[w] = {
-                "state": r.state.value,
-                "incarnation": r.incarnation,
-                "clock": r.clock,
-                "lag": top - r.clock if r.live else None,
-                "waiting": r.waiting,
-                "class": self.monitor.classify(w, live) if r.live else None,
-                "accepted": r.stats.accepted,
-                "rejected": dict(r.stats.rejected),
-                "staleness": r.last_staleness,
-                "max_staleness": r.stats.max_staleness,
-                "silent_for": max(0.0, now - r.last_seen),
-                "joins": r.joins,
-            }
-        return {
-            "version": self.version,
-            "policy": self.policy.describe(),
-            "bound": self.policy.bound_description,
-            "n_live": view.n_live,
-            "min_clock": view.min_live_clock(),
-            "max_clock": top,
-            "policy_measure": self.policy.measure(view),
-            "max_staleness_seen": self.max_staleness_seen,
-            "forced_releases": self.forced_releases,
-            "rejected_unregistered": dict(self.rejected_unregistered),
-            "workers": workers,
-            "monitor": self.monitor.snapshot(),
-        }
+        return server_snapshot(self, self._workers, check_now(now))

@@ -1,0 +1,50 @@
+"""The json-able snapshot of a parameter server, for metrics and dashboards."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from edgeps.core.registry import WorkerRecord
+
+if TYPE_CHECKING:
+    from edgeps.core.server import ParameterServer
+
+
+def server_snapshot(
+    ps: ParameterServer, workers: Mapping[str, WorkerRecord], now: float
+) -> dict[str, Any]:
+    """Version, policy and bound, per-worker state, clock, staleness, class."""
+    view = ps.view
+    live = view.live_ids()
+    top = view.max_live_clock()
+    rows: dict[str, Any] = {}
+    for w, r in workers.items():
+        rows[w] = {
+            "state": r.state.value,
+            "incarnation": r.incarnation,
+            "clock": r.clock,
+            "lag": top - r.clock if r.live else None,
+            "waiting": r.waiting,
+            "class": ps.monitor.classify(w, live) if r.live else None,
+            "accepted": r.stats.accepted,
+            "rejected": dict(r.stats.rejected),
+            "staleness": r.last_staleness,
+            "max_staleness": r.stats.max_staleness,
+            "silent_for": max(0.0, now - r.last_seen),
+            "joins": r.joins,
+        }
+    return {
+        "version": ps.version,
+        "policy": ps.policy.describe(),
+        "bound": ps.policy.bound_description,
+        "n_live": view.n_live,
+        "min_clock": view.min_live_clock(),
+        "max_clock": top,
+        "policy_measure": ps.policy.measure(view),
+        "max_staleness_seen": ps.max_staleness_seen,
+        "forced_releases": ps.forced_releases,
+        "rejected_unregistered": dict(ps.rejected_unregistered),
+        "workers": rows,
+        "monitor": ps.monitor.snapshot(),
+    }
