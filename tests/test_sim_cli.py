@@ -6,8 +6,9 @@ import json
 
 import pytest
 from edgeps.cli import main
-from edgeps.sim.compare import split_policies, summarize
+from edgeps.sim.compare import PolicySummary, split_policies, summarize
 from edgeps.sim.config import SimResult
+from edgeps.sim.goals import check_goals
 
 FAST = ["--workers", "4", "--max-time", "4", "--lr", "0.05"]
 
@@ -87,3 +88,31 @@ def test_median_time_to_target_counts_unreached_runs_as_slowest() -> None:
     assert summarize("p", [run(1.0), run(None), run(None)]).time_to_target is None
     with pytest.raises(ValueError):
         summarize("p", [])
+
+
+def test_goal_checks_read_the_comparison_tables() -> None:
+    def s(policy: str, t: float | None, acc: float) -> PolicySummary:
+        return PolicySummary(policy, 1, int(t is not None), t, acc, 1.0, 0.1, 1, [])
+
+    # Prepare: DSP 2.5x faster than BSP, only 1.1x faster than SSP(3)
+    mixed = [s("bsp", 10.0, 0.93), s("ssp:1", 5.0, 0.93), s("ssp:3", 4.4, 0.93)]
+    mixed += [s("ssp:5", None, 0.9), s("dsp", 4.0, 0.926)]
+    homo = [s("bsp", 2.0, 0.95), s("dsp", 2.4, 0.95)]
+    # Execute
+    goals = {g["goal"]: g for g in check_goals({"mixed": mixed, "homogeneous": homo})}
+    # Assert
+    assert goals["mixed: BSP time / DSP time"]["ok"] is True
+    assert goals["mixed: best SSP time / DSP time"]["ok"] is False
+    assert goals["mixed: BSP - DSP final accuracy (points)"]["ok"] is True
+    assert goals["homogeneous: DSP time / BSP time"]["ok"] is False
+
+
+def test_bench_policies_prints_tables_and_goals(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["bench", "policies", "--scenarios", "homogeneous", "--policies", "bsp,dsp"]
+    rc = main([*argv, "--seeds", "1", "--workers", "3", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert [p["policy"] for p in data["scenarios"]["homogeneous"]] == ["bsp", "dsp"]
+    assert data["goals"][0]["goal"].startswith("homogeneous")

@@ -10,6 +10,10 @@ import sys
 BENCHMARKS: dict[str, tuple[str, str]] = {
     "kernels": ("edgeps.bench.kernels", "C vs numpy kernel timings"),
     "throughput": ("edgeps.bench.throughput", "PS updates/s vs raw broker echo rate"),
+    "policies": (
+        "edgeps.sim.goals",
+        "sync policies in the simulator, with DSP's goals checked",
+    ),
     "fw-publish": (
         "edgeps.bench.fw_publish",
         "QoS1 publish rate of the firmware MQTT client under MicroPython",

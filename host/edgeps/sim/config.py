@@ -24,7 +24,7 @@ class SimConfig:
     staleness_aware: bool | None = None  # None: the policy's own preference
     target_accuracy: float = 0.91
     max_time: float = 60.0  # virtual seconds
-    eval_interval: float = 0.25
+    eval_interval: float = 0.1
     liveness_timeout: float = 3.0
     heartbeat_interval: float = 0.5
     tick_interval: float = 0.1

@@ -171,7 +171,8 @@ class Simulator:
             kernels.accuracy(self.spec, params, self.data.X_test, self.data.y_test)
         )
         self.trace.append((round(self.loop.now, 6), acc))
-        self.loop.after(self.config.eval_interval, self._evaluate)
+        # multiples of the interval, so float steps do not drift past max_time
+        self.loop.at(len(self.trace) * self.config.eval_interval, self._evaluate)
 
     # -- the board side ----------------------------------------------------
     def _on_params(
