@@ -17,6 +17,7 @@ from edgeps.core.types import (
     WorkerLeft,
     WorkerState,
 )
+from edgeps.policy.bsp import BSP
 
 N = 3
 
@@ -342,3 +343,19 @@ def test_restore_rejects_bad_input_and_late_calls() -> None:
     with pytest.raises(ValueError):
         ps.restore(version=1)
     assert ps.version == 0
+
+
+class NeverPolicy(BSP):
+    """A broken policy that holds everyone forever."""
+
+    def may_proceed(self, view, worker_id, now):  # type: ignore[no-untyped-def]
+        return False
+
+
+def test_a_policy_that_holds_everyone_cannot_deadlock_the_server() -> None:
+    ps = ParameterServer(np.zeros(N, np.float32), policy=NeverPolicy())
+    a, b = Worker(ps, "a"), Worker(ps, "b")
+    a.push(1.0)
+    a.push(1.5)  # rejected: a was never released
+    acts = b.push(2.0)
+    assert acts[-1] == Release(("a", "b"), 2) and ps.forced_releases == 1

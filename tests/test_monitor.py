@@ -8,6 +8,8 @@ import math
 import numpy as np
 import pytest
 from edgeps.monitor import PerformanceMonitor
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def feed(
@@ -124,3 +126,42 @@ def test_observe_rejects_bad_numbers(kwargs: dict) -> None:
 def test_constructor_rejects_bad_settings(kwargs: dict) -> None:
     with pytest.raises(ValueError):
         PerformanceMonitor(**kwargs)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    level=st.floats(0.01, 100.0),
+    jitter=st.floats(0.0, 0.2),
+    spike=st.floats(1.0, 1e4),
+    seed=st.integers(0, 2**16),
+)
+def test_any_single_spike_moves_the_typical_time_by_a_bounded_amount(
+    level: float, jitter: float, spike: float, seed: int
+) -> None:
+    # Prepare: a worker with a steady history around `level`
+    rng = np.random.default_rng(seed)
+    mon = PerformanceMonitor()
+    feed(mon, "a", list(level * (1 + jitter * rng.uniform(-1, 1, size=20))))
+    before = mon.typical_iteration("a")
+    # Execute
+    feed(mon, "a", [level * spike])
+    # Assert: at most alpha * band, however large the spike
+    assert (
+        mon.typical_iteration("a") <= before * (1 + 0.2 * 3 * max(jitter, 0.1)) + 1e-9
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    level=st.floats(0.01, 100.0), factor=st.floats(2.0, 50.0), window=st.integers(1, 5)
+)
+def test_a_lasting_change_is_adopted_after_window_samples(
+    level: float, factor: float, window: int
+) -> None:
+    # Prepare
+    mon = PerformanceMonitor(persistent_window=window)
+    feed(mon, "a", [level] * 10)
+    # Execute
+    feed(mon, "a", [level * factor] * window)
+    # Assert
+    assert mon.typical_iteration("a") == pytest.approx(level * factor)

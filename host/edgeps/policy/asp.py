@@ -6,7 +6,8 @@ from edgeps.policy.base import ClusterView, Policy
 
 
 class ASP(Policy):
-    """Asynchronous Parallel (as in Hogwild!/Downpour SGD): never wait.
+    """Asynchronous Parallel: never wait (the asynchronous parameter-server SGD
+    of Dean et al., "Large Scale Distributed Deep Networks", NIPS 2012).
 
     Rule: every push is applied and its worker released at once. There is no
     staleness bound; staleness is only observed (``max_staleness_seen``), and
