@@ -13,7 +13,7 @@ from edgeps_worker.mqtt import MQTTClient
 try:
     from time import ticks_diff, ticks_us  # type: ignore[attr-defined]
 except ImportError:
-    from time import perf_counter
+    from time import perf_counter  # pyright: ignore[reportAttributeAccessIssue]
 
     def ticks_us():
         """Microseconds from an arbitrary origin."""

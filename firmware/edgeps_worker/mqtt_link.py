@@ -1,5 +1,6 @@
 """Socket side of the MQTT client: a non-blocking TCP link with bounded waits."""
 
+import errno
 import time
 
 try:
@@ -8,7 +9,8 @@ except ImportError:
 
     def ticks_ms():
         """Milliseconds from an arbitrary origin."""
-        return int(time.monotonic() * 1000)
+        # CPython only; the board stubs rightly lack time.monotonic
+        return int(time.monotonic() * 1000)  # pyright: ignore[reportAttributeAccessIssue]
 
     def ticks_diff(a, b):
         """a - b in milliseconds."""
@@ -19,16 +21,9 @@ except ImportError:
         time.sleep(ms / 1000)
 
 
-try:
-    import errno
-
-    EAGAIN = (errno.EAGAIN, getattr(errno, "EWOULDBLOCK", errno.EAGAIN))
-    ETIMEDOUT = errno.ETIMEDOUT
-    ECONNRESET = errno.ECONNRESET
-except ImportError:  # pragma: no cover - every port we target has errno
-    EAGAIN = (11,)
-    ETIMEDOUT = 110
-    ECONNRESET = 104
+EAGAIN = (errno.EAGAIN, getattr(errno, "EWOULDBLOCK", errno.EAGAIN))
+ETIMEDOUT = errno.ETIMEDOUT
+ECONNRESET = errno.ECONNRESET
 
 
 class SocketLink:
@@ -58,7 +53,12 @@ class SocketLink:
             s.close()
             raise
         self.sock = s
-        self._recv_into = getattr(s, "recv_into", None) or s.readinto
+        # CPython sockets have recv_into, MicroPython ones readinto
+        reader = getattr(s, "recv_into", None) or getattr(s, "readinto", None)
+        if reader is None:
+            s.close()
+            raise OSError(errno.EINVAL, "socket cannot read into a buffer")
+        self._recv_into = reader
         self._poll = select.poll()
         self._poll.register(s, select.POLLIN)
         self._POLLIN = select.POLLIN

@@ -3,13 +3,14 @@
 from edgeps_worker.mqtt import MQTTClient
 from edgeps_worker.mqtt_link import ECONNRESET, sleep_ms
 
-try:
-    from random import getrandbits
-except ImportError:  # pragma: no cover - some minimal ports lack random
 
-    def getrandbits(n):
-        """No jitter without a random module."""
+def _jitter(delay):
+    """Up to a quarter of delay at random (none on a port without random)."""
+    try:
+        from random import getrandbits
+    except ImportError:
         return 0
+    return getrandbits(8) * delay // 1024
 
 
 class ReconnectingClient(MQTTClient):
@@ -35,7 +36,9 @@ class ReconnectingClient(MQTTClient):
         self._session = False
         self.reconnects = 0
 
-    def connect(self, will_topic=None, will_payload=None, will_retain=False, clean=True):
+    def connect(
+        self, will_topic=None, will_payload=None, will_retain=False, clean=True
+    ):
         """Connect once (OSError on failure) and remember the will for reconnects."""
         self._will = (will_topic, will_payload, will_retain, clean)
         MQTTClient.connect(self, will_topic, will_payload, will_retain, clean)
@@ -92,6 +95,6 @@ class ReconnectingClient(MQTTClient):
             except OSError as e:
                 err = e
                 self.close_link()
-            sleep_ms(delay + getrandbits(8) * delay // 1024)
+            sleep_ms(delay + _jitter(delay))
             delay = min(self.max_backoff_ms, delay * 2)
         raise OSError(ECONNRESET, "reconnect failed: %r" % (err,))

@@ -106,7 +106,7 @@ def decode(buf, key=None, max_len=MAX_MESSAGE):
     body = mv[hl : hl + bl]
     if mtype in DATA_BODY:
         _check_chunk(msg, bl)
-        msg.data = body
+        msg.data = body  # pyright: ignore[reportAttributeAccessIssue]
     elif mtype in TEXT_BODY:
         if bl > MAX_TEXT:
             raise WireError("text", "longer than %d bytes" % MAX_TEXT)
