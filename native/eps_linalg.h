@@ -10,15 +10,28 @@
 
 #include "eps_port.h"
 
-/* sum a[i] * b[i] with 8 independent partial sums */
+/* sum of 8 partial sums, pairwise */
+EPS_INLINE float eps_sum8(const float *s) {
+    return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+}
+
+/* sum a[i] * b[i] with independent partial sums (vector lanes, no
+ * reassociation flags needed): 32 lanes for long vectors, 8 for the tail */
 EPS_INLINE float eps_dot(const float *restrict a, const float *restrict b, int32_t n) {
-    float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    float s[32] = {0}, t[8] = {0};
     int32_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int32_t l = 0; l < 8; l++) s[l] += a[i + l] * b[i + l];
-    float t = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
-    for (; i < n; i++) t += a[i] * b[i];
-    return t;
+    for (; i + 32 <= n; i += 32) {
+        const float *pa = a + i, *pb = b + i;
+        for (int32_t l = 0; l < 32; l++) s[l] += pa[l] * pb[l];
+    }
+    for (int32_t l = 0; l < 8; l++) t[l] = (s[l] + s[l + 8]) + (s[l + 16] + s[l + 24]);
+    for (; i + 8 <= n; i += 8) {
+        const float *pa = a + i, *pb = b + i;
+        for (int32_t l = 0; l < 8; l++) t[l] += pa[l] * pb[l];
+    }
+    float r = eps_sum8(t);
+    for (; i < n; i++) r += a[i] * b[i];
+    return r;
 }
 
 /* c[0:n] += a0 b0 + a1 b1 + a2 b2 + a3 b3 */
@@ -83,6 +96,14 @@ EPS_INLINE void eps_mm_tn_acc(const float *restrict A, const float *restrict D,
                               float *restrict G, float *restrict gb, int32_t M,
                               int32_t K, int32_t N) {
     int32_t i = 0;
+    if (N == 1) { /* one output: accumulate rows of A, vectorized over K */
+        for (; i + 4 <= M; i += 4) {
+            const float *a0 = A + i * K;
+            eps_axpy4(G, D[i], a0, D[i + 1], a0 + K, D[i + 2], a0 + 2 * K, D[i + 3],
+                      a0 + 3 * K, K);
+            gb[0] += (D[i] + D[i + 1]) + (D[i + 2] + D[i + 3]);
+        }
+    }
     for (; i + 4 <= M; i += 4) {
         const float *a0 = A + i * K, *a1 = a0 + K, *a2 = a1 + K, *a3 = a2 + K;
         const float *d0 = D + i * N, *d1 = d0 + N, *d2 = d1 + N, *d3 = d2 + N;

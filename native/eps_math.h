@@ -26,14 +26,21 @@ EPS_INLINE uint32_t eps_float_to_bits(float f) {
     return u;
 }
 
+/* a if cond else b, through bit masks: GCC turns float ?: into branches
+ * (tree PRE) that block vectorization; integer selects vectorize */
+EPS_INLINE float eps_select(int cond, float a, float b) {
+    uint32_t m = 0u - (uint32_t)(cond != 0);
+    return eps_bits_to_float((eps_float_to_bits(a) & m) | (eps_float_to_bits(b) & ~m));
+}
+
 /* e^x: x = n ln2 + r with |r| <= ln2/2 (Cody-Waite split of ln2), a degree-7
  * Taylor polynomial for e^r, and 2^n applied as two halves so that results
  * down to the subnormal range and up to overflow come out right. */
 EPS_INLINE float eps_expf_inline(float x) {
-    float xc = x > -104.0f ? x : -104.0f; /* NaN also lands here; restored below */
-    xc = xc < 89.0f ? xc : 89.0f;
+    float xc = eps_select(x > -104.0f, x, -104.0f); /* NaN too; restored below */
+    xc = eps_select(xc < 89.0f, xc, 89.0f);
     float t = xc * 1.44269504088896341f;
-    int32_t n = (int32_t)(t + (t >= 0.0f ? 0.5f : -0.5f));
+    int32_t n = (int32_t)(t + 0.5f) - (t < -0.5f); /* nearest; ties do not matter */
     float nf = (float)n;
     float r = xc - nf * 0.693145751953125f;
     r = r - nf * 1.428606765330187e-06f;
@@ -49,8 +56,7 @@ EPS_INLINE float eps_expf_inline(float x) {
     int32_t n2 = n - n1;
     float s1 = eps_bits_to_float((uint32_t)(n1 + 127) << 23);
     float s2 = eps_bits_to_float((uint32_t)(n2 + 127) << 23);
-    float y = p * s1 * s2;
-    return x == x ? y : x;
+    return eps_select(x == x, p * s1 * s2, x);
 }
 
 /* ln(x) for x > 0: x = 2^e m with m in [sqrt(1/2), sqrt(2)), then the atanh
@@ -96,7 +102,8 @@ EPS_INLINE float eps_log1pf_inline(float x) {
 /* tanh: an odd Taylor polynomial below |x| = 0.5 (no cancellation), else
  * 1 - 2 / (e^{2|x|} + 1); both computed and selected, so loops vectorize. */
 EPS_INLINE float eps_tanhf_inline(float x) {
-    float a = x < 0.0f ? -x : x;
+    uint32_t sign = eps_float_to_bits(x) & 0x80000000u;
+    float a = eps_bits_to_float(eps_float_to_bits(x) & 0x7fffffffu);
     float a2 = a * a;
     float p = 21844.0f / 6081075.0f;
     p = p * a2 - 1382.0f / 155925.0f;
@@ -105,11 +112,11 @@ EPS_INLINE float eps_tanhf_inline(float x) {
     p = p * a2 + 2.0f / 15.0f;
     p = p * a2 - 1.0f / 3.0f;
     float small = a + a * a2 * p;
-    float ac = a < 9.0f ? a : 9.0f;
+    float ac = eps_select(a < 9.0f, a, 9.0f);
     float big = 1.0f - 2.0f / (eps_expf_inline(2.0f * ac) + 1.0f);
-    float t = a < 0.5f ? small : big;
-    t = x == x ? t : x;
-    return x < 0.0f ? -t : t;
+    float t = eps_select(a < 0.5f, small, big);
+    t = eps_bits_to_float(eps_float_to_bits(t) | sign);
+    return eps_select(x == x, t, x);
 }
 
 /* sqrt without libm: the compiler builtin is one instruction on FPUs that have

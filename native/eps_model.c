@@ -150,10 +150,8 @@ EPS_INLINE double eps_softmax_rows(float *z, int32_t rows, int32_t C, const int3
         float mx = r[0];
         for (int32_t j = 1; j < C; j++) mx = r[j] > mx ? r[j] : mx;
         float zy = y ? r[y[i]] : 0.0f, sum = 0.0f;
-        for (int32_t j = 0; j < C; j++) {
-            r[j] = eps_expf_inline(r[j] - mx);
-            sum += r[j];
-        }
+        for (int32_t j = 0; j < C; j++) r[j] = eps_expf_inline(r[j] - mx);
+        for (int32_t j = 0; j < C; j++) sum += r[j];
         float scale = (y ? inv_batch : 1.0f) / sum;
         for (int32_t j = 0; j < C; j++) r[j] *= scale;
         if (y) {

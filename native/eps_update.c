@@ -1,4 +1,5 @@
 #include "eps.h"
+#include "eps_linalg.h"
 
 /* blocks with max |v| below this are sent as zeros with scale 0: 127 / max
  * cannot overflow, and error feedback keeps such values in the residual */
@@ -8,12 +9,8 @@ static int32_t eps_min32(int32_t a, int32_t b) { return a < b ? a : b; }
 
 EPS_DISPATCH
 float eps_l2_norm(const float *restrict x, int32_t length) {
-    float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int32_t i = 0;
-    for (; i + 8 <= length; i += 8)
-        for (int32_t l = 0; l < 8; l++) s[l] += x[i + l] * x[i + l];
-    float t = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
-    for (; i < length; i++) t += x[i] * x[i];
+    float t = eps_dot(x, x, length);
+    int32_t i;
     if (eps_float_to_bits(t) != 0x7f800000u) return eps_sqrtf_inline(t);
     /* the squares overflowed: redo the sum on x / max|x| */
     float amax = 0.0f;

@@ -40,11 +40,36 @@ def _f32(a: np.ndarray) -> Any:
 
 
 class _Plan:
-    """C model struct plus a scratch buffer big enough for any batch."""
+    """C model struct, scratch for any batch, and the last params/grad pointers.
 
-    __slots__ = ("model", "scratch", "scratch_len", "loss")
+    Training loops pass the same params and gradient arrays on every step, so
+    their cffi buffers are kept (the plan is per thread, so nothing races).
+    """
+
+    __slots__ = (
+        "model",
+        "scratch",
+        "scratch_len",
+        "loss",
+        "n_params",
+        "n_features",
+        "y_dtype",
+        "labels",
+        "p_arr",
+        "p_buf",
+        "g_arr",
+        "g_buf",
+    )
 
     def __init__(self, spec: ModelSpec) -> None:
+        self.n_params = spec.n_params
+        self.n_features = spec.n_features
+        self.labels = spec.kind != "linear"
+        self.y_dtype = _check.I32 if self.labels else _check.F32
+        self.p_arr: np.ndarray | None = None
+        self.g_arr: np.ndarray | None = None
+        self.p_buf: Any = None
+        self.g_buf: Any = None
         m = ffi.new("EpsModel *")
         m.kind = _KIND[spec.kind]
         m.n_features = spec.n_features
@@ -84,6 +109,71 @@ class CKernels(Kernels):
         return plan
 
     # ---- models ----
+    def loss_and_grad(
+        self,
+        spec: ModelSpec,
+        params: np.ndarray,
+        X: np.ndarray,
+        y: np.ndarray,
+        grad_out: np.ndarray | None = None,
+    ) -> tuple[float, np.ndarray]:
+        """Mean loss over the batch and its gradient w.r.t. the flat params."""
+        # fast path: inline checks for the common, valid call; anything unusual
+        # goes through the shared checks, which raise the precise error
+        try:
+            plan: _Plan | None = self._tls.plans.get(spec)
+        except (AttributeError, TypeError):
+            plan = None
+        if (
+            plan is None
+            or type(params) is not np.ndarray
+            or type(X) is not np.ndarray
+            or type(y) is not np.ndarray
+            or params.dtype is not _check.F32
+            or X.dtype is not _check.F32
+            or y.dtype is not plan.y_dtype
+            or params.shape != (plan.n_params,)
+            or X.ndim != 2
+            or X.shape[1] != plan.n_features
+            or X.shape[0] == 0
+            or y.shape != (X.shape[0],)
+            or not (params.flags.c_contiguous and X.flags.c_contiguous)
+            or not y.flags.c_contiguous
+        ):
+            return super().loss_and_grad(spec, params, X, y, grad_out)
+        if grad_out is None:
+            g = np.empty(plan.n_params, np.float32)
+            g_buf = _f32(g)
+        elif grad_out is plan.g_arr:
+            g, g_buf = grad_out, plan.g_buf
+        else:
+            g = _check.grad_buffer(spec, grad_out)
+            g_buf = plan.g_buf = _f32(g)
+            plan.g_arr = g
+        if params is plan.p_arr:
+            p_buf = plan.p_buf
+        else:
+            p_buf = plan.p_buf = _f32(params)
+            plan.p_arr = params
+        if plan.labels:
+            labels, targets = ffi.from_buffer("int32_t[]", y), ffi.NULL
+        else:
+            labels, targets = ffi.NULL, _f32(y)
+        code = lib.eps_model_loss_grad(
+            plan.model,
+            p_buf,
+            _f32(X),
+            X.shape[0],
+            labels,
+            targets,
+            g_buf,
+            plan.scratch,
+            plan.loss,
+        )
+        if code != lib.EpsOk:
+            raise _check.bad_labels(spec, y)
+        return float(plan.loss[0]), g
+
     def _loss_grad(
         self, s: ModelSpec, p: np.ndarray, X: np.ndarray, y: np.ndarray, g: np.ndarray
     ) -> float:
