@@ -192,3 +192,17 @@ def test_valid_id() -> None:
     assert not wire.valid_id("a" * 33)
     assert not wire.valid_id("é")
     assert not wire.valid_id(5)
+
+
+def test_bytearray_key_and_empty_key() -> None:
+    # Prepare
+    key = bytearray(b"k" * 10)
+
+    # Execute
+    tagged = wire.encode_heartbeat("j", "w", 1, 1, key=key)
+    plain = wire.encode_heartbeat("j", "w", 1, 1, key=b"")
+
+    # Assert: an empty key means no HMAC on both sides
+    assert wire.decode(tagged, key=bytes(key)).tagged
+    assert not wire.decode(plain, key=b"").tagged
+    assert len(tagged) == len(plain) + wire.HMAC_LEN

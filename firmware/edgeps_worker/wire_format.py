@@ -222,16 +222,18 @@ _pads = {}  # type: dict
 
 def hmac_sha256(key, msg):
     """RFC 2104 HMAC-SHA256 (MicroPython has sha256 but no ``hmac`` module)."""
+    if not isinstance(key, bytes):
+        key = bytes(key)  # a bytearray key cannot be a dict key
     pads = _pads.get(key)
     if pads is None:
-        k = bytes(key)
+        k = key
         if len(k) > 64:
             k = sha256(k).digest()
         k = k + bytes(64 - len(k))
         pads = (bytes(b ^ 0x36 for b in k), bytes(b ^ 0x5C for b in k))
         if len(_pads) > 8:
             _pads.clear()
-        _pads[bytes(key)] = pads
+        _pads[key] = pads
     inner = sha256(pads[0])
     inner.update(msg)
     outer = sha256(pads[1])
