@@ -138,3 +138,17 @@ def test_parse_and_describe_round_trip_and_bad_options() -> None:
             parse_policy(bad)
     with pytest.raises(ValueError):
         DSP(w=True)  # type: ignore[arg-type]
+
+
+def test_a_board_that_turns_persistently_slow_moves_alpha_not_the_others() -> None:
+    # Prepare: "turn" runs like the others for 30 iterations, then 4x slower for good
+    c = TimedCluster(DSP(w=2), {"a": [0.1], "b": [0.1], "turn": [0.1] * 30 + [0.4]})
+    # Execute
+    c.run(30.0)
+    # Assert: the monitor adopted the new level, so alpha follows it ...
+    policy = c.server.policy
+    assert isinstance(policy, DSP)
+    assert policy.alpha(c.server.view, "a") == pytest.approx(4.0, rel=0.15)
+    # ... and in the last 10 s the others pushed ~4 gradients per slow one
+    late = {w: sum(t > 20.0 for t in ts) for w, ts in c.push_times.items()}
+    assert late["a"] / late["turn"] > 3.5
