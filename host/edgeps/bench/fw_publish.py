@@ -115,9 +115,9 @@ def _summary(name: str, runtime: str, rates: list[float]) -> dict[str, Any]:
     return {
         "client": name,
         "runtime": runtime,
-        "median": statistics.median(rates),
-        "min": min(rates),
-        "max": max(rates),
+        "median": round(statistics.median(rates), 1),
+        "min": round(min(rates), 1),
+        "max": round(max(rates), 1),
         "runs": [round(r, 1) for r in rates],
     }
 
