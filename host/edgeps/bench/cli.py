@@ -9,6 +9,7 @@ import sys
 # name -> (module, one-line help); each module has configure(parser) and run(args)
 BENCHMARKS: dict[str, tuple[str, str]] = {
     "kernels": ("edgeps.bench.kernels", "C vs numpy kernel timings"),
+    "core": ("edgeps.bench.core", "PS core pushes/s per sync policy, no network"),
     "throughput": ("edgeps.bench.throughput", "PS updates/s vs raw broker echo rate"),
     "policies": (
         "edgeps.sim.goals",

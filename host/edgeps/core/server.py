@@ -238,6 +238,8 @@ class ParameterServer:
             rec.state = WorkerState.LIVE
 
     def _drop(self, rec: WorkerRecord, now: float) -> None:
+        if self.view.n_live == 1:
+            self.view.floor = rec.clock  # rejoiners continue from here
         rec.state = WorkerState.DEAD
         rec.waiting = False
         self.policy.on_left(self.view, rec.worker_id, now)
@@ -342,25 +344,23 @@ class ParameterServer:
         """Ask the policy about every waiting worker; release those that may go on."""
         view, policy = self.view, self.policy
         policy.refresh(view, now)
-        released: list[str] = []
+        waiting = [r for r in self._workers.values() if r.waiting and r.live]
+        if not waiting:
+            return []
         view.freeze_clocks()
         try:
-            if view.n_live:
-                view.floor = view.min_live_clock()
-            for rec in self._workers.values():
-                if (
-                    rec.live
-                    and rec.waiting
-                    and policy.may_proceed(view, rec.worker_id, now)
-                ):
-                    released.append(rec.worker_id)
+            view.floor = view.min_live_clock()
+            released = [
+                r.worker_id
+                for r in waiting
+                if policy.may_proceed(view, r.worker_id, now)
+            ]
             for w in released:
                 self._mark_released(w, now)
-            live = [r for r in self._workers.values() if r.live]
-            if live and all(r.waiting for r in live):
+            if len(waiting) - len(released) == view.n_live:
                 # never deadlock, whatever the policy says: the slowest go on
-                low = min(r.clock for r in live)
-                for r in live:
+                low = min(r.clock for r in waiting)
+                for r in waiting:
                     if r.clock == low:
                         self._mark_released(r.worker_id, now)
                         released.append(r.worker_id)
