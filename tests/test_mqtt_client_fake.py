@@ -314,3 +314,16 @@ def test_scripted_link_checks_under_micropython(micropython: str) -> None:
         "ok",
         "puback",
     ]
+
+
+def test_zero_timeout_poll_still_returns_a_waiting_message() -> None:
+    # Prepare
+    link = FakeBrokerLink()
+    c = _client(link)
+    link.inbox += mp.publish_packet("down", b"x", qos=1, pid=3)
+
+    # Execute
+    got = c.poll(0)
+
+    # Assert
+    assert got == ("down", b"x") and link.packets[-1] == mp.puback_packet(3)

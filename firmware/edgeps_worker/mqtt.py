@@ -171,14 +171,15 @@ class MQTTClient:
         t0 = ticks_ms()
         while True:
             self._keepalive()
-            left = timeout_ms - ticks_diff(ticks_ms(), t0)
-            if left <= 0:
-                return None
-            # wake up in time for the next keepalive duty
+            left = max(0, timeout_ms - ticks_diff(ticks_ms(), t0))
+            # wake up in time for the next keepalive duty; a zero wait still
+            # takes whatever the socket already holds
             step = min(left, max(1, self.keepalive * 500)) if self.keepalive else left
             self._wait_for(PUBLISH, None, ticks_ms(), step)
             if self._queue:
                 return self._queue.pop(0)
+            if left <= 0:
+                return None
 
     def ping(self):
         """Send PINGREQ now (poll also does this when the link is idle)."""
