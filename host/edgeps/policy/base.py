@@ -70,18 +70,10 @@ class ClusterView:
     def _aggregate(self) -> tuple[int, int, int]:
         if self._cached is not None:
             return self._cached
-        n, lo, hi = 0, 0, 0
-        for r in self._workers.values():
-            if r.live:
-                if n == 0:
-                    lo = hi = r.clock
-                else:
-                    lo = min(lo, r.clock)
-                    hi = max(hi, r.clock)
-                n += 1
-        if n == 0:
-            lo = hi = self.floor
-        return n, lo, hi
+        clocks = [r.clock for r in self._workers.values() if r.live]
+        if not clocks:
+            return 0, self.floor, self.floor
+        return len(clocks), min(clocks), max(clocks)
 
     def live_ids(self) -> list[str]:
         if self._cached_live is not None:
