@@ -327,3 +327,17 @@ def test_zero_timeout_poll_still_returns_a_waiting_message() -> None:
 
     # Assert
     assert got == ("down", b"x") and link.packets[-1] == mp.puback_packet(3)
+
+
+def test_large_packet_behind_a_small_one_survives_buffer_compaction() -> None:
+    # Prepare: both arrive in one read; the second outgrows the read buffer
+    link = FakeBrokerLink()
+    c = _client(link)
+    big = bytes(range(256)) * 12
+    link.inbox += mp.publish_packet("a", b"small") + mp.publish_packet("b", big)
+
+    # Execute
+    first, second = c.poll(10), c.poll(10)
+
+    # Assert
+    assert first == ("a", b"small") and second == ("b", big)

@@ -302,8 +302,11 @@ class MQTTClient:
         rl, start = hdr
         if rl > self.max_packet:
             self._dead("packet of %d bytes exceeds max_packet" % rl)
-        if not self._fill(start - self._r0 + rl, t0, timeout_ms):
+        # _fill may compact the buffer, moving the packet to index 0
+        off = start - self._r0
+        if not self._fill(off + rl, t0, timeout_ms):
             return None
+        start = self._r0 + off
         first = self._rbuf[self._r0]
         body = bytes(self._rmv[start : start + rl])
         self._r0 = start + rl
