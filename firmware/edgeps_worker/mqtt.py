@@ -273,8 +273,9 @@ class MQTTClient:
 
     def _compact(self, need):
         size = len(self._rbuf)
-        while size < need:
-            size *= 2
+        if size < need:
+            # grow to fit, rounded up to 512 bytes: a board's heap is small
+            size = (need + 511) & ~511
         unread = self._rmv[self._r0 : self._r1]
         if size != len(self._rbuf):
             buf = bytearray(size)
