@@ -45,12 +45,13 @@ class SimWorker:
         profile: WorkerProfile,
         X: np.ndarray,
         y: np.ndarray,
+        *,
         seed: int,
+        index: int,
     ) -> None:
         self.worker_id = worker_id
         self.profile = profile
         self.X, self.y = X, y
-        index = int(worker_id.lstrip("w") or 0)
         self.compute_rng = np.random.default_rng([seed, index, 1])
         self.link_rng = np.random.default_rng([seed, index, 2])
         self.batch_rng = np.random.default_rng([seed, index, 3])
@@ -105,11 +106,12 @@ class Simulator:
         )
         shards = partition(self.data.y_train, cfg.n_workers, cfg.partition, cfg.seed)
         self.workers: dict[str, SimWorker] = {}
-        for shard, (wid, profile) in zip(
-            shards, self.scenario.profiles.items(), strict=True
-        ):
+        pairs = zip(shards, self.scenario.profiles.items(), strict=True)
+        for index, (shard, (wid, profile)) in enumerate(pairs):
             X, y = self.data.shard(shard)
-            self.workers[wid] = SimWorker(wid, profile, X, y, cfg.seed)
+            self.workers[wid] = SimWorker(
+                wid, profile, X, y, seed=cfg.seed, index=index
+            )
         self.loop = EventLoop()
         self.trace: list[tuple[float, float]] = []
         self.rejected: dict[str, int] = {}
