@@ -47,6 +47,7 @@ class Settings:
     model: str  # model spec text, announced in the retained MODEL message
     target_accuracy: float | None = None
     max_time: float | None = None
+    max_updates: int | None = None  # stop after this many applied updates (benchmarks)
     eval_interval: float = 0.5
     tick_interval: float = 0.2
     metrics_interval: float = 1.0
@@ -105,7 +106,10 @@ class Coordinator:
         self.releases_sent = 0
         self.rejected: Counter[str] = Counter()
         self.accuracy: float | None = None
+        self.first_applied_at: float | None = None
+        self.last_applied_at: float | None = None
         self.chunk_of: dict[str, int] = {}
+        self._down: dict[str, str] = {}  # worker id -> its down topic
         self._release_seq: Counter[str] = Counter()
         self._key_kw: dict[str, Any] = (
             {} if settings.hmac_key is None else {"key": settings.hmac_key}
@@ -129,7 +133,8 @@ class Coordinator:
 
     def _send_params(self, worker_ids: list[str]) -> None:
         version, params = self.server.params_snapshot()
-        data = np.ascontiguousarray(params, dtype="<f4").tobytes()
+        # the snapshot is already a private copy: frame straight from its buffer
+        data = np.ascontiguousarray(params, dtype="<f4").data
         job = self.settings.job
         for wid in worker_ids:
             self._release_seq[wid] += 1
@@ -142,7 +147,9 @@ class Coordinator:
                 seq=self._release_seq[wid],
                 **self._key_kw,
             )
-            topic = wire.topic_down(job, wid)
+            topic = self._down.get(wid)
+            if topic is None:
+                topic = self._down[wid] = wire.topic_down(job, wid)
             for chunk in chunks:
                 self.link.publish(topic, chunk, 1, False)
             self.releases_sent += 1
@@ -169,6 +176,9 @@ class Coordinator:
                         release_to.append(wid)
             elif isinstance(action, Applied):
                 self.applied += 1
+                self.last_applied_at = self.clock()
+                if self.first_applied_at is None:
+                    self.first_applied_at = self.last_applied_at
             elif isinstance(action, Rejected):
                 self.rejected[action.reason] += 1
                 self._send_reject(action)
@@ -316,6 +326,9 @@ class Coordinator:
             if now >= next_ckpt and self.on_checkpoint is not None:
                 self._checkpoint()
                 next_ckpt = now + s.checkpoint_interval
+            if s.max_updates is not None and self.applied >= s.max_updates:
+                reason = "max_updates"
+                break
             if s.max_time is not None and self.elapsed(now) >= s.max_time:
                 reason = "max_time"
                 break

@@ -72,6 +72,8 @@ class Ingest:
         self.reassembler = wire.Reassembler(self.max_bytes, max_age, max_pending)
         self.dropped: Counter[str] = Counter()
         self.received = 0
+        # topic -> worker id for topics already seen valid (bounded below)
+        self._topic_wid: dict[str, str] = {}
 
     def drop(self, reason: str, detail: str = "") -> None:
         """Count and log one dropped message (logged at debug after the first few)."""
@@ -104,7 +106,10 @@ class Ingest:
             self.drop("malformed", f"from {topic}: {exc!r}")
         return None
 
-    def _feed(self, topic: str, payload: bytes, now: float) -> Event | None:
+    def _worker_of(self, topic: str) -> str | None:
+        wid = self._topic_wid.get(topic)
+        if wid is not None:
+            return wid
         parsed = wire.parse_up_topic(topic)
         if parsed is None:
             self.drop("topic", topic)
@@ -112,6 +117,14 @@ class Ingest:
         job, wid = parsed
         if job != self.job:
             self.drop("job", topic)
+            return None
+        if len(self._topic_wid) < 4096:  # junk topics cannot grow it without bound
+            self._topic_wid[topic] = wid
+        return wid
+
+    def _feed(self, topic: str, payload: bytes, now: float) -> Event | None:
+        wid = self._worker_of(topic)
+        if wid is None:
             return None
         if len(payload) > self.max_message:
             self.drop("oversized", f"{len(payload)} bytes from {wid}")

@@ -98,13 +98,7 @@ def build_server(cfg: ServeConfig, model: Model) -> tuple[Any, str]:
 
 def restore(server: Any, ckpt: Checkpoint) -> None:
     """Put version and optimizer state of a checkpoint back into a fresh server."""
-    if hasattr(server, "restore"):
-        server.restore(version=ckpt.version, optimizer_state=ckpt.optimizer_state)
-        return
-    server.version = ckpt.version
-    optimizer = getattr(server, "optimizer", None)
-    if optimizer is not None and ckpt.optimizer_state:
-        optimizer.load_state_dict(ckpt.optimizer_state)
+    server.restore(version=ckpt.version, optimizer_state=ckpt.optimizer_state or None)
 
 
 def make_checkpointer(cfg: ServeConfig, model: Model) -> Callable[[Coordinator], None]:

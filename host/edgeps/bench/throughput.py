@@ -1,0 +1,324 @@
+"""`edgeps bench throughput`: PS updates applied per second vs the raw broker echo rate.
+
+Both numbers come from one run on a private mosquitto (free loopback port),
+for the same payload size, measured the same way on the receiving process:
+
+- raw echo: a feeder process publishes QoS1 messages of the size of one
+  encoded UPDATE to a topic; this process (a `HostClient`, the coordinator's
+  own receive path) counts what arrives.
+- PS: the feeder publishes real UPDATE messages for several joined workers;
+  the real `Coordinator` (ASP, so every push is released at once) decodes,
+  reassembles, validates, applies and publishes each release (the current
+  parameters, QoS1) to the worker's down topic.
+
+The feeder runs in its own process so that it does not share a GIL with the
+side being measured. Rates are (n - 1) / (time of the last - time of the first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import statistics
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+SIZES = (1024, 16384, 65536)
+JOB = "bench"
+RAW_TOPIC = "edgeps-bench/raw"
+N_WORKERS = 8
+BIG_CHUNK = 1 << 20  # one message per update: compare equal payload sizes
+DEADLINE = 60.0  # seconds per measurement, whatever happens
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per size (median)")
+    parser.add_argument(
+        "--sizes",
+        default=",".join(str(s) for s in SIZES),
+        help="model sizes in float32 parameters, comma separated",
+    )
+    parser.add_argument(
+        "--messages", type=int, default=0, help="messages per run (default: by size)"
+    )
+
+
+def _n_messages(n_params: int, override: int) -> int:
+    if override:
+        return override
+    # about 1-2 s of traffic per run at loopback rates
+    return {1024: 6000, 16384: 3000}.get(n_params, 1000 if n_params > 16384 else 3000)
+
+
+def _update_payloads(n_params: int, n: int) -> list[bytes]:
+    """Encoded UPDATE messages, round-robin over the bench workers."""
+    from edgeps_worker import wire
+
+    rng = np.random.default_rng(7)
+    grad = (rng.standard_normal(n_params) * 1e-4).astype("<f4").tobytes()
+    out = []
+    for i in range(n):
+        w, k = i % N_WORKERS, i // N_WORKERS + 1
+        (msg,) = wire.encode_update(
+            JOB, f"w{w:02d}", 1, k, k, 0, 0.001, 32, 0.5, grad, max_chunk=BIG_CHUNK
+        )
+        out.append(msg)
+    return out
+
+
+def _feed(host: str, port: int, mode: str, n_params: int, n: int, go: Any) -> None:
+    """Feeder process: QoS1 publishes as fast as paho's inflight window allows."""
+    import paho.mqtt.client as mqtt
+    from edgeps_worker import wire
+
+    client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv311)
+    client.max_inflight_messages_set(100)
+    client.connect(host, port)
+    client.loop_start()
+    try:
+        updates = _update_payloads(n_params, n)
+        if mode == "ps":
+            for w in range(N_WORKERS):
+                hello = wire.encode_hello(JOB, f"w{w:02d}", 1, max_chunk=BIG_CHUNK)
+                client.publish(wire.topic_up(JOB, f"w{w:02d}"), hello, qos=1)
+            topics = [wire.topic_up(JOB, f"w{i % N_WORKERS:02d}") for i in range(n)]
+        else:
+            topics = [RAW_TOPIC] * n
+        go.wait(DEADLINE)
+        info = None
+        for topic, payload in zip(topics, updates, strict=True):
+            info = client.publish(topic, payload, qos=1)
+        if info is not None:
+            info.wait_for_publish(DEADLINE)
+    finally:
+        client.disconnect()
+        client.loop_stop()
+
+
+def _start_feeder(host: str, port: int, mode: str, n_params: int, n: int) -> tuple:
+    ctx = mp.get_context("spawn")
+    go = ctx.Event()
+    proc = ctx.Process(target=_feed, args=(host, port, mode, n_params, n, go))
+    proc.start()
+    return proc, go
+
+
+def _stop_feeder(proc: Any) -> None:
+    proc.join(10)
+    if proc.is_alive():
+        proc.terminate()
+        proc.join(5)
+
+
+def _rate(first: float | None, last: float | None, n: int) -> float:
+    if first is None or last is None or n < 2 or last <= first:
+        return 0.0
+    return (n - 1) / (last - first)
+
+
+def _count(link: Any, n: int, alive: Any = lambda: True) -> float:
+    """Drain `n` messages from a HostClient inbox; rate between first and last."""
+    first = last = None
+    got = 0
+    deadline = time.monotonic() + DEADLINE
+    quiet_since = time.monotonic()
+    while got < n and time.monotonic() < deadline:
+        if link.get(0.2) is None:
+            # the sender is gone and nothing more is coming: stop waiting
+            if not alive() and time.monotonic() - quiet_since > 3.0:
+                break
+            continue
+        last = quiet_since = time.monotonic()
+        first = first or last
+        got += 1
+    return _rate(first, last, got)
+
+
+def measure_echo(host: str, port: int, n_params: int, n: int) -> float:
+    """Raw broker echo: one paho client publishes QoS1, another subscribes (msgs/s).
+
+    Both clients live in this process, so per message it does what the PS
+    process does per update: one QoS1 publish and one QoS1 receive.
+    """
+    from edgeps.transport.broker import BrokerAddress
+    from edgeps.transport.paho_host import HostClient
+
+    addr = BrokerAddress(host, port)
+    rx = HostClient(
+        addr,
+        client_id="bench-echo-rx",
+        subscriptions=[(RAW_TOPIC, 1)],
+        queue_size=n + 10,
+    )
+    tx = HostClient(addr, client_id="bench-echo-tx", subscriptions=[])
+    rx.start()
+    tx.start()
+    payload = _update_payloads(n_params, 1)[0]
+    sender = threading.Thread(
+        target=lambda: [tx.publish(RAW_TOPIC, payload, 1) for _ in range(n)]
+    )
+    try:
+        time.sleep(0.3)  # the subscription is in place before the first publish
+        sender.start()
+        return _count(rx, n, sender.is_alive)
+    finally:
+        sender.join(DEADLINE)
+        tx.stop()
+        rx.stop()
+
+
+def measure_receive(host: str, port: int, n_params: int, n: int) -> float:
+    """Receive only: a feeder process publishes, this process counts (msgs/s)."""
+    from edgeps.transport.broker import BrokerAddress
+    from edgeps.transport.paho_host import HostClient
+
+    link = HostClient(
+        BrokerAddress(host, port),
+        client_id="bench-raw-rx",
+        subscriptions=[(RAW_TOPIC, 1)],
+        queue_size=n + 10,
+    )
+    link.start()
+    proc, go = _start_feeder(host, port, "raw", n_params, n)
+    try:
+        time.sleep(0.3)
+        go.set()
+        return _count(link, n, proc.is_alive)
+    finally:
+        link.stop()
+        _stop_feeder(proc)
+
+
+def measure_ps(host: str, port: int, n_params: int, n: int) -> tuple[float, int]:
+    """Updates/s applied by the real coordinator; also the release publishes made."""
+    from edgeps_worker import wire
+
+    from edgeps.core import ParameterServer
+    from edgeps.host.coordinator import Coordinator, Settings
+    from edgeps.transport.broker import BrokerAddress
+    from edgeps.transport.paho_host import HostClient
+
+    params = np.zeros(n_params, dtype=np.float32)
+    server = ParameterServer(params, policy="asp", lr=0.01, liveness_timeout=60.0)
+    link = HostClient(
+        BrokerAddress(host, port),
+        client_id="bench-ps",
+        subscriptions=[(wire.topic_up_wildcard(JOB), 1)],
+        queue_size=n + 100,
+    )
+    link.start()
+    settings = Settings(
+        job=JOB,
+        model=f"linear:{n_params - 1}",
+        max_updates=n,
+        max_time=DEADLINE,
+        eval_interval=3600.0,
+        metrics_interval=3600.0,
+        send_rejects=False,
+    )
+    coord = Coordinator(server, link, settings, policy_name="asp")
+    proc, go = _start_feeder(host, port, "ps", n_params, n)
+    done = threading.Event()
+
+    def watchdog() -> None:
+        go.set()
+        while not done.wait(0.2):
+            if not proc.is_alive():
+                # the feeder finished (or died): whatever is still queued gets 3 s
+                if not done.wait(3.0):
+                    coord.stop()
+                return
+
+    runner = threading.Timer(0.5, watchdog)
+    try:
+        runner.start()
+        coord.run()
+        link.flush(10.0)
+    finally:
+        done.set()
+        runner.join()
+        link.stop()
+        _stop_feeder(proc)
+    rate = _rate(coord.first_applied_at, coord.last_applied_at, coord.applied)
+    return rate, coord.releases_sent
+
+
+def run_bench(sizes: list[int], repeat: int, messages: int) -> list[dict[str, Any]]:
+    from edgeps.transport.broker import start_mosquitto
+
+    rows = []
+    with start_mosquitto() as broker:
+        for n_params in sizes:
+            n = _n_messages(n_params, messages)
+            echos, recvs, pss = [], [], []
+            for _ in range(repeat):
+                # interleaved, so slow drift of the machine hits all alike
+                echos.append(measure_echo(broker.host, broker.port, n_params, n))
+                recvs.append(measure_receive(broker.host, broker.port, n_params, n))
+                pss.append(measure_ps(broker.host, broker.port, n_params, n)[0])
+            raw = statistics.median(echos)
+            recv = statistics.median(recvs)
+            ps = statistics.median(pss)
+            payload = len(_update_payloads(n_params, 1)[0])
+            rows.append(
+                {
+                    "n_params": n_params,
+                    "payload_bytes": payload,
+                    "messages": n,
+                    "echo_msgs_per_s": round(raw, 1),
+                    "receive_msgs_per_s": round(recv, 1),
+                    "ps_updates_per_s": round(ps, 1),
+                    "ratio": round(ps / raw, 3) if raw > 0 else None,
+                    "ratio_vs_receive": round(ps / recv, 3) if recv > 0 else None,
+                    "echo_runs": [round(x, 1) for x in echos],
+                    "receive_runs": [round(x, 1) for x in recvs],
+                    "ps_runs": [round(x, 1) for x in pss],
+                }
+            )
+    return rows
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    head = (
+        f"{'params':>7} {'payload B':>10} {'msgs':>6} {'echo/s':>8} "
+        f"{'recv/s':>8} {'PS upd/s':>9} {'PS/echo':>8} {'PS/recv':>8}"
+    )
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        ratio = "n/a" if r["ratio"] is None else f"{r['ratio']:.2f}"
+        ratio_rx = (
+            "n/a" if r["ratio_vs_receive"] is None else f"{r['ratio_vs_receive']:.2f}"
+        )
+        lines.append(
+            f"{r['n_params']:>7} {r['payload_bytes']:>10} {r['messages']:>6} "
+            f"{r['echo_msgs_per_s']:>8.0f} {r['receive_msgs_per_s']:>8.0f} "
+            f"{r['ps_updates_per_s']:>9.0f} {ratio:>8} {ratio_rx:>8}"
+        )
+    lines.append(
+        "medians; QoS1 on a private mosquitto (127.0.0.1). echo: this process "
+        "publishes and receives each message; recv: receive only; PS: decode, "
+        "apply, release publish"
+    )
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        sizes = [int(s) for s in str(args.sizes).split(",") if s.strip()]
+    except ValueError:
+        print(f"edgeps bench throughput: error: bad --sizes {args.sizes!r}")
+        return 2
+    if not sizes or any(s < 2 or s > 1 << 22 for s in sizes):
+        print("edgeps bench throughput: error: sizes must be in 2..4194304")
+        return 2
+    if args.repeat < 1 or args.messages < 0 or args.messages == 1:
+        print("edgeps bench throughput: error: --repeat >= 1, --messages >= 2")
+        return 2
+    rows = run_bench(sizes, args.repeat, args.messages)
+    print(json.dumps(rows, indent=2) if args.json else table(rows))
+    return 0
