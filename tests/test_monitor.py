@@ -165,3 +165,11 @@ def test_a_lasting_change_is_adopted_after_window_samples(
     feed(mon, "a", [level * factor] * window)
     # Assert
     assert mon.typical_iteration("a") == pytest.approx(level * factor)
+
+
+def test_overdue_once_a_running_iteration_leaves_the_normal_band() -> None:
+    mon = PerformanceMonitor()
+    feed(mon, "a", [1.0] * 5)
+    assert not mon.overdue("a", 1.2)
+    assert mon.overdue("a", 2.0)
+    assert not mon.overdue("nobody", 100.0)

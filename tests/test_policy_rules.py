@@ -198,3 +198,20 @@ def test_bad_policy_text_is_a_value_error(text: str) -> None:
 def test_non_text_policy_is_a_type_error() -> None:
     with pytest.raises(TypeError):
         parse_policy(3)  # type: ignore[arg-type]
+
+
+def test_kofn_auto_stops_waiting_for_a_worker_far_past_its_typical_time() -> None:
+    policy = KofN("auto")
+    ps = server(policy)
+    a, b, _ = Board(ps, "a"), Board(ps, "b"), Board(ps, "c")
+    for wid in "abc":
+        for _ in range(4):
+            ps.monitor.observe(
+                wid, compute_time=1, comm_time=0, iteration_time=1, now=0
+            )
+    a.push(1.0)
+    b.push(1.0)
+    on_time = ps.tick(1.2)
+    late = ps.tick(2.0)
+    assert on_time == [] and policy.k_effective(ps.view, 1.2) == 3
+    assert late == [Release(("a", "b"), 2)]

@@ -235,6 +235,17 @@ class PerformanceMonitor:
             return "transient"
         return "normal"
 
+    def overdue(self, worker_id: str, elapsed: float) -> bool:
+        """Has an iteration running for ``elapsed`` s gone far past this worker's norm?
+
+        The same band as for a transient sample, applied while the iteration is
+        still running, so a disturbed worker is noticed before its push lands.
+        """
+        w = self._workers.get(worker_id)
+        if w is None or w.iteration.n < self.warmup:
+            return False
+        return elapsed > w.iteration.mean + w.iteration.band()
+
     def persistent_ids(self, worker_ids: list[str]) -> set[str]:
         """The persistently slow among ``worker_ids``, against one shared median."""
         median = self.cluster_median(worker_ids)

@@ -13,9 +13,11 @@ class KofN(Policy):
     Distributed Synchronous SGD" (2016): of N live workers, a round (one
     parameter version step per contributor) is released as soon as the first K
     have pushed for it; the other N - K are not waited for. ``k="auto"``
-    ("kofn:auto") is limited synchronous parallel: K is the number of live
-    workers the monitor does not class as persistently slow (at least 1), so
-    persistent stragglers drop out of the barrier while transient ones do not.
+    ("kofn:auto") is our reading of limited synchronous parallel: K is the
+    number of live workers the PS still expects on time, at least 1: those the
+    monitor classes as persistently slow are not waited for, nor is a worker
+    whose current iteration has already run far past its own typical time (a
+    transient disturbance, seen while it happens). Re-evaluated at every event.
 
     Rounds: the PS collects round R. A worker released while R is collected is
     assigned round R; its push for R counts towards closing R. When K_eff =
@@ -41,7 +43,7 @@ class KofN(Policy):
         self.max_applied_lag = 0
         self._assigned: dict[str, int] = {}
         self._pushed: set[str] = set()
-        self._k_cache: tuple[int, tuple[str, ...], int] | None = None
+        self._slow_cache: tuple[int, tuple[str, ...], set[str]] | None = None
 
     @property
     def bound_description(self) -> str:
@@ -57,21 +59,33 @@ class KofN(Policy):
     def measure(self, view: ClusterView) -> float:
         return float(self.max_applied_lag)
 
-    def k_effective(self, view: ClusterView) -> int:
-        """The K used for the round being collected (1 <= K <= live workers)."""
+    def k_effective(self, view: ClusterView, now: float | None = None) -> int:
+        """The K used for the round being collected (1 <= K <= live workers).
+
+        Under "auto": the live workers minus those the monitor finds persistently
+        slow, minus (when ``now`` is known) those still computing this round
+        whose iteration has already run far past their own typical time.
+        """
         live = view.live_ids()
-        if self.k == "auto":
-            key = (view.monitor.generation, tuple(live))
-            if self._k_cache is not None and self._k_cache[:2] == key:
-                return self._k_cache[2]
-            k = len(live) - len(view.monitor.persistent_ids(live))
-            k = max(1, min(k, len(live)))
-            self._k_cache = (*key, k)
-            return k
-        else:
+        if self.k != "auto":
             assert isinstance(self.k, int)
-            k = self.k
-        return max(1, min(k, len(live)))
+            return max(1, min(self.k, len(live)))
+        key = (view.monitor.generation, tuple(live))
+        if self._slow_cache is None or self._slow_cache[:2] != key:
+            self._slow_cache = (*key, view.monitor.persistent_ids(live))
+        slow = self._slow_cache[2]
+        overdue = 0
+        if now is not None:
+            for w in live:
+                if (
+                    w not in slow
+                    and w not in self._pushed
+                    and not view.is_waiting(w)
+                    and self.lag(w) == 0
+                    and view.monitor.overdue(w, now - view.released_at(w))
+                ):
+                    overdue += 1
+        return max(1, min(len(live) - len(slow) - overdue, len(live)))
 
     def lag(self, worker_id: str) -> int:
         """Rounds closed since this worker was released (0: in the current one)."""
@@ -85,20 +99,20 @@ class KofN(Policy):
         self.max_applied_lag = max(self.max_applied_lag, lag)
         if lag == 0:
             self._pushed.add(push.worker_id)
-        self._close_round(view)
+        self._close_round(view, now)
 
-    def _close_round(self, view: ClusterView) -> None:
+    def _close_round(self, view: ClusterView, now: float) -> None:
         if not self._pushed:
             return
         count = sum(1 for w in self._pushed if view.is_live(w))
-        if count >= self.k_effective(view):
+        if count >= self.k_effective(view, now):
             self.round += 1
             self.rounds_closed += 1
             self._pushed.clear()
 
     def refresh(self, view: ClusterView, now: float) -> None:
         # a leave or a change of K under "auto" can complete the round
-        self._close_round(view)
+        self._close_round(view, now)
 
     def may_proceed(self, view: ClusterView, worker_id: str, now: float) -> bool:
         return self.lag(worker_id) > 0
