@@ -150,9 +150,7 @@ class ParameterServer:
             return [Rejected(worker_id, -1, "stale_incarnation")]
         if rec is not None and rec.live:
             # restarted without a bye: its old life leaves the barrier first
-            rec.state = WorkerState.DEAD
-            rec.waiting = False
-            self.policy.on_left(self.view, worker_id, now)
+            self._drop(rec, now)
         base = self._join_clock(worker_id)
         if rec is None:
             rec = WorkerRecord(worker_id, int(incarnation))
