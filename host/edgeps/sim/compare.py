@@ -8,6 +8,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from edgeps.policy import parse_policy
 from edgeps.sim.config import SimConfig, SimResult
 from edgeps.sim.simulator import simulate
 
@@ -80,6 +81,8 @@ def compare(
         raise ValueError("seeds must be >= 1")
     if not policies:
         raise ValueError("no policies to compare")
+    for pol in policies:
+        parse_policy(pol)  # a typo fails now, not after minutes of other runs
     out = []
     for pol in policies:
         runs = [
