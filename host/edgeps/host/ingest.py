@@ -153,7 +153,11 @@ class Ingest:
             reason = str(getattr(msg, "reason", "") or "bye")
             return Bye(wid, "last_will" if reason == "lost" else "bye")
         if kind == wire.UPDATE:
+            seen = self.reassembler.duplicates
             whole = self.reassembler.add(msg, now)
+            if self.reassembler.duplicates != seen:
+                # a redelivered chunk of an update that was already complete
+                self.dropped["duplicate_chunk"] += self.reassembler.duplicates - seen
             return None if whole is None else self._push(whole, now)
         self.drop("type", f"type {kind} on an up topic from {wid}")
         return None

@@ -1,0 +1,182 @@
+"""The coordinator against the real ParameterServer and a recording link."""
+
+from __future__ import annotations
+
+import queue
+from pathlib import Path
+
+import numpy as np
+from edgeps.core import ParameterServer
+from edgeps.host.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from edgeps.host.coordinator import Coordinator, Settings
+from edgeps_worker import wire
+
+JOB = "jc"
+N = 100
+
+
+class RecordingLink:
+    """Stands in for the broker connection: an inbox we fill, publishes we keep."""
+
+    def __init__(self) -> None:
+        self.inbox: queue.Queue[tuple[str, bytes]] = queue.Queue()
+        self.sent: list[tuple[str, bytes, int, bool]] = []
+
+    def get(self, timeout: float) -> tuple[str, bytes] | None:
+        try:
+            return self.inbox.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def get_nowait(self) -> tuple[str, bytes] | None:
+        return self.get(0.0)
+
+    def publish(self, topic: str, payload: bytes, qos: int = 1, retain: bool = False):
+        self.sent.append((topic, bytes(payload), qos, retain))
+
+    def decoded(self, topic: str) -> list[wire.Message]:
+        return [wire.decode(p) for t, p, _, _ in self.sent if t == topic]
+
+
+def _coordinator(policy: str = "asp", **kw) -> tuple[Coordinator, RecordingLink]:
+    server = ParameterServer(np.ones(N, np.float32), policy=policy, lr=0.5)
+    link = RecordingLink()
+    settings = Settings(job=JOB, model=f"linear:{N - 1}", **kw)
+    return Coordinator(server, link, settings, policy_name=policy), link
+
+
+def _grad(value: float) -> bytes:
+    return np.full(N, value, dtype="<f4").tobytes()
+
+
+def _push(
+    coord: Coordinator, wid: str, seq: int, base: int, now: float, chunk: int = 100
+) -> None:
+    for part in wire.encode_update(
+        JOB, wid, 1, seq, seq, base, 0.01, 8, 0.3, _grad(1.0), max_chunk=chunk
+    ):
+        coord.handle(wire.topic_up(JOB, wid), part, now)
+
+
+def test_hello_update_release_cycle() -> None:
+    # Prepare
+    coord, link = _coordinator()
+    up, down = wire.topic_up(JOB, "w1"), wire.topic_down(JOB, "w1")
+
+    # Execute
+    coord.handle(up, wire.encode_hello(JOB, "w1", 1, max_chunk=300), 0.0)
+    _push(coord, "w1", 1, 0, 0.5)
+
+    # Assert: two releases, each chunked to the worker's 300-byte limit
+    assert all(len(p) <= 300 for t, p, _, _ in link.sent if t == down)
+    chunks = link.decoded(down)
+    assert len(chunks) > 2
+    assert {m.type for m in chunks} == {wire.PARAMS}
+    versions = sorted({m.version for m in chunks})
+    assert versions == [0, 1]
+    last = [m for m in chunks if m.version == 1]
+    body = b"".join(bytes(m.data) for m in sorted(last, key=lambda m: m.chunk_index))
+    np.testing.assert_allclose(np.frombuffer(body, "<f4"), np.full(N, 0.5))
+    assert coord.applied == 1
+    assert all(qos == 1 and not retain for t, _, qos, retain in link.sent if t == down)
+
+
+def test_duplicates_and_garbage_are_dropped_and_counted() -> None:
+    # Prepare
+    coord, link = _coordinator()
+    up = wire.topic_up(JOB, "w1")
+    coord.handle(up, wire.encode_hello(JOB, "w1", 1), 0.0)
+    _push(coord, "w1", 1, 0, 0.1, chunk=4096)
+
+    # Execute
+    _push(coord, "w1", 1, 0, 0.2, chunk=4096)  # QoS1 redelivery of the same push
+    coord.handle(up, b"\xff" * 30, 0.3)
+    coord.handle("edgeps/jc/up/bad id", b"x", 0.3)
+    _push(coord, "stranger", 1, 0, 0.4)  # never said hello
+    _push(coord, "w1", 2, 1, 0.5)
+
+    # Assert
+    assert coord.applied == 2
+    assert coord.server.stats()["w1"].rejected == {"duplicate": 1}
+    assert coord.rejected["duplicate"] == 1 and coord.rejected["unknown_worker"] == 1
+    assert coord.ingest.dropped["magic"] == 1 and coord.ingest.dropped["topic"] == 1
+    rejects = [
+        m for m in link.decoded(wire.topic_down(JOB, "w1")) if m.type == wire.REJECT
+    ]
+    assert [(m.seq, m.reason) for m in rejects] == [(1, "duplicate")]
+
+
+def test_redelivered_chunks_of_a_finished_update_are_counted() -> None:
+    coord, link = _coordinator()
+    coord.handle(wire.topic_up(JOB, "w1"), wire.encode_hello(JOB, "w1", 1), 0.0)
+    _push(coord, "w1", 1, 0, 0.1)
+
+    _push(coord, "w1", 1, 0, 0.2)
+
+    assert coord.applied == 1
+    assert coord.ingest.dropped["duplicate_chunk"] > 1
+
+
+def test_run_publishes_model_and_stops_at_the_update_limit() -> None:
+    # Prepare
+    coord, link = _coordinator(max_updates=3, max_time=30.0)
+    up = wire.topic_up(JOB, "w1")
+    link.inbox.put((up, wire.encode_hello(JOB, "w1", 1)))
+    for seq in (1, 2, 3):
+        for chunk in wire.encode_update(
+            JOB, "w1", 1, seq, seq, seq - 1, 0.0, 1, 0.0, _grad(0.1)
+        ):
+            link.inbox.put((up, chunk))
+
+    # Execute
+    summary = coord.run()
+
+    # Assert
+    assert summary.stop_reason == "max_updates"
+    assert summary.version == 3 and summary.workers["w1"]["accepted"] == 3
+    models = [
+        (wire.decode(p), retain)
+        for t, p, _, retain in link.sent
+        if t == wire.topic_model(JOB)
+    ]
+    assert [(m.state, m.version, r) for m, r in models] == [
+        ("running", 0, True),
+        ("done", 3, True),
+    ]
+
+
+def test_stop_request_ends_the_loop_with_a_checkpoint(tmp_path: Path) -> None:
+    # Prepare
+    path = tmp_path / "ck.npz"
+    coord, link = _coordinator(max_time=60.0)
+
+    def checkpoint(c: Coordinator) -> None:
+        version, params = c.server.params_snapshot()
+        save_checkpoint(path, Checkpoint(params, version))
+
+    coord.on_checkpoint = checkpoint
+    coord.handle(wire.topic_up(JOB, "w1"), wire.encode_hello(JOB, "w1", 1), 0.0)
+    _push(coord, "w1", 1, 0, 0.1)
+    coord.stop()
+
+    # Execute
+    summary = coord.run()
+
+    # Assert
+    assert summary.stop_reason == "interrupted"
+    assert load_checkpoint(path).version == 1
+
+
+def test_bsp_release_waits_for_every_live_worker() -> None:
+    coord, link = _coordinator(policy="bsp")
+    for wid in ("a", "b"):
+        coord.handle(wire.topic_up(JOB, wid), wire.encode_hello(JOB, wid, 1), 0.0)
+    link.sent.clear()
+
+    _push(coord, "a", 1, 0, 0.1)
+    after_a = len(link.decoded(wire.topic_down(JOB, "a")))
+    _push(coord, "b", 1, 0, 0.2)
+
+    assert after_a == 0
+    assert len(link.decoded(wire.topic_down(JOB, "a"))) == 1
+    assert len(link.decoded(wire.topic_down(JOB, "b"))) == 1
