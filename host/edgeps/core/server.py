@@ -147,7 +147,7 @@ class ParameterServer:
             return self._rehello(rec, now)
         if rec is not None and incarnation < rec.incarnation:
             rec.count_rejection("stale_incarnation")
-            return [Rejected(worker_id, -1, "stale_incarnation")]
+            return [Rejected(worker_id, 0, "stale_incarnation")]
         if rec is not None and rec.live:
             # restarted without a bye: its old life leaves the barrier first
             self._drop(rec, now)
@@ -250,7 +250,8 @@ class ParameterServer:
             raise TypeError(f"expected a Push, got {type(push).__name__}")
         now = check_now(now)
         rec = self._workers.get(push.worker_id)
-        seq = push.seq if isinstance(push.seq, (int, np.integer)) else -1
+        # Rejected.seq is echoed on the wire as an unsigned field: never negative
+        seq = max(0, int(push.seq)) if isinstance(push.seq, (int, np.integer)) else 0
         problem = identity_problem(rec, push)
         if problem is not None:
             self._count_rejection(rec, push.worker_id, problem)
