@@ -6,7 +6,10 @@ publishes (each waits for its PUBACK, as the board worker does) with:
 - the firmware client under the real MicroPython unix binary,
 - the same client under CPython,
 - paho-mqtt 2.x, synchronous (publish, then wait_for_publish) for a like
-  comparison, and pipelined (up to 100 in flight) as the ceiling.
+  comparison, and pipelined (up to 100 in flight) as the ceiling,
+- with ``--baseline``: the same client under MicroPython made to send each
+  packet in four writes with Nagle on, as umqtt.simple does (few messages:
+  it is slow).
 
 Rates are medians over ``--runs`` runs in one broker session.
 """
@@ -34,6 +37,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--count", type=int, default=5000, help="publishes per run")
     parser.add_argument("--payload", type=int, default=256, help="payload bytes")
     parser.add_argument("--runs", type=int, default=5, help="runs (median reported)")
+    parser.add_argument(
+        "--baseline",
+        action="store_true",
+        help="also time umqtt.simple-style split writes (MicroPython, 40 messages)",
+    )
 
 
 def micropython_path() -> str | None:
@@ -49,7 +57,7 @@ def _firmware_dir() -> Path:
 
 
 def _micropython_rates(
-    host: str, port: int, count: int, size: int, runs: int
+    host: str, port: int, count: int, size: int, runs: int, split: bool = False
 ) -> list[float]:
     exe = micropython_path()
     if exe is None:
@@ -59,7 +67,7 @@ def _micropython_rates(
     fw = _firmware_dir()
     env = dict(os.environ, MICROPYPATH=f"{fw}:.frozen")
     cmd = [exe, "-m", "edgeps_worker.bench_publish", host, str(port), str(count)]
-    cmd += [str(size), str(runs)]
+    cmd += [str(size), str(runs)] + (["split"] if split else [])
     proc = subprocess.run(
         cmd, capture_output=True, text=True, timeout=DEADLINE, env=env, cwd=fw
     )
@@ -151,6 +159,14 @@ def run(args: argparse.Namespace) -> int:
                 lambda: _paho_rates(h, p, n, size, runs, 100),
             ),
         ]
+        if args.baseline:
+            plan.append(
+                (
+                    "umqtt-style split writes",
+                    "micropython",
+                    lambda: _micropython_rates(h, p, 40, size, min(runs, 3), True),
+                )
+            )
         for name, runtime, fn in plan:
             try:
                 results.append(_summary(name, runtime, fn()))
@@ -177,10 +193,10 @@ def _print_table(report: dict[str, Any]) -> None:
         f"QoS 1 publishes/s, {report['count']} x {report['payload']} B, "
         f"median of {report['runs']} runs (mosquitto on loopback)"
     )
-    print(f"{'client':<20} {'runtime':<12} {'median':>10} {'min':>10} {'max':>10}")
+    print(f"{'client':<26} {'runtime':<12} {'median':>10} {'min':>10} {'max':>10}")
     for r in report["results"]:
         print(
-            f"{r['client']:<20} {r['runtime']:<12} {r['median']:>10.0f} "
+            f"{r['client']:<26} {r['runtime']:<12} {r['median']:>10.0f} "
             f"{r['min']:>10.0f} {r['max']:>10.0f}"
         )
     for name, err in report["errors"].items():
