@@ -208,7 +208,12 @@ EVENTS = st.lists(
 
 
 @pytest.mark.parametrize("policy_text", POLICY_TEXTS)
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=100,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(n=st.integers(1, 5), seed=st.integers(0, 2**16), events=EVENTS)
 def test_policy_invariants_hold_under_random_event_orders(
     policy_text: str, n: int, seed: int, events: list[tuple[str, int, float]]
@@ -224,7 +229,7 @@ def test_policy_invariants_hold_under_random_event_orders(
 
 
 @pytest.mark.parametrize("policy_text", POLICY_TEXTS)
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25, deadline=None, derandomize=True)
 @given(
     seed=st.integers(0, 2**16),
     speeds=st.lists(st.floats(0.1, 3.0), min_size=2, max_size=5),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from edgeps.core import ParameterServer
-from edgeps.core.types import Held, Push, Rejected, Release
+from edgeps.core.types import Applied, Held, Push, Rejected, Release
 from edgeps.policy import POLICIES, parse_policy
 from edgeps.policy.dssp import DSSP
 from edgeps.policy.kofn import KofN
@@ -215,3 +215,19 @@ def test_kofn_auto_stops_waiting_for_a_worker_far_past_its_typical_time() -> Non
     late = ps.tick(2.0)
     assert on_time == [] and policy.k_effective(ps.view, 1.2) == 3
     assert late == [Release(("a", "b"), 2)]
+
+
+@pytest.mark.parametrize("cap", [0, 1, 2, 3])
+def test_kofn_cap_boundary_applies_lag_cap_and_drops_lag_cap_plus_one(cap: int) -> None:
+    # Prepare: with K = 1 every push of the fast worker closes a round
+    for lag, expected in ((cap, Applied), (cap + 1, Rejected)):
+        policy = KofN(1, cap=cap)
+        ps = server(policy)
+        fast, slow = Board(ps, "fast"), Board(ps, "slow")
+        for t in range(lag):
+            fast.push(float(t + 1))
+        # Execute
+        acts = slow.push(100.0)
+        # Assert
+        assert isinstance(acts[0], expected), (cap, lag, acts)
+        assert policy.max_applied_lag <= cap
