@@ -10,9 +10,12 @@ class KofN(Policy):
     """K-of-N rounds with backup workers or a monitor-chosen K.
 
     Fixed K follows the backup-worker scheme of Chen et al., "Revisiting
-    Distributed Synchronous SGD" (2016): of N live workers, a round (one
-    parameter version step per contributor) is released as soon as the first K
-    have pushed for it; the other N - K are not waited for. ``k="auto"``
+    Distributed Synchronous SGD" (2016): of N live workers, a round is released
+    as soon as the first K have pushed for it; the other N - K are not waited
+    for. Two differences from the paper: the core applies each push as it
+    arrives instead of averaging the K gradients into one step, and late pushes
+    are kept up to ``cap`` rounds (cap=0 drops them all, as the paper does;
+    the default 1 keeps the work of a worker that just missed a round). ``k="auto"``
     ("kofn:auto") is our reading of limited synchronous parallel: K is the
     number of live workers the PS still expects on time, at least 1: those the
     monitor classes as persistently slow are not waited for, nor is a worker
