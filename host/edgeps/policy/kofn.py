@@ -81,8 +81,8 @@ class KofN(Policy):
         if now is not None:
             for w in live:
                 if (
-                    w not in slow
-                    and w not in self._pushed
+                    w not in self._pushed
+                    and w not in slow
                     and not view.is_waiting(w)
                     and self.lag(w) == 0
                     and view.monitor.overdue(w, now - view.released_at(w))
@@ -102,7 +102,7 @@ class KofN(Policy):
         self.max_applied_lag = max(self.max_applied_lag, lag)
         if lag == 0:
             self._pushed.add(push.worker_id)
-        self._close_round(view, now)
+        # the round closes in refresh(), which the core calls right after
 
     def _close_round(self, view: ClusterView, now: float) -> None:
         if not self._pushed:
@@ -114,7 +114,7 @@ class KofN(Policy):
             self._pushed.clear()
 
     def refresh(self, view: ClusterView, now: float) -> None:
-        # a leave or a change of K under "auto" can complete the round
+        # a push, a leave or a change of K under "auto" can complete the round
         self._close_round(view, now)
 
     def may_proceed(self, view: ClusterView, worker_id: str, now: float) -> bool:
