@@ -22,6 +22,9 @@ const char *eps_status_str(EpsStatus status);
 
 /* "key=value;..." describing compiler, flags and dispatch of this build */
 const char *eps_build_info(void);
+/* which instruction-set variant of the hot kernels this process runs:
+ * "avx2+fma", "baseline", or "none" (a single build without dispatch) */
+const char *eps_dispatch_target(void);
 
 #ifdef __cplusplus
 }

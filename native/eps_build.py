@@ -5,8 +5,8 @@ errno) and -fno-trapping-math. Deliberately not -ffast-math: its
 -ffinite-math-only lets the compiler drop NaN checks, and -fassociative-math
 would fold the two-constant range reduction in eps_expf. Set
 EDGEPS_NATIVE_MARCH (e.g. "native") to add -march=...; by default the build
-stays portable and x86-64 Linux picks an AVX2 clone of the hot kernels at
-load time (see eps_port.h).
+stays portable and on x86-64 the hot kernels are built twice (baseline and
+AVX2+FMA) with one picked at load time (see eps_port.h).
 """
 
 from __future__ import annotations
@@ -18,12 +18,21 @@ from pathlib import Path
 from cffi import FFI
 
 HERE = Path(__file__).resolve().parent
-SOURCES = ["eps.c", "eps_math.c", "eps_model.c", "eps_optim.c", "eps_update.c"]
+SOURCES = [
+    "eps.c",
+    "eps_math.c",
+    "eps_model.c",
+    "eps_optim.c",
+    "eps_update.c",
+    "eps_x86_avx2.c",
+    "eps_dispatch.c",
+]
 
 CDEF = """
 typedef enum { EpsOk = 0, EpsErrLength, EpsErrValue, EpsStatusCount } EpsStatus;
 const char *eps_status_str(EpsStatus status);
 const char *eps_build_info(void);
+const char *eps_dispatch_target(void);
 
 float eps_expf(float x);
 float eps_logf(float x);

@@ -15,9 +15,9 @@ static int32_t eps_chunk_rows(int32_t batch) {
     return batch < EPS_BATCH_CHUNK ? batch : EPS_BATCH_CHUNK;
 }
 
-static int eps_dim_ok(int32_t d) { return d >= 1 && d <= EPS_MAX_DIM; }
+EPS_MAYBE_UNUSED static int eps_dim_ok(int32_t d) { return d >= 1 && d <= EPS_MAX_DIM; }
 
-static int eps_model_ok(const EpsModel *m) {
+EPS_MAYBE_UNUSED static int eps_model_ok(const EpsModel *m) {
     if (!m || m->kind < EpsLinear || m->kind > EpsMlp) return 0;
     if (!eps_dim_ok(m->n_features) || !eps_dim_ok(m->n_classes)) return 0;
     int is_mlp = m->kind == EpsMlp;
@@ -39,20 +39,30 @@ static int64_t eps_n_params64(const EpsModel *m) {
     return n;
 }
 
-static int64_t eps_scratch64(const EpsModel *m, int32_t batch) {
+/* Layers this narrow use the transposed (dot-product) kernels. */
+#define EPS_NARROW 16
+
+static int eps_narrow(int32_t n_out) { return n_out < EPS_NARROW; }
+
+EPS_MAYBE_UNUSED static int64_t eps_scratch64(const EpsModel *m, int32_t batch) {
     int32_t s[EPS_MAX_HIDDEN + 2];
     int32_t L = eps_sizes(m, s);
     int64_t rows = eps_chunk_rows(batch), n = 0, widest = 0;
+    for (int32_t l = 0; l < L; l++) {
+        int64_t w = (int64_t)s[l] * s[l + 1];
+        if (l > 0 || eps_narrow(s[l + 1])) n += w; /* W^T */
+        if (eps_narrow(s[l + 1])) n += w;          /* gradient of W^T */
+    }
     for (int32_t l = 1; l < L; l++) {
-        n += (int64_t)s[l] * s[l + 1]; /* transposed W for backprop */
-        n += rows * s[l];              /* activations */
+        n += rows * s[l]; /* activations */
         if (s[l] > widest) widest = s[l];
     }
-    n += rows * s[L];          /* logits, then their gradient */
-    n += 2 * rows * widest;    /* ping-pong gradients of hidden layers */
+    n += rows * s[L];       /* logits, then their gradient */
+    n += 2 * rows * widest; /* ping-pong gradients of hidden layers */
     return n;
 }
 
+#ifndef EPS_VARIANT_AVX2 /* sizes and checks: built once, in the baseline */
 int32_t eps_model_n_params(const EpsModel *m) {
     if (!eps_model_ok(m)) return -1;
     int64_t n = eps_n_params64(m);
@@ -73,13 +83,14 @@ EpsStatus eps_model_check(const EpsModel *m, int32_t params_length,
     if (params_length != n || scratch_length < need) return EpsErrLength;
     return EpsOk;
 }
+#endif
 
 /* Pointers into the caller's scratch, laid out as eps_scratch64 counts it. */
 typedef struct {
     int32_t L;
     int32_t s[EPS_MAX_HIDDEN + 2];
     const float *W[EPS_MAX_HIDDEN + 1], *b[EPS_MAX_HIDDEN + 1];
-    float *WT[EPS_MAX_HIDDEN + 1], *act[EPS_MAX_HIDDEN + 1];
+    float *WT[EPS_MAX_HIDDEN + 1], *GT[EPS_MAX_HIDDEN + 1], *act[EPS_MAX_HIDDEN + 1];
     float *logits, *d0, *d1;
 } EpsPlan;
 
@@ -88,17 +99,25 @@ static void eps_plan(const EpsModel *m, const float *params, float *scratch,
     p->L = eps_sizes(m, p->s);
     int32_t rows = eps_chunk_rows(batch), widest = 0;
     const float *q = params;
+    float *f = scratch;
     for (int32_t l = 0; l < p->L; l++) {
+        int32_t w = p->s[l] * p->s[l + 1];
         p->W[l] = q;
-        q += p->s[l] * p->s[l + 1];
+        q += w;
         p->b[l] = q;
         q += p->s[l + 1];
+        p->WT[l] = p->GT[l] = NULL;
+        if (l > 0 || eps_narrow(p->s[l + 1])) {
+            p->WT[l] = f;
+            f += w;
+        }
+        if (eps_narrow(p->s[l + 1])) {
+            p->GT[l] = f;
+            f += w;
+        }
     }
-    float *f = scratch;
-    p->WT[0] = p->act[0] = NULL;
+    p->act[0] = NULL;
     for (int32_t l = 1; l < p->L; l++) {
-        p->WT[l] = f;
-        f += p->s[l] * p->s[l + 1];
         p->act[l] = f;
         f += rows * p->s[l];
         if (p->s[l] > widest) widest = p->s[l];
@@ -134,7 +153,10 @@ EPS_INLINE void eps_forward_chunk(const EpsModel *m, const EpsPlan *p, const flo
     const float *in = x;
     for (int32_t l = 0; l < p->L; l++) {
         float *dst = l + 1 < p->L ? p->act[l + 1] : out;
-        eps_mm_bias(in, p->W[l], p->b[l], dst, rows, p->s[l], p->s[l + 1]);
+        if (p->GT[l])
+            eps_gemm_nt(in, p->WT[l], p->b[l], dst, rows, p->s[l], p->s[l + 1]);
+        else
+            eps_gemm_nn(in, p->W[l], p->b[l], dst, rows, p->s[l], p->s[l + 1]);
         if (l + 1 < p->L) eps_activate(dst, rows * p->s[l + 1], m->activation);
         in = dst;
     }
@@ -199,17 +221,20 @@ EPS_INLINE void eps_backward_chunk(const EpsModel *m, const EpsPlan *p, const fl
     }
     for (int32_t l = p->L - 1; l >= 0; l--) {
         const float *in = l > 0 ? p->act[l] : x;
-        eps_mm_tn_acc(in, dz, gW[l], gb[l], rows, p->s[l], p->s[l + 1]);
+        eps_colsum_acc(dz, gb[l], rows, p->s[l + 1]);
+        if (p->GT[l]) /* narrow: accumulate W's gradient transposed, rows of K */
+            eps_gemm_tn(dz, in, p->GT[l], rows, p->s[l + 1], p->s[l]);
+        else
+            eps_gemm_tn(in, dz, gW[l], rows, p->s[l], p->s[l + 1]);
         if (l == 0) break;
-        eps_mm_nt(dz, p->WT[l], spare, rows, p->s[l], p->s[l + 1]);
+        eps_gemm_nn(dz, p->WT[l], NULL, spare, rows, p->s[l + 1], p->s[l]);
         eps_activation_grad(spare, p->act[l], rows * p->s[l], m->activation);
         dz = spare;
         spare = spare == p->d0 ? p->d1 : p->d0;
     }
 }
 
-EPS_DISPATCH
-EpsStatus eps_model_loss_grad(const EpsModel *m, const float *params, const float *x,
+EpsStatus EPS_FN(eps_model_loss_grad)(const EpsModel *m, const float *params, const float *x,
                               int32_t batch, const int32_t *labels,
                               const float *targets, float *grad, float *scratch,
                               float *loss) {
@@ -221,7 +246,11 @@ EpsStatus eps_model_loss_grad(const EpsModel *m, const float *params, const floa
     }
     EpsPlan p;
     eps_plan(m, params, scratch, batch, &p);
-    for (int32_t l = 1; l < p.L; l++) eps_transpose(p.W[l], p.WT[l], p.s[l], p.s[l + 1]);
+    for (int32_t l = 0; l < p.L; l++) {
+        size_t w = (size_t)p.s[l] * (size_t)p.s[l + 1];
+        if (p.WT[l]) eps_transpose(p.W[l], p.WT[l], p.s[l], p.s[l + 1]);
+        if (p.GT[l]) memset(p.GT[l], 0, sizeof(float) * w);
+    }
     memset(grad, 0, sizeof(float) * (size_t)eps_n_params64(m));
     float inv_batch = 1.0f / (float)batch;
     double total = 0.0;
@@ -234,15 +263,22 @@ EpsStatus eps_model_loss_grad(const EpsModel *m, const float *params, const floa
                                  targets ? targets + r0 : NULL, inv_batch);
         eps_backward_chunk(m, &p, xc, rows, grad);
     }
+    /* narrow layers accumulated W's gradient transposed: put it in place */
+    float *gw = grad;
+    for (int32_t l = 0; l < p.L; l++) {
+        if (p.GT[l]) eps_transpose(p.GT[l], gw, p.s[l + 1], p.s[l]);
+        gw += p.s[l] * p.s[l + 1] + p.s[l + 1];
+    }
     *loss = (float)(total / (double)batch);
     return EpsOk;
 }
 
-EPS_DISPATCH
-void eps_model_forward(const EpsModel *m, const float *params, const float *x,
+void EPS_FN(eps_model_forward)(const EpsModel *m, const float *params, const float *x,
                        int32_t batch, float *out, float *scratch) {
     EpsPlan p;
     eps_plan(m, params, scratch, batch, &p);
+    for (int32_t l = 0; l < p.L; l++)
+        if (p.GT[l]) eps_transpose(p.W[l], p.WT[l], p.s[l], p.s[l + 1]);
     int32_t F = m->n_features, C = m->n_classes;
     for (int32_t r0 = 0; r0 < batch; r0 += EPS_BATCH_CHUNK) {
         int32_t rows = batch - r0 < EPS_BATCH_CHUNK ? batch - r0 : EPS_BATCH_CHUNK;

@@ -1,13 +1,11 @@
 #include "eps.h"
 
-EPS_DISPATCH
-void eps_sgd_step(float *restrict params, const float *restrict grad, int32_t length,
+void EPS_FN(eps_sgd_step)(float *restrict params, const float *restrict grad, int32_t length,
                   float lr) {
     for (int32_t i = 0; i < length; i++) params[i] -= lr * grad[i];
 }
 
-EPS_DISPATCH
-void eps_momentum_step(float *restrict params, const float *restrict grad,
+void EPS_FN(eps_momentum_step)(float *restrict params, const float *restrict grad,
                        float *restrict velocity, int32_t length, float lr,
                        float momentum) {
     for (int32_t i = 0; i < length; i++) {
@@ -28,8 +26,7 @@ static double eps_powi(double b, int32_t t) {
     return r;
 }
 
-EPS_DISPATCH
-void eps_adam_step(float *restrict params, const float *restrict grad,
+void EPS_FN(eps_adam_step)(float *restrict params, const float *restrict grad,
                    float *restrict m, float *restrict v, int32_t length, int32_t t,
                    float lr, float beta1, float beta2, float eps) {
     double c1 = 1.0 - eps_powi(beta1, t), c2 = 1.0 - eps_powi(beta2, t);

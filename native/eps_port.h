@@ -1,27 +1,37 @@
-/* Portability macros: restrict, forced inlining, optional x86-64 multiversioning.
+/* Portability macros: restrict, forced inlining, x86-64 instruction-set variants.
  *
- * EPS_DISPATCH marks the exported hot kernels. On x86-64 Linux with GCC or
- * clang it compiles each of them twice (baseline x86-64 and x86-64-v3 with
- * AVX2/FMA) and picks one at load time, so a distributed build stays
- * portable yet fast. Define EPS_NO_DISPATCH (done when a -march is chosen)
- * or build for any other target to get plain functions.
+ * On x86-64 with GCC or clang the hot kernels are compiled twice: once for
+ * the baseline (SSE2) and once, in eps_x86_avx2.c, with AVX2 and FMA enabled
+ * by a target pragma. eps_dispatch.c picks one per process from the CPU's
+ * features, so a distributed build stays portable yet fast. EPS_FN(name)
+ * gives each hot kernel its per-variant name. Define EPS_NO_DISPATCH (done
+ * when a -march is chosen) or build for any other target to get one plain
+ * set of functions, named as in the headers.
  */
 #ifndef EPS_PORT_H
 #define EPS_PORT_H
 
 #if defined(__GNUC__)
 #define EPS_INLINE static inline __attribute__((always_inline))
+#define EPS_MAYBE_UNUSED __attribute__((unused))
 #else
 #define EPS_INLINE static inline
+#define EPS_MAYBE_UNUSED
 #endif
 
-#if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__) && \
-    !defined(EPS_NO_DISPATCH)
-#define EPS_DISPATCH __attribute__((target_clones("arch=x86-64-v3", "default")))
-#define EPS_DISPATCH_NAME "x86-64-v3|default"
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(EPS_NO_DISPATCH)
+#define EPS_X86_DISPATCH 1
+#define EPS_DISPATCH_NAME "x86-64 avx2+fma|baseline"
 #else
-#define EPS_DISPATCH
 #define EPS_DISPATCH_NAME "none"
+#endif
+
+#if defined(EPS_VARIANT_AVX2)
+#define EPS_FN(name) name##_avx2
+#elif defined(EPS_X86_DISPATCH)
+#define EPS_FN(name) name##_baseline
+#else
+#define EPS_FN(name) name
 #endif
 
 #endif

@@ -7,8 +7,7 @@
 
 static int32_t eps_min32(int32_t a, int32_t b) { return a < b ? a : b; }
 
-EPS_DISPATCH
-float eps_l2_norm(const float *restrict x, int32_t length) {
+float EPS_FN(eps_l2_norm)(const float *restrict x, int32_t length) {
     float t = eps_dot(x, x, length);
     int32_t i;
     if (eps_float_to_bits(t) != 0x7f800000u) return eps_sqrtf_inline(t);
@@ -29,13 +28,11 @@ float eps_l2_norm(const float *restrict x, int32_t length) {
     return amax * eps_sqrtf_inline((float)acc);
 }
 
-EPS_DISPATCH
-void eps_scale(float *restrict x, int32_t length, float scale) {
+void EPS_FN(eps_scale)(float *restrict x, int32_t length, float scale) {
     for (int32_t i = 0; i < length; i++) x[i] *= scale;
 }
 
-EPS_DISPATCH
-int32_t eps_all_finite(const float *restrict x, int32_t length) {
+int32_t EPS_FN(eps_all_finite)(const float *restrict x, int32_t length) {
     uint32_t bad = 0;
     for (int32_t i = 0; i < length; i++) {
         uint32_t u;
@@ -71,8 +68,7 @@ EPS_INLINE float eps_half_to_float(uint16_t h) {
     return eps_bits_to_float(sign | ((e + 112u) << 23) | (m << 13));
 }
 
-EPS_DISPATCH
-void eps_fp16_quantize(const float *restrict x, float *restrict residual,
+void EPS_FN(eps_fp16_quantize)(const float *restrict x, float *restrict residual,
                        uint16_t *restrict out, int32_t length) {
     if (!residual) {
         for (int32_t i = 0; i < length; i++) out[i] = eps_float_to_half(x[i]);
@@ -86,12 +82,12 @@ void eps_fp16_quantize(const float *restrict x, float *restrict residual,
     }
 }
 
-EPS_DISPATCH
-void eps_fp16_dequantize(const uint16_t *restrict q, float *restrict out,
+void EPS_FN(eps_fp16_dequantize)(const uint16_t *restrict q, float *restrict out,
                          int32_t length) {
     for (int32_t i = 0; i < length; i++) out[i] = eps_half_to_float(q[i]);
 }
 
+#ifndef EPS_VARIANT_AVX2 /* sizes and checks: built once, in the baseline */
 int32_t eps_int8_n_blocks(int32_t length, int32_t block) {
     if (length < 0 || block < 1) return -1;
     return length / block + (length % block != 0);
@@ -104,9 +100,9 @@ EpsStatus eps_int8_check(int32_t length, int32_t block, int32_t q_length,
         return EpsErrLength;
     return EpsOk;
 }
+#endif
 
-EPS_DISPATCH
-EpsStatus eps_int8_quantize(const float *restrict x, float *restrict residual,
+EpsStatus EPS_FN(eps_int8_quantize)(const float *restrict x, float *restrict residual,
                             int8_t *restrict q, float *restrict scales,
                             int32_t length, int32_t block) {
     /* pass 1: per-block max |v| (kept in scales) and a NaN/Inf test, so a bad
@@ -143,8 +139,7 @@ EpsStatus eps_int8_quantize(const float *restrict x, float *restrict residual,
     return EpsOk;
 }
 
-EPS_DISPATCH
-void eps_int8_dequantize(const int8_t *restrict q, const float *restrict scales,
+void EPS_FN(eps_int8_dequantize)(const int8_t *restrict q, const float *restrict scales,
                          float *restrict out, int32_t length, int32_t block) {
     for (int32_t b0 = 0, k = 0; b0 < length; b0 += block, k++) {
         int32_t end = b0 + eps_min32(block, length - b0);

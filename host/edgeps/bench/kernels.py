@@ -64,6 +64,40 @@ def _compare(
     return {k: statistics.median(v) for k, v in samples.items()}
 
 
+def _loss_call(
+    k: Kernels,
+    spec: ModelSpec,
+    p: np.ndarray,
+    X: np.ndarray,
+    y: np.ndarray,
+    g: np.ndarray,
+) -> Callable[[], object]:
+    return lambda: k.loss_and_grad(spec, p, X, y, g)
+
+
+def _vector_calls(
+    k: Kernels,
+    bufs: list[np.ndarray],
+    x: np.ndarray,
+    g: np.ndarray,
+    q16: np.ndarray,
+    q8: tuple[np.ndarray, np.ndarray],
+) -> dict[str, Callable[[], object]]:
+    p, vel, m, v, r = bufs
+    return {
+        "sgd_step": lambda: k.sgd_step(p, g, 1e-3),
+        "momentum_step": lambda: k.momentum_step(p, g, vel, 1e-3, 0.9),
+        "adam_step": lambda: k.adam_step(p, g, m, v, 10, 1e-3),
+        "l2_norm": lambda: k.l2_norm(x),
+        "clip_norm_": lambda: k.clip_norm_(p, 1e9),
+        "all_finite": lambda: k.all_finite(x),
+        "fp16_quantize+ef": lambda: k.fp16_quantize(g, r),
+        "fp16_dequantize": lambda: k.fp16_dequantize(q16),
+        "int8_quantize+ef": lambda: k.int8_quantize(g, 64, r),
+        "int8_dequantize": lambda: k.int8_dequantize(q8[0], q8[1], 64),
+    }
+
+
 def _model_rows(
     ks: dict[str, Kernels], repeat: int, warmup: int, batches: tuple[int, ...]
 ) -> list[Row]:
@@ -77,11 +111,8 @@ def _model_rows(
             y = rng.integers(0, n, b).astype(np.int32)
             p = spec.init_params(0)
             g = np.empty_like(p)
-
-            def call(k: Kernels) -> Callable[[], object]:
-                return lambda: k.loss_and_grad(spec, p, X, y, g)
-
-            t = _compare({name: call(k) for name, k in ks.items()}, repeat, warmup)
+            fns = {name: _loss_call(k, spec, p, X, y, g) for name, k in ks.items()}
+            t = _compare(fns, repeat, warmup)
             rows.append(Row("loss+grad", text, f"B={b}", t["numpy"], t["c"]))
     return rows
 
@@ -94,26 +125,18 @@ def _vector_rows(
         rng = np.random.default_rng(n)
         x = rng.standard_normal(n).astype(np.float32)
         g = (rng.standard_normal(n) * 1e-2).astype(np.float32)
-        state = {name: [np.zeros(n, np.float32) for _ in range(5)] for name in ks}
-        q8 = {name: k.int8_quantize(x, 64) for name, k in ks.items()}
         q16 = ks["numpy"].fp16_quantize(x)
-
-        def cases(name: str, k: Kernels) -> dict[str, Callable[[], object]]:
-            p, vel, m, v, r = state[name]
-            return {
-                "sgd_step": lambda: k.sgd_step(p, g, 1e-3),
-                "momentum_step": lambda: k.momentum_step(p, g, vel, 1e-3, 0.9),
-                "adam_step": lambda: k.adam_step(p, g, m, v, 10, 1e-3),
-                "l2_norm": lambda: k.l2_norm(x),
-                "clip_norm_": lambda: k.clip_norm_(p, 1e9),
-                "all_finite": lambda: k.all_finite(x),
-                "fp16_quantize+ef": lambda: k.fp16_quantize(g, r),
-                "fp16_dequantize": lambda: k.fp16_dequantize(q16),
-                "int8_quantize+ef": lambda: k.int8_quantize(g, 64, r),
-                "int8_dequantize": lambda: k.int8_dequantize(*q8[name], 64),
-            }
-
-        per = {name: cases(name, k) for name, k in ks.items()}
+        per = {
+            name: _vector_calls(
+                k,
+                [np.zeros(n, np.float32) for _ in range(5)],
+                x,
+                g,
+                q16,
+                k.int8_quantize(x, 64),
+            )
+            for name, k in ks.items()
+        }
         for case in per["numpy"]:
             fns = {name: per[name][case] for name in ks}
             t = _compare(fns, repeat, warmup)

@@ -9,7 +9,7 @@ from edgeps.kernels.spec import ModelSpec
 
 
 def _layers(spec: ModelSpec, flat: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    return [(flat[w].reshape(shape), flat[b]) for w, shape, b in spec.layer_slices()]
+    return [(flat[w].reshape(shape), flat[b]) for w, shape, b in spec._slices]
 
 
 def _log_softmax(z: np.ndarray) -> np.ndarray:

@@ -34,6 +34,11 @@ class ModelSpec:
     hidden: tuple[int, ...] = ()
     activation: str = "relu"
     _hash: int = field(init=False, repr=False, compare=False, default=0)
+    # derived once: the kernels read them on every call
+    _n_params: int = field(init=False, repr=False, compare=False, default=0)
+    _slices: tuple[tuple[slice, tuple[int, int], slice], ...] = field(
+        init=False, repr=False, compare=False, default=()
+    )
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -60,6 +65,16 @@ class ModelSpec:
                 raise ValueError(f"{self.kind} has no hidden layers")
             if self.activation != "relu":
                 raise ValueError(f"{self.kind} has no activation to choose")
+        sizes = self.layer_sizes
+        slices = []
+        off = 0
+        for a, b in zip(sizes[:-1], sizes[1:], strict=True):
+            slices.append(
+                (slice(off, off + a * b), (a, b), slice(off + a * b, off + a * b + b))
+            )
+            off += a * b + b
+        object.__setattr__(self, "_slices", tuple(slices))
+        object.__setattr__(self, "_n_params", off)
         if self.n_params > MAX_PARAMS:
             raise ValueError(f"model too large: {self.n_params} params")
         # hashed on every kernel call (per-spec caches), so compute it once
@@ -79,20 +94,11 @@ class ModelSpec:
 
     @property
     def n_params(self) -> int:
-        s = self.layer_sizes
-        return sum(a * b + b for a, b in zip(s[:-1], s[1:], strict=True))
+        return self._n_params
 
     def layer_slices(self) -> list[tuple[slice, tuple[int, int], slice]]:
         """Per layer: (slice of W, W shape, slice of b) into the flat vector."""
-        out = []
-        off = 0
-        s = self.layer_sizes
-        for a, b in zip(s[:-1], s[1:], strict=True):
-            w = slice(off, off + a * b)
-            off += a * b
-            out.append((w, (a, b), slice(off, off + b)))
-            off += b
-        return out
+        return list(self._slices)
 
     def init_params(self, seed: int) -> np.ndarray:
         """Glorot-uniform weights (He for relu hidden layers), zero biases."""
