@@ -21,6 +21,7 @@ import argparse
 import json
 import multiprocessing as mp
 import statistics
+import sys
 import threading
 import time
 from typing import Any
@@ -311,13 +312,22 @@ def run(args: argparse.Namespace) -> int:
     try:
         sizes = [int(s) for s in str(args.sizes).split(",") if s.strip()]
     except ValueError:
-        print(f"edgeps bench throughput: error: bad --sizes {args.sizes!r}")
+        print(
+            f"edgeps bench throughput: error: bad --sizes {args.sizes!r}",
+            file=sys.stderr,
+        )
         return 2
     if not sizes or any(s < 2 or s > 1 << 22 for s in sizes):
-        print("edgeps bench throughput: error: sizes must be in 2..4194304")
+        print(
+            "edgeps bench throughput: error: --sizes must be in 2..4194304",
+            file=sys.stderr,
+        )
         return 2
     if args.repeat < 1 or args.messages < 0 or args.messages == 1:
-        print("edgeps bench throughput: error: --repeat >= 1, --messages >= 2")
+        print(
+            "edgeps bench throughput: error: --repeat >= 1, --messages >= 2",
+            file=sys.stderr,
+        )
         return 2
     rows = run_bench(sizes, args.repeat, args.messages)
     print(json.dumps(rows, indent=2) if args.json else table(rows))
