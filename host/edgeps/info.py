@@ -28,6 +28,8 @@ def _native_build() -> dict[str, str]:
         return {"native": "loaded (no build info: rebuild the extension)"}
     text = ffi.string(lib.eps_build_info()).decode()
     info = {"native": str(_native.__file__)}
+    if hasattr(lib, "eps_dispatch_target"):
+        info["running"] = ffi.string(lib.eps_dispatch_target()).decode()
     for part in text.split(";"):
         key, _, value = part.partition("=")
         if key:
