@@ -180,3 +180,45 @@ def test_bsp_release_waits_for_every_live_worker() -> None:
     assert after_a == 0
     assert len(link.decoded(wire.topic_down(JOB, "a"))) == 1
     assert len(link.decoded(wire.topic_down(JOB, "b"))) == 1
+
+
+def test_with_a_key_everything_sent_is_signed_and_unsigned_input_dropped() -> None:
+    # Prepare
+    key = b"k3y"
+    coord, link = _coordinator(hmac_key=key)
+    up = wire.topic_up(JOB, "w1")
+
+    # Execute
+    coord.handle(up, wire.encode_hello(JOB, "w1", 1), 0.0)  # unsigned: dropped
+    coord.handle(up, wire.encode_hello(JOB, "w1", 1, key=key), 0.1)
+    coord.publish_model("running")
+
+    # Assert
+    assert coord.ingest.dropped == {"hmac": 1}
+    assert link.sent, "the signed hello was answered"
+    for _topic, payload, _, _ in link.sent:
+        assert wire.decode(payload, key=key).tagged
+
+
+def test_metrics_records_carry_per_worker_state(tmp_path: Path) -> None:
+    # Prepare
+    from edgeps.host.metrics import MetricsWriter
+
+    out = tmp_path / "m.jsonl"
+    coord, _ = _coordinator()
+    coord.metrics = MetricsWriter(out)
+    coord.handle(wire.topic_up(JOB, "w1"), wire.encode_hello(JOB, "w1", 1), 0.0)
+    _push(coord, "w1", 1, 0, 0.1)
+
+    # Execute
+    coord._emit(1.0)
+    coord.metrics.close()
+
+    # Assert
+    import json
+
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert record["version"] == 1 and record["updates"] == 1
+    w1 = record["workers"]["w1"]
+    assert w1["clock"] == 1 and w1["state"] == "live" and w1["accepted"] == 1
+    assert {"staleness", "class", "waiting"} <= set(w1)

@@ -1,0 +1,61 @@
+"""Progress display: a refreshing block on a terminal, headline lines otherwise."""
+
+from __future__ import annotations
+
+import io
+import math
+
+from edgeps.host.metrics import Progress, dumps, status_lines
+
+RECORD = {
+    "elapsed": 3.5,
+    "version": 120,
+    "accuracy": 0.8123,
+    "updates_per_s": 40.0,
+    "max_staleness": 4,
+    "workers": {
+        "w01": {"clock": 30, "staleness": 0, "state": "live", "class": "normal"},
+        "w00": {"clock": 8, "staleness": 22, "state": "live", "class": "persistent"},
+    },
+}
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_status_lines_show_accuracy_rate_and_each_worker() -> None:
+    lines = status_lines(RECORD)
+
+    assert "acc 0.812" in lines[0] and "40.0 upd/s" in lines[0]
+    assert lines[1].split()[0] == "w00" and "persistent" in lines[1]
+    assert "staleness  22" in lines[1]
+
+
+def test_pipe_gets_one_headline_per_interval() -> None:
+    out = io.StringIO()
+    progress = Progress(out, interval=2.0)
+
+    progress.show(RECORD, 10.0)
+    progress.show(RECORD, 11.0)  # too soon
+    progress.show(RECORD, 12.5)
+
+    assert out.getvalue().count("\n") == 2
+    assert "\x1b[" not in out.getvalue()
+
+
+def test_terminal_block_is_redrawn_in_place() -> None:
+    term = FakeTerminal()
+    progress = Progress(term, interval=0.0)
+
+    progress.show(RECORD, 1.0)
+    progress.show(RECORD, 2.0)
+
+    assert term.getvalue().count("\x1b[3F") == 1  # moved up over the 3-line block
+
+
+def test_json_lines_have_no_nan() -> None:
+    text = dumps({"accuracy": math.nan, "loss": [1.0, math.inf]})
+
+    assert text == '{"accuracy": null, "loss": [1.0, null]}'
