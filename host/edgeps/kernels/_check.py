@@ -33,9 +33,15 @@ def writable(name: str, a: np.ndarray) -> np.ndarray:
     return a
 
 
+# the C kernels index with int32
+MAX_LENGTH = 2**31 - 1
+
+
 def vector(name: str, a: object, length: int | None = None) -> np.ndarray:
     """A flat float32 C-contiguous vector, optionally of a given length."""
     v = array(name, a, F32)
+    if v.shape[0] > MAX_LENGTH:
+        raise ValueError(f"{name} is too long for the kernels ({v.shape[0]})")
     if length is not None and v.shape[0] != length:
         raise ValueError(f"{name} has length {v.shape[0]}, expected {length}")
     return v
