@@ -158,3 +158,54 @@ def test_c_matches_numpy_on_random_shapes(
         spec = ModelSpec(kind, f)
     X, y = make_batch(spec, b, seed)
     assert_same(spec, spec.init_params(seed), X, y)
+
+
+def test_fp16_dequantize_matches_numpy_on_every_half() -> None:
+    # Prepare: all 65536 bit patterns, NaNs with payloads included
+    q = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+    # Execute
+    got = C.fp16_dequantize(q)
+    # Assert: identical float32 bits
+    want = q.view(np.float16).astype(np.float32)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_fp16_quantize_matches_numpy_on_random_bit_patterns() -> None:
+    # Prepare: two million random float32 bit patterns plus the rounding edges
+    rng = np.random.default_rng(9)
+    bits = rng.integers(0, 2**32, size=2_000_000, dtype=np.uint64).astype(np.uint32)
+    x = bits.view(np.float32)
+    edges = np.array(
+        [2.0**-24, 2.0**-25, 3 * 2.0**-26, 2.0**-14, 65504, 65519.99], np.float32
+    )
+    x = np.concatenate([x, edges, -edges])
+    # Execute
+    got = C.fp16_quantize(x)
+    # Assert: same bits for every number; NaN stays NaN
+    nan = np.isnan(x)
+    want = np.clip(x[~nan], -65504, 65504).astype(np.float16).view(np.uint16)
+    np.testing.assert_array_equal(got[~nan], want)
+    assert np.isnan(got[nan].view(np.float16)).all()
+
+
+def test_concurrent_threads_get_their_own_scratch() -> None:
+    # Prepare: the C call releases the GIL, so threads really run together
+    from concurrent.futures import ThreadPoolExecutor
+
+    spec = ModelSpec.parse("mlp:64-32-10")
+    p = spec.init_params(10)
+    batches = [make_batch(spec, 64, seed=s) for s in range(8)]
+    want = [C.loss_and_grad(spec, p, X, y)[1] for X, y in batches]
+
+    def work(i: int) -> bool:
+        X, y = batches[i % 8]
+        return all(
+            np.array_equal(C.loss_and_grad(spec, p, X, y)[1], want[i % 8])
+            for _ in range(200)
+        )
+
+    # Execute
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(work, range(16)))
+    # Assert
+    assert all(results)
