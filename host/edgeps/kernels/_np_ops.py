@@ -110,9 +110,12 @@ def int8_quantize(
     r = vb * inv[:, None]
     # round half away from zero, the same rule as the C kernel
     r += np.copysign(np.float32(0.5), r)
-    q = np.clip(np.trunc(r), -127, 127).astype(np.int8).reshape(-1)[:n]
+    qf = np.trunc(r, out=r)
+    np.clip(qf, -127, 127, out=qf)
+    q = qf.astype(np.int8).reshape(-1)[:n]
     if residual is not None:
-        np.subtract(v, int8_dequantize(q, scales, block), out=residual)
+        qf *= scales[:, None]
+        np.subtract(v, qf.reshape(-1)[:n], out=residual)
     return q, scales.astype(np.float32)
 
 
