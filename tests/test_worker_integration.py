@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import queue
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -70,6 +71,10 @@ class ScriptedPS:
             (m.topic, bytes(m.payload))
         )
         self.client.reconnect_delay_set(0.1, 0.5)  # type: ignore[arg-type]
+        # without TCP_NODELAY every chunked PARAMS waits for a delayed ACK
+        self.client.on_socket_open = lambda c, u, sock: sock.setsockopt(
+            socket.IPPROTO_TCP, socket.TCP_NODELAY, 1
+        )
         self.client.connect("127.0.0.1", port, keepalive=10)
         self.client.loop_start()
         self._thread = threading.Thread(target=self._serve, daemon=True)

@@ -116,6 +116,7 @@ class EmulationConfig:
     insecure: bool = False
     heartbeat_ms: int = 5000
     release_timeout_ms: int = 15000
+    max_chunk: int = 1 << 16  # whole-model messages, see edgeps.worker
     # explicit worker id -> profile, instead of a named scenario
     profiles: dict[str, WorkerProfile] | None = None
 
@@ -134,6 +135,8 @@ class Emulation:
             raise ValueError("duration must be > 0 seconds (or None)")
         if cfg.batch < 1 or cfg.max_iterations < 0:
             raise ValueError("batch >= 1 and max_iterations >= 0 required")
+        if not 256 <= cfg.max_chunk <= wire.MAX_MESSAGE // 2:
+            raise ValueError(f"max_chunk must be in 256..{wire.MAX_MESSAGE // 2}")
         from edgeps.worker import make_transport
         from edgeps.workerdata import load_emulated
 
@@ -271,6 +274,7 @@ class Emulation:
                 stop=stop,
                 heartbeat_ms=cfg.heartbeat_ms,
                 release_timeout_ms=cfg.release_timeout_ms,
+                max_chunk=cfg.max_chunk,
                 log=log.debug,
             )
             report.lives += 1

@@ -25,6 +25,9 @@ log = logging.getLogger("edgeps.worker")
 
 EXIT_OK = 0
 EXIT_CONFIG = 2  # bad flags, data or model mismatch: retrying will not help
+# a Pi has the memory for whole-model messages; one message per PARAMS/UPDATE
+# also avoids a Nagle stall between chunks on brokers without TCP_NODELAY
+CPYTHON_MAX_CHUNK = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -166,6 +169,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--incarnation", type=int, default=0, help="default: new")
     parser.add_argument("--keepalive", type=int, default=20, help="MQTT keepalive, s")
     parser.add_argument(
+        "--max-chunk",
+        type=int,
+        default=CPYTHON_MAX_CHUNK,
+        help="largest message to send or receive, bytes",
+    )
+    parser.add_argument(
         "--log-level",
         default="info",
         choices=("debug", "info", "warning", "error"),
@@ -184,6 +193,8 @@ def _validate(args: argparse.Namespace) -> None:
         raise ValueError("--max-iterations must be >= 0")
     if args.incarnation < 0 or args.incarnation >= 2**32:
         raise ValueError("--incarnation must be in 0..2**32-1")
+    if not 256 <= args.max_chunk <= wire.MAX_MESSAGE // 2:
+        raise ValueError(f"--max-chunk must be in 256..{wire.MAX_MESSAGE // 2}")
     if args.non_iid and not args.emulated:
         raise ValueError("--non-iid applies to --emulated data only")
 
@@ -259,6 +270,7 @@ def run(args: argparse.Namespace) -> int:
         incarnation=args.incarnation or new_incarnation(),
         max_iterations=args.max_iterations,
         stop=stop.is_set,
+        max_chunk=args.max_chunk,
         log=log.info,
     )
     log.info(

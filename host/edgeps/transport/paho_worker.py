@@ -181,6 +181,10 @@ class PahoTransport:
         client.on_connect = self._on_connect
         client.on_disconnect = self._on_disconnect
         client.on_message = self._on_message
+        # with this hook set, paho never writes from the publishing thread: all
+        # socket I/O stays on the network thread (an SSL socket is not safe
+        # to read and write from two threads at once)
+        client.on_socket_register_write = _write_on_network_thread
         self._stop.clear()
         self._connack.clear()
         self._lost.clear()
@@ -189,6 +193,12 @@ class PahoTransport:
             client.connect(self.host, self.port, keepalive=self.keepalive)
         except (OSError, ssl.SSLError) as exc:
             raise OSError(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
+        sock = client.socket()
+        if isinstance(sock, socket.socket):
+            # paho leaves Nagle on: a QoS1 round trip would then wait for the
+            # peer's delayed ACK (~40 ms) instead of ~0.1 ms on a LAN
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._client = client
         self._thread = threading.Thread(
             target=self._net_loop, args=(client,), name=f"mqtt-{self.client_id}"
@@ -300,3 +310,7 @@ class PahoTransport:
                 self._queue.get_nowait()
             except queue.Empty:
                 return
+
+
+def _write_on_network_thread(client: Any, userdata: Any, sock: Any) -> None:
+    """Nothing to do: the network thread's select already watches for writes."""
