@@ -42,30 +42,29 @@ int32_t EPS_FN(eps_all_finite)(const float *restrict x, int32_t length) {
     return bad ? 0 : 1;
 }
 
+/* Float to IEEE half, round to nearest even, saturating; branch-free so the
+ * loops vectorize. Subnormal halves use the FPU's own rounding: adding 0.5
+ * to |f| < 2^-14 leaves round(|f| / 2^-24) in the low mantissa bits. */
 EPS_INLINE uint16_t eps_float_to_half(float f) {
     uint32_t x = eps_float_to_bits(f);
     uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
-    if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
-    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7bffu); /* saturate */
-    if (ax >= 0x38800000u) /* normal half: rebias, round to nearest even */
-        return (uint16_t)(sign | ((ax - 0x38000000u + 0x0fffu + ((ax >> 13) & 1u)) >> 13));
-    if (ax < 0x33000000u) return (uint16_t)sign; /* below half of the smallest */
-    uint32_t m = (ax & 0x007fffffu) | 0x00800000u;
-    uint32_t shift = 126u - (ax >> 23);
-    uint32_t h = m >> shift, rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
-    h += (rem > half) | ((rem == half) & (h & 1u));
+    uint32_t normal = (ax - 0x38000000u + 0x0fffu + ((ax >> 13) & 1u)) >> 13;
+    uint32_t sub = eps_float_to_bits(eps_bits_to_float(ax) + 0.5f) - 0x3f000000u;
+    uint32_t nan = 0x7e00u | ((ax >> 13) & 0x3ffu);
+    uint32_t h = ax >= 0x38800000u ? normal : sub;
+    h = ax >= 0x477ff000u ? 0x7bffu : h; /* saturate at 65504 */
+    h = ax > 0x7f800000u ? nan : h;
     return (uint16_t)(sign | h);
 }
 
 EPS_INLINE float eps_half_to_float(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu,
              m = h & 0x3ffu;
-    if (e == 0) {
-        float v = (float)m * 5.9604644775390625e-08f; /* m * 2^-24, exact */
-        return eps_bits_to_float(eps_float_to_bits(v) | sign);
-    }
-    if (e == 31) return eps_bits_to_float(sign | 0x7f800000u | (m << 13));
-    return eps_bits_to_float(sign | ((e + 112u) << 23) | (m << 13));
+    uint32_t normal = (e + 112u) << 23 | m << 13;
+    uint32_t special = 0x7f800000u | m << 13;
+    uint32_t sub = eps_float_to_bits((float)(int32_t)m * 5.9604644775390625e-08f);
+    uint32_t u = e == 0 ? sub : (e == 31 ? special : normal);
+    return eps_bits_to_float(u | sign);
 }
 
 void EPS_FN(eps_fp16_quantize)(const float *restrict x, float *restrict residual,
