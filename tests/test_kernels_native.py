@@ -17,6 +17,12 @@ SPECS = [
     "mlp:20-16-8-5",
     "mlp:20-16-8-5:tanh",
     "mlp:3-1-2",
+    # widths on both sides of every tile size (8, 16) and the narrow cut-off
+    "softmax:19x16",
+    "softmax:9x17",
+    "mlp:33-17-9-16:tanh",
+    "mlp:8-24-8-8",
+    "mlp:5-40-15",
 ]
 C = get_backend("c")
 NP = get_backend("numpy")
