@@ -1,5 +1,9 @@
 /* Public entry points of the hot kernels on x86-64: one branch picks the
- * AVX2+FMA build or the baseline build, decided once at load time. */
+ * AVX2+FMA build or the baseline build, decided once at load time.
+ * EDGEPS_NATIVE_BASELINE=1 in the environment forces the baseline (to
+ * measure what a machine without AVX2 gets). */
+#include <stdlib.h>
+
 #include "eps.h"
 
 #if defined(EPS_X86_DISPATCH)
@@ -33,8 +37,10 @@ EPS_VARIANTS(void, eps_int8_dequantize,
 static int eps_avx2 = 0;
 
 __attribute__((constructor)) static void eps_detect_cpu(void) {
+    const char *force = getenv("EDGEPS_NATIVE_BASELINE");
     __builtin_cpu_init();
     eps_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (force && *force && *force != '0') eps_avx2 = 0;
 }
 
 const char *eps_dispatch_target(void) { return eps_avx2 ? "avx2+fma" : "baseline"; }

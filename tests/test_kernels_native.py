@@ -215,3 +215,39 @@ def test_concurrent_threads_get_their_own_scratch() -> None:
         results = list(pool.map(work, range(16)))
     # Assert
     assert all(results)
+
+
+def test_baseline_variant_matches_numpy_too() -> None:
+    # Prepare: a fresh interpreter, since the variant is picked at load time
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import numpy as np\n"
+        "from edgeps._native import ffi, lib\n"
+        "from edgeps.kernels import ModelSpec, get_backend\n"
+        "assert ffi.string(lib.eps_dispatch_target()) in (b'baseline', b'none')\n"
+        "C, N = get_backend('c'), get_backend('numpy')\n"
+        "rng = np.random.default_rng(0)\n"
+        "for t in ['softmax:19x10', 'mlp:33-17-9-16:tanh', 'mlp:20-40-5']:\n"
+        "    s = ModelSpec.parse(t)\n"
+        "    X = rng.standard_normal((45, s.n_features)).astype(np.float32)\n"
+        "    y = rng.integers(0, s.n_classes, 45).astype(np.int32)\n"
+        "    p = s.init_params(1)\n"
+        "    gc, gn = C.loss_and_grad(s, p, X, y)[1], N.loss_and_grad(s, p, X, y)[1]\n"
+        "    np.testing.assert_allclose(gc, gn, rtol=1e-4, atol=2e-6)\n"
+        "print('ok')\n"
+    )
+    env = dict(os.environ, EDGEPS_NATIVE_BASELINE="1")
+    # Execute
+    res = subprocess.run(
+        [sys.executable, "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    # Assert
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "ok"

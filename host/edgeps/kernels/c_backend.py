@@ -86,6 +86,10 @@ class _Plan:
         if self.scratch_len < 0:
             raise ValueError(f"model {spec} is too large for the C kernels")
         self.scratch = ffi.new("float[]", max(self.scratch_len, 1))
+        _status(
+            lib.eps_model_check(m, spec.n_params, self.scratch_len, 1 << 20),
+            f"C kernels refuse model {spec}",
+        )
         self.model = m
         self.loss = ffi.new("float *")
 
