@@ -20,7 +20,7 @@ def _version(dist: str) -> str:
 def _native_build() -> dict[str, str]:
     """What the C extension says about itself, or why it could not load."""
     try:
-        from edgeps import _native  # type: ignore[attr-defined]
+        from edgeps import _native
     except ImportError as exc:
         return {"native": f"unavailable: {exc}"}
     ffi, lib = _native.ffi, _native.lib
