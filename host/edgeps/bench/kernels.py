@@ -145,20 +145,33 @@ def _vector_rows(
     return rows
 
 
+def _count(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument(
-        "--repeat", type=int, default=31, help="timed samples per case (median)"
+        "--repeat", type=_count(1), default=31, help="timed samples per case (median)"
     )
-    parser.add_argument("--warmup", type=int, default=20, help="untimed calls first")
+    parser.add_argument(
+        "--warmup", type=_count(0), default=20, help="untimed calls first"
+    )
     parser.add_argument(
         "--only", choices=("models", "vectors"), help="run one part of the table"
     )
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.repeat < 1 or args.warmup < 0:
-        raise SystemExit("--repeat must be >= 1 and --warmup >= 0")
     try:
         ks = {"numpy": get_backend("numpy"), "c": get_backend("c")}
     except ImportError as exc:
