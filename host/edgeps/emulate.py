@@ -9,8 +9,11 @@ retransmissions); and it crashes (the TCP link is cut, so the broker fires
 its last will) and rejoins as a new incarnation at the profile's times.
 
 Threads, not processes: an emulated sensor spends almost all its time
-sleeping or waiting on the broker, the kernels release the GIL, and one
-process holds numpy, paho and the dataset once instead of N times.
+sleeping or waiting on the broker, and one process holds numpy, paho and the
+dataset once instead of N times. Measured on a 2-core box with
+tools/emulate_footprint.py (8 sensors, no compute delay, ASP host): 75 MiB
+resident in all and 0.43 ms CPU per update as threads, against 583 MiB and
+0.73 ms as 8 `edgeps worker` processes, at a higher update rate.
 """
 
 from __future__ import annotations
