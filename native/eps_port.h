@@ -19,6 +19,20 @@
 #define EPS_MAYBE_UNUSED
 #endif
 
+/* EPS_NO_CONTRACT (before a function) and EPS_NO_CONTRACT_BODY (first line
+ * of its body): no fused multiply-add there, because the result must match
+ * another implementation bit for bit (int8 rounding against numpy) */
+#if defined(__clang__)
+#define EPS_NO_CONTRACT
+#define EPS_NO_CONTRACT_BODY _Pragma("clang fp contract(off)")
+#elif defined(__GNUC__)
+#define EPS_NO_CONTRACT __attribute__((optimize("fp-contract=off")))
+#define EPS_NO_CONTRACT_BODY
+#else
+#define EPS_NO_CONTRACT
+#define EPS_NO_CONTRACT_BODY
+#endif
+
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(EPS_NO_DISPATCH)
 #define EPS_X86_DISPATCH 1
 #define EPS_DISPATCH_NAME "x86-64 avx2+fma|baseline"

@@ -101,9 +101,11 @@ EpsStatus eps_int8_check(int32_t length, int32_t block, int32_t q_length,
 }
 #endif
 
+EPS_NO_CONTRACT
 EpsStatus EPS_FN(eps_int8_quantize)(const float *restrict x, float *restrict residual,
                             int8_t *restrict q, float *restrict scales,
                             int32_t length, int32_t block) {
+    EPS_NO_CONTRACT_BODY
     /* pass 1: per-block max |v| (kept in scales) and a NaN/Inf test, so a bad
      * input is refused before q or the residual is touched */
     uint32_t bad = 0;

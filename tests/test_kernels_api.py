@@ -232,11 +232,17 @@ def test_error_feedback_keeps_the_running_sum_within_one_quantum(
     block=st.integers(1, 70),
 )
 def test_int8_backends_agree_exactly(x: np.ndarray, block: int) -> None:
+    # Prepare: the same residual for each backend
+    r0 = (np.arange(x.shape[0], dtype=np.float32) % 7 - 3) * np.float32(0.01)
+    # Execute
+    out = {}
     for name in BACKENDS:
-        q, s = get_backend(name).int8_quantize(x, block)
-        q0, s0 = get_backend("numpy").int8_quantize(x, block)
-        np.testing.assert_array_equal(q, q0)
-        np.testing.assert_array_equal(s, s0)
+        r = r0.copy()
+        q, s = get_backend(name).int8_quantize(x, block, r)
+        out[name] = (q, s, r)
+    # Assert: codes, scales and the new residual agree bit for bit
+    for a, b in zip(out["c"], out["numpy"], strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 # ---------- bad input ----------
