@@ -50,3 +50,45 @@ def test_emulated_and_process_workers_train_with_the_coordinator(mosquitto) -> N
     assert max(clocks) - min(clocks) <= 1
     assert emu.reports["s0"].stop_reason == "done"
     assert summary["accuracy"] > 0.3  # six classes: chance is 0.17
+
+
+@pytest.mark.integration
+def test_signed_job_trains_only_with_the_shared_key(mosquitto, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Prepare: a host that signs and requires HMAC tags
+    key = tmp_path / "job.key"
+    key.write_text("a shared secret\n")
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "edgeps", "serve", "--broker", mosquitto.url,
+         "--job", "sig", "--policy", "asp", "--max-time", "8", "--json",
+         "--quiet", "--target-accuracy", "0.999", "--hmac-key-file", str(key)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    base = [sys.executable, "-m", "edgeps", "worker", "--broker", mosquitto.url,
+            "--job", "sig", "--emulated", "sensors:0/2"]  # fmt: skip
+    signed = subprocess.Popen(
+        [*base, "--id", "good", "--hmac-key-file", str(key)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    unsigned = subprocess.Popen(
+        [*base, "--id", "nokey"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        # Execute
+        out, err = serve.communicate(timeout=60)
+        signed.wait(timeout=30)
+    finally:
+        for p in (serve, signed, unsigned):
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=10)
+    # Assert
+    assert serve.returncode == 0, err
+    workers = json.loads(out)["workers"]
+    assert workers["good"]["accepted"] > 5
+    assert workers.get("nokey", {}).get("accepted", 0) == 0
+    assert signed.returncode == 0

@@ -120,6 +120,7 @@ class EmulationConfig:
     heartbeat_ms: int = 5000
     release_timeout_ms: int = 15000
     max_chunk: int = 1 << 16  # whole-model messages, see edgeps.worker
+    hmac_key: bytes | None = None  # sign and verify every message
     # explicit worker id -> profile, instead of a named scenario
     profiles: dict[str, WorkerProfile] | None = None
 
@@ -244,7 +245,10 @@ class Emulation:
             model = cfg.model
             if model is None:
                 job = fetch_model(
-                    self._make_transport(wid), cfg.job, stop=self._should_end
+                    self._make_transport(wid),
+                    cfg.job,
+                    stop=self._should_end,
+                    key=cfg.hmac_key,
                 )
                 if job is None:
                     return
@@ -278,6 +282,7 @@ class Emulation:
                 heartbeat_ms=cfg.heartbeat_ms,
                 release_timeout_ms=cfg.release_timeout_ms,
                 max_chunk=cfg.max_chunk,
+                key=cfg.hmac_key,
                 log=log.debug,
             )
             report.lives += 1
@@ -325,6 +330,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cert")
     parser.add_argument("--key")
     parser.add_argument("--insecure", action="store_true")
+    parser.add_argument("--hmac-key-file", help="shared key: sign every message")
     parser.add_argument("--json", action="store_true", help="print JSON, not a table")
     parser.add_argument(
         "--log-level", default="warning", choices=("debug", "info", "warning", "error")
@@ -362,6 +368,8 @@ def _table(emu: Emulation) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from edgeps.worker import read_key
+
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper()),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -373,7 +381,7 @@ def run(args: argparse.Namespace) -> int:
             duration=args.duration, batch=args.batch, model=args.model,
             max_iterations=args.max_iterations, username=args.username,
             password=args.password, ca=args.ca, cert=args.cert, key=args.key,
-            insecure=args.insecure,
+            insecure=args.insecure, hmac_key=read_key(args.hmac_key_file),
         )  # fmt: skip
     except ValueError as exc:
         log.error("%s", exc)

@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -82,6 +83,19 @@ def make_transport(
     )
 
 
+def read_key(path: str | None) -> bytes | None:
+    """The shared HMAC key from a file (surrounding whitespace ignored), or None."""
+    if path is None:
+        return None
+    try:
+        key = Path(path).read_bytes().strip()
+    except OSError as exc:
+        raise ValueError(f"cannot read the HMAC key file {path}: {exc}") from None
+    if not key:
+        raise ValueError(f"the HMAC key file {path} is empty")
+    return key
+
+
 def fetch_model(
     transport: Any,
     job: str,
@@ -89,6 +103,7 @@ def fetch_model(
     stop: Callable[[], bool] = lambda: False,
     timeout: float | None = None,
     backoff_max: float = 16.0,
+    key: bytes | None = None,
 ) -> JobModel | None:
     """Wait for the job's retained MODEL; reconnect with backoff while it is absent.
 
@@ -121,7 +136,7 @@ def fetch_model(
                 waited_note = time.monotonic() + 30.0
             continue
         try:
-            decoded = wire.decode(msg[1])
+            decoded = wire.decode(msg[1], key)
         except wire.WireError as exc:
             log.warning("ignored a malformed MODEL message (%s)", exc.reason)
             continue
@@ -164,6 +179,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--key", help="client key (PEM)")
     parser.add_argument(
         "--insecure", action="store_true", help="skip TLS certificate checks"
+    )
+    parser.add_argument(
+        "--hmac-key-file", help="shared key: sign and verify every message"
     )
     parser.add_argument("--max-iterations", type=int, default=0, help="0: until done")
     parser.add_argument("--incarnation", type=int, default=0, help="default: new")
@@ -229,6 +247,7 @@ def run(args: argparse.Namespace) -> int:
             keepalive=args.keepalive,
         )
         expected = ModelSpec.parse(args.model) if args.model else None
+        key = read_key(args.hmac_key_file)
     except ValueError as exc:
         log.error("%s", exc)
         return EXIT_CONFIG
@@ -248,7 +267,7 @@ def run(args: argparse.Namespace) -> int:
         data.n_samples,
         data.source,
     )
-    job = fetch_model(transport, args.job, stop=stop.is_set)
+    job = fetch_model(transport, args.job, stop=stop.is_set, key=key)
     if job is None:
         return EXIT_OK
     if job.state == "done":
@@ -271,6 +290,7 @@ def run(args: argparse.Namespace) -> int:
         max_iterations=args.max_iterations,
         stop=stop.is_set,
         max_chunk=args.max_chunk,
+        key=key,
         log=log.info,
     )
     log.info(
