@@ -1,4 +1,4 @@
-"""The microcontroller-style build of native/ (no vectors, no dispatch, no libm)."""
+"""Builds of native/ other than the extension: microcontroller-style and single-ISA."""
 
 from __future__ import annotations
 
@@ -13,17 +13,20 @@ import pytest
 from edgeps.kernels import ModelSpec, get_backend
 
 NATIVE = Path(__file__).resolve().parents[1] / "native"
-PORTABLE_FLAGS = [
-    "-std=c99",
-    "-O2",
-    "-Wall",
-    "-Wextra",
-    "-pedantic",
-    "-Werror",
-    "-DEPS_PORTABLE",
-    "-DEPS_NO_DISPATCH",
-    "-DEPS_NO_BUILTIN_SQRT",
-]
+COMMON_FLAGS = ["-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror"]
+BUILDS = {
+    # plain loops, own sqrt, no dispatch: what a microcontroller compiles
+    "portable": ["-O2", "-DEPS_PORTABLE", "-DEPS_NO_DISPATCH", "-DEPS_NO_BUILTIN_SQRT"],
+    # vector tiles without x86 dispatch: the code path of an ARM board
+    "single-isa": [
+        "-O3",
+        "-DEPS_NO_DISPATCH",
+        "-fno-math-errno",
+        "-fno-trapping-math",
+        "-ffp-contract=fast",
+        "-Wno-psabi",
+    ],
+}
 # what the library may need from the C runtime: memory copies only
 ALLOWED_UNDEFINED = {"memcpy", "memset", "__stack_chk_fail"}
 
@@ -36,24 +39,29 @@ def _builder_module() -> Any:
     return mod
 
 
-@pytest.fixture(scope="module")
-def portable(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any, list[Path]]:
+@pytest.fixture(scope="module", params=sorted(BUILDS))
+def portable(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Any, Any, list[Path]]:
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
-        pytest.fail("no C compiler (cc/gcc) to build the portable library")
-    out = tmp_path_factory.mktemp("portable")
+        pytest.fail("no C compiler (cc/gcc) to build the library")
+    flags = COMMON_FLAGS + BUILDS[request.param]
+    out = tmp_path_factory.mktemp(request.param)
     build = _builder_module()
     objects = []
     for src in build.SOURCES:
         obj = out / (Path(src).stem + ".o")
-        subprocess.run(
-            [cc, *PORTABLE_FLAGS, "-fPIC", "-c", str(NATIVE / src), "-o", str(obj)],
-            check=True,
+        res = subprocess.run(
+            [cc, *flags, "-fPIC", "-c", str(NATIVE / src), "-o", str(obj)],
             capture_output=True,
+            text=True,
             timeout=120,
         )
+        if res.returncode != 0:
+            pytest.fail(f"{request.param} build of {src} failed:\n{res.stderr}")
         objects.append(obj)
-    lib_path = out / "libeps_portable.so"
+    lib_path = out / "libeps.so"
     subprocess.run(
         [cc, "-shared", "-o", str(lib_path), *map(str, objects)],
         check=True,
@@ -136,7 +144,9 @@ def test_portable_model_kernels_match_numpy(
     np.testing.assert_allclose(g, want_g, rtol=1e-4, atol=2e-6)
 
 
-def test_portable_adam_uses_its_own_sqrt(portable: tuple[Any, Any, list[Path]]) -> None:
+def test_portable_adam_and_norm_match_numpy(
+    portable: tuple[Any, Any, list[Path]],
+) -> None:
     # Prepare
     ffi, lib, _ = portable
     rng = np.random.default_rng(6)
