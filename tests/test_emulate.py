@@ -140,3 +140,30 @@ def test_cli_prints_json_and_exits_by_itself(mosquitto, ps) -> None:  # type: ig
     out = json.loads(proc.stdout)
     assert [w["worker_id"] for w in out["workers"]] == ["w00", "w01", "w02"]
     assert all(w["stats"]["pushes"] > 0 for w in out["workers"])
+
+
+@pytest.mark.integration
+def test_cli_prints_a_table(mosquitto, ps) -> None:  # type: ignore[no-untyped-def]
+    # Prepare
+    cmd = [sys.executable, "-m", "edgeps", "emulate", "--broker", mosquitto.url,
+           "--job", "job1", "--workers", "2", "--duration", "2"]  # fmt: skip
+    # Execute
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    # Assert
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].split()[:4] == ["worker", "profile", "lives", "clock"]
+    assert [line.split()[0] for line in lines[1:]] == ["w00", "w01"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--workers", "0"], ["--workers", "100000"], ["--duration", "-1"],
+     ["--hmac-key-file", "/nonexistent/key"], ["--scenario", "nosuch"]],
+)  # fmt: skip
+def test_cli_bad_flags_exit_2(args: list[str]) -> None:
+    cmd = [sys.executable, "-m", "edgeps", "emulate", "--broker",
+           "mqtt://127.0.0.1:9", "--job", "job1", *args]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "error" in proc.stderr.lower()

@@ -38,6 +38,8 @@ from edgeps.transport.impair import ImpairedTransport, LinkProfile
 
 log = logging.getLogger("edgeps.emulate")
 
+MAX_SENSORS = 256  # one thread and one broker connection each
+
 
 class _LifeStop:
     """The stop callback of one life; at ``crash_at`` it cuts the link like a crash."""
@@ -135,6 +137,8 @@ class Emulation:
     def __init__(self, broker: str, job: str, **options: Any) -> None:
         self.config = EmulationConfig(broker, job, **options)
         cfg = self.config
+        if not 1 <= cfg.n_workers <= MAX_SENSORS:
+            raise ValueError(f"n_workers must be in 1..{MAX_SENSORS}")
         if cfg.duration is not None and not cfg.duration > 0:
             raise ValueError("duration must be > 0 seconds (or None)")
         if cfg.batch < 1 or cfg.max_iterations < 0:
@@ -157,6 +161,8 @@ class Emulation:
         )
         self._make_transport("probe")
         if cfg.profiles is not None:
+            if not 1 <= len(cfg.profiles) <= MAX_SENSORS:
+                raise ValueError(f"give 1..{MAX_SENSORS} profiles")
             for wid in cfg.profiles:
                 if not isinstance(wid, str) or not wire.valid_id(wid):
                     raise ValueError(f"bad worker id {wid!r}")
