@@ -200,3 +200,37 @@ def test_worker_resumes_with_a_restarted_host(mosquitto) -> None:  # type: ignor
     # Assert
     assert resumed
     assert w.stats["timeouts"] >= 1 and w.stats["reconnects"] == 0
+
+
+@pytest.mark.integration
+def test_persistent_worker_waits_for_the_next_run_of_the_job(mosquitto) -> None:  # type: ignore[no-untyped-def]
+    # Prepare: a service-style worker and a first run of the job
+    first = ScriptedPS(mosquitto.port, "job1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "edgeps", "worker", "--broker", mosquitto.url,
+         "--job", "job1", "--id", "svc", "--emulated", "sensors:0/2",
+         "--persist"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert wait_until(lambda: first.updates["svc"] >= 3)
+        # Execute: the run ends, then the host starts the job again
+        first.finish()
+        left = wait_until(lambda: ("svc", "bye") in first.byes)
+        first.close()
+        alive_between_runs = proc.poll() is None
+        second = ScriptedPS(mosquitto.port, "job1")
+        try:
+            rejoined = wait_until(lambda: second.updates["svc"] >= 3, timeout=30)
+        finally:
+            second.close()
+        proc.terminate()
+        code = proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    # Assert
+    assert left and alive_between_runs and rejoined
+    assert code == 0
+    assert second.incarnations["svc"][0] > first.incarnations["svc"][0]

@@ -104,10 +104,12 @@ def fetch_model(
     timeout: float | None = None,
     backoff_max: float = 16.0,
     key: bytes | None = None,
+    want_running: bool = False,
 ) -> JobModel | None:
     """Wait for the job's retained MODEL; reconnect with backoff while it is absent.
 
-    Returns None when ``stop`` says so or ``timeout`` seconds pass first.
+    With ``want_running`` a finished job's MODEL is skipped: it waits for the
+    next run. Returns None when ``stop`` says so or ``timeout`` passes first.
     """
     from edgeps_worker import wire
 
@@ -141,6 +143,11 @@ def fetch_model(
             log.warning("ignored a malformed MODEL message (%s)", exc.reason)
             continue
         if decoded.type != wire.MODEL or decoded.job != job:
+            continue
+        if want_running and decoded.state != "running":
+            if time.monotonic() > waited_note:
+                log.info("job %r is done; waiting for its next run", job)
+                waited_note = time.monotonic() + 30.0
             continue
         transport.close()
         return JobModel(
@@ -184,6 +191,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--hmac-key-file", help="shared key: sign and verify every message"
     )
     parser.add_argument("--max-iterations", type=int, default=0, help="0: until done")
+    parser.add_argument(
+        "--persist",
+        action="store_true",
+        help="after the job is done, wait for its next run (for services)",
+    )
     parser.add_argument("--incarnation", type=int, default=0, help="default: new")
     parser.add_argument("--keepalive", type=int, default=20, help="MQTT keepalive, s")
     parser.add_argument(
@@ -222,7 +234,6 @@ def run(args: argparse.Namespace) -> int:
         level=getattr(logging, args.log_level.upper()),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    from edgeps_worker.worker import Worker
 
     from edgeps.kernels import ModelSpec
     from edgeps.trainer import KernelTrainer
@@ -267,20 +278,47 @@ def run(args: argparse.Namespace) -> int:
         data.n_samples,
         data.source,
     )
-    job = fetch_model(transport, args.job, stop=stop.is_set, key=key)
-    if job is None:
-        return EXIT_OK
-    if job.state == "done":
-        log.info("job %s is already done", args.job)
-        return EXIT_OK
-    try:
-        spec = ModelSpec.parse(job.model)
-        if expected is not None and str(expected) != str(spec):
-            raise ValueError(f"job {args.job} trains {spec}, not {expected}")
-        trainer = KernelTrainer(spec, data, batch=args.batch, seed=args.seed)
-    except ValueError as exc:
-        log.error("%s", exc)
-        return EXIT_CONFIG
+    runs = 0
+    while not stop.is_set():
+        job = fetch_model(
+            transport, args.job, stop=stop.is_set, key=key, want_running=runs > 0
+        )
+        if job is None:
+            return EXIT_OK
+        if job.state == "done" and not args.persist:
+            log.info("job %s is already done", args.job)
+            return EXIT_OK
+        if job.state != "running":
+            runs += 1  # a finished run: with --persist, wait for the next one
+            continue
+        try:
+            spec = ModelSpec.parse(job.model)
+            if expected is not None and str(expected) != str(spec):
+                raise ValueError(f"job {args.job} trains {spec}, not {expected}")
+            trainer = KernelTrainer(spec, data, batch=args.batch, seed=args.seed)
+        except ValueError as exc:
+            log.error("%s", exc)
+            return EXIT_CONFIG
+        reason = _train(args, transport, trainer, stop, key)
+        runs += 1
+        if reason == "model_mismatch":
+            log.error("the job's model does not fit this worker's data")
+            return EXIT_CONFIG
+        if reason != "done" or not args.persist:
+            return EXIT_OK
+    return EXIT_OK
+
+
+def _train(
+    args: argparse.Namespace,
+    transport: PahoTransport,
+    trainer: Any,
+    stop: threading.Event,
+    key: bytes | None,
+) -> str:
+    """One run of the job on the shared worker loop; returns its stop reason."""
+    from edgeps_worker.worker import Worker
+
     worker = Worker(
         transport,
         trainer,
@@ -296,10 +334,10 @@ def run(args: argparse.Namespace) -> int:
     log.info(
         "joining job %s with model %s, incarnation %d",
         args.job,
-        spec,
+        trainer.model,
         worker.incarnation,
     )
-    reason = worker.run()
+    reason: str = worker.run()
     stats = " ".join(f"{k}={v}" for k, v in worker.stats.items())
     log.info(
         "stopped (%s) at clock %d, loss %.4f: %s",
@@ -308,7 +346,4 @@ def run(args: argparse.Namespace) -> int:
         worker.last_loss,
         stats,
     )
-    if reason == "model_mismatch":
-        log.error("the job's model does not fit this worker's data")
-        return EXIT_CONFIG
-    return EXIT_OK
+    return reason

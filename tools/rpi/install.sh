@@ -71,7 +71,7 @@ run "$PREFIX/venv/bin/pip" install --upgrade pip
 run "$PREFIX/venv/bin/pip" install "$SOURCE"
 run install -d -m 0750 -o root -g "$SVC_USER" "$ETC"
 
-ARGS="--batch 32"
+ARGS="--persist --batch 32"
 if [ -n "$DATA" ]; then
     ARGS="--data $DATA $ARGS"
 fi
