@@ -24,6 +24,7 @@ import statistics
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -116,16 +117,25 @@ def _stop_feeder(proc: Any) -> None:
         proc.join(5)
 
 
+@dataclass(frozen=True)
+class Measure:
+    """A rate (messages or updates per second) and this process's CPU per message."""
+
+    rate: float
+    cpu_us: float
+
+
 def _rate(first: float | None, last: float | None, n: int) -> float:
     if first is None or last is None or n < 2 or last <= first:
         return 0.0
     return (n - 1) / (last - first)
 
 
-def _count(link: Any, n: int, alive: Any = lambda: True) -> float:
+def _count(link: Any, n: int, alive: Any) -> Measure:
     """Drain `n` messages from a HostClient inbox; rate between first and last."""
     first = last = None
     got = 0
+    cpu0 = time.process_time()
     deadline = time.monotonic() + DEADLINE
     quiet_since = time.monotonic()
     while got < n and time.monotonic() < deadline:
@@ -137,10 +147,11 @@ def _count(link: Any, n: int, alive: Any = lambda: True) -> float:
         last = quiet_since = time.monotonic()
         first = first or last
         got += 1
-    return _rate(first, last, got)
+    cpu = time.process_time() - cpu0
+    return Measure(_rate(first, last, got), 1e6 * cpu / max(got, 1))
 
 
-def measure_echo(host: str, port: int, n_params: int, n: int) -> float:
+def measure_echo(host: str, port: int, n_params: int, n: int) -> Measure:
     """Raw broker echo: one paho client publishes QoS1, another subscribes (msgs/s).
 
     Both clients live in this process, so per message it does what the PS
@@ -173,7 +184,7 @@ def measure_echo(host: str, port: int, n_params: int, n: int) -> float:
         rx.stop()
 
 
-def measure_receive(host: str, port: int, n_params: int, n: int) -> float:
+def measure_receive(host: str, port: int, n_params: int, n: int) -> Measure:
     """Receive only: a feeder process publishes, this process counts (msgs/s)."""
     from edgeps.transport.broker import BrokerAddress
     from edgeps.transport.paho_host import HostClient
@@ -195,8 +206,8 @@ def measure_receive(host: str, port: int, n_params: int, n: int) -> float:
         _stop_feeder(proc)
 
 
-def measure_ps(host: str, port: int, n_params: int, n: int) -> tuple[float, int]:
-    """Updates/s applied by the real coordinator; also the release publishes made."""
+def measure_ps(host: str, port: int, n_params: int, n: int) -> Measure:
+    """Updates/s applied by the real coordinator, each released with a publish."""
     from edgeps_worker import wire
 
     from edgeps.core import ParameterServer
@@ -238,7 +249,9 @@ def measure_ps(host: str, port: int, n_params: int, n: int) -> tuple[float, int]
     runner = threading.Timer(0.5, watchdog)
     try:
         runner.start()
+        cpu0 = time.process_time()  # idle waiting around the burst costs ~nothing
         coord.run()
+        cpu = time.process_time() - cpu0
         link.flush(10.0)
     finally:
         done.set()
@@ -246,7 +259,7 @@ def measure_ps(host: str, port: int, n_params: int, n: int) -> tuple[float, int]
         link.stop()
         _stop_feeder(proc)
     rate = _rate(coord.first_applied_at, coord.last_applied_at, coord.applied)
-    return rate, coord.releases_sent
+    return Measure(rate, 1e6 * cpu / max(coord.applied, 1))
 
 
 def run_bench(sizes: list[int], repeat: int, messages: int) -> list[dict[str, Any]]:
@@ -256,15 +269,19 @@ def run_bench(sizes: list[int], repeat: int, messages: int) -> list[dict[str, An
     with start_mosquitto() as broker:
         for n_params in sizes:
             n = _n_messages(n_params, messages)
-            echos, recvs, pss = [], [], []
+            echos: list[Measure] = []
+            recvs: list[Measure] = []
+            pss: list[Measure] = []
             for _ in range(repeat):
                 # interleaved, so slow drift of the machine hits all alike
                 echos.append(measure_echo(broker.host, broker.port, n_params, n))
                 recvs.append(measure_receive(broker.host, broker.port, n_params, n))
-                pss.append(measure_ps(broker.host, broker.port, n_params, n)[0])
-            raw = statistics.median(echos)
-            recv = statistics.median(recvs)
-            ps = statistics.median(pss)
+                pss.append(measure_ps(broker.host, broker.port, n_params, n))
+            raw = statistics.median(m.rate for m in echos)
+            recv = statistics.median(m.rate for m in recvs)
+            ps = statistics.median(m.rate for m in pss)
+            echo_cpu = statistics.median(m.cpu_us for m in echos)
+            ps_cpu = statistics.median(m.cpu_us for m in pss)
             payload = len(_update_payloads(n_params, 1)[0])
             rows.append(
                 {
@@ -276,34 +293,43 @@ def run_bench(sizes: list[int], repeat: int, messages: int) -> list[dict[str, An
                     "ps_updates_per_s": round(ps, 1),
                     "ratio": round(ps / raw, 3) if raw > 0 else None,
                     "ratio_vs_receive": round(ps / recv, 3) if recv > 0 else None,
-                    "echo_runs": [round(x, 1) for x in echos],
-                    "receive_runs": [round(x, 1) for x in recvs],
-                    "ps_runs": [round(x, 1) for x in pss],
+                    "echo_cpu_us": round(echo_cpu, 1),
+                    "receive_cpu_us": round(
+                        statistics.median(m.cpu_us for m in recvs), 1
+                    ),
+                    "ps_cpu_us": round(ps_cpu, 1),
+                    "cpu_ratio": round(echo_cpu / ps_cpu, 3) if ps_cpu > 0 else None,
+                    "echo_runs": [round(m.rate, 1) for m in echos],
+                    "receive_runs": [round(m.rate, 1) for m in recvs],
+                    "ps_runs": [round(m.rate, 1) for m in pss],
                 }
             )
     return rows
 
 
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     head = (
         f"{'params':>7} {'payload B':>10} {'msgs':>6} {'echo/s':>8} "
-        f"{'recv/s':>8} {'PS upd/s':>9} {'PS/echo':>8} {'PS/recv':>8}"
+        f"{'recv/s':>8} {'PS upd/s':>9} {'PS/echo':>8} {'PS/recv':>8} "
+        f"{'echo us':>8} {'PS us':>7}"
     )
     lines = [head, "-" * len(head)]
     for r in rows:
-        ratio = "n/a" if r["ratio"] is None else f"{r['ratio']:.2f}"
-        ratio_rx = (
-            "n/a" if r["ratio_vs_receive"] is None else f"{r['ratio_vs_receive']:.2f}"
-        )
         lines.append(
             f"{r['n_params']:>7} {r['payload_bytes']:>10} {r['messages']:>6} "
             f"{r['echo_msgs_per_s']:>8.0f} {r['receive_msgs_per_s']:>8.0f} "
-            f"{r['ps_updates_per_s']:>9.0f} {ratio:>8} {ratio_rx:>8}"
+            f"{r['ps_updates_per_s']:>9.0f} {_fmt(r['ratio']):>8} "
+            f"{_fmt(r['ratio_vs_receive']):>8} "
+            f"{r['echo_cpu_us']:>8.0f} {r['ps_cpu_us']:>7.0f}"
         )
     lines.append(
         "medians; QoS1 on a private mosquitto (127.0.0.1). echo: this process "
         "publishes and receives each message; recv: receive only; PS: decode, "
-        "apply, release publish"
+        "apply, release publish; us: this process's CPU per message"
     )
     return "\n".join(lines)
 
