@@ -40,7 +40,9 @@ class LinkProfile:
     delay: float = 0.0
     jitter: float = 0.0
     loss: float = 0.0
-    retransmit_after: float = 0.2  # seconds an MQTT client waits before resending
+    retransmit_after: float = (
+        0.3  # resend after no PUBACK (the simulator's retry_timeout)
+    )
     max_retransmits: int = 50  # keeps a loss near 1 from stalling forever
 
     def __post_init__(self) -> None:
