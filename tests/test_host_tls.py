@@ -1,0 +1,154 @@
+"""`edgeps serve` over TLS with a password: a mosquitto with its own test CA."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from edgeps.transport.broker import free_port, mosquitto_path, wait_listening
+
+pytestmark = pytest.mark.integration
+
+
+def _run(*cmd: str) -> None:
+    subprocess.run(cmd, check=True, capture_output=True, timeout=60)
+
+
+@pytest.fixture
+def tls_broker(tmp_path: Path) -> Iterator[tuple[int, Path]]:
+    """mosquitto with a TLS listener (cert for IP 127.0.0.1) and user 'edge'."""
+    exe = mosquitto_path()
+    if exe is None or shutil.which("openssl") is None:
+        pytest.skip("needs mosquitto and openssl")
+    ca_key, ca = tmp_path / "ca.key", tmp_path / "ca.pem"
+    key, csr, cert = tmp_path / "srv.key", tmp_path / "srv.csr", tmp_path / "srv.pem"
+    _run(
+        "openssl",
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "2",
+        "-keyout",
+        str(ca_key),
+        "-out",
+        str(ca),
+        "-subj",
+        "/CN=edgeps test CA",
+    )
+    _run(
+        "openssl",
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        str(key),
+        "-out",
+        str(csr),
+        "-subj",
+        "/CN=127.0.0.1",
+    )
+    ext = tmp_path / "ext.cnf"
+    ext.write_text("subjectAltName=IP:127.0.0.1\n")
+    _run(
+        "openssl",
+        "x509",
+        "-req",
+        "-in",
+        str(csr),
+        "-CA",
+        str(ca),
+        "-CAkey",
+        str(ca_key),
+        "-CAcreateserial",
+        "-out",
+        str(cert),
+        "-days",
+        "2",
+        "-extfile",
+        str(ext),
+    )
+    passwd = tmp_path / "passwd"
+    _run("mosquitto_passwd", "-b", "-c", str(passwd), "edge", "s3cret")
+    port = free_port()
+    conf = tmp_path / "tls.conf"
+    # as root, mosquitto would drop to a user that cannot read tmp_path
+    conf.write_text(
+        f"listener {port} 127.0.0.1\nallow_anonymous false\n"
+        f"password_file {passwd}\ncafile {ca}\ncertfile {cert}\nkeyfile {key}\n"
+        "persistence false\n" + ("user root\n" if os.geteuid() == 0 else "")
+    )
+    proc = subprocess.Popen(
+        [exe, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        assert wait_listening("127.0.0.1", port, 10)
+        yield port, ca
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+def _serve(port: int, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "edgeps",
+            "serve",
+            "--quiet",
+            "--broker",
+            f"mqtts://127.0.0.1:{port}",
+            "--job",
+            "tls",
+            "--max-time",
+            "0.3",
+            "--json",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_serve_connects_with_tls_and_password(tls_broker: tuple[int, Path]) -> None:
+    port, ca = tls_broker
+
+    done = _serve(
+        port, "--tls-ca", str(ca), "--username", "edge", "--password", "s3cret"
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["stop_reason"] == "max_time"
+
+
+def test_wrong_password_is_refused_clearly(tls_broker: tuple[int, Path]) -> None:
+    port, ca = tls_broker
+
+    done = _serve(port, "--tls-ca", str(ca), "--username", "edge", "--password", "nope")
+
+    assert done.returncode == 2
+    assert "refused" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_untrusted_certificate_is_refused(tls_broker: tuple[int, Path]) -> None:
+    port, _ = tls_broker
+
+    done = _serve(port, "--username", "edge", "--password", "s3cret")
+
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
