@@ -3,41 +3,36 @@
 On an ESP32 this runs after boot.py and reads config.json; on the unix port
 run ``micropython firmware/main.py cfg.json`` (CPython works the same way).
 Only the network bring-up differs: on the ESP32 every (re)connect first makes
-sure Wi-Fi is up.
+sure Wi-Fi is up. Imports are deliberately late: the parameter and gradient
+buffers are reserved first, while the heap is still unfragmented.
 """
 
+import gc
+import json
 import sys
-
-from edgeps_worker import config, data, kernels, trainer, worker
-from edgeps_worker.mqtt import MQTTClient
 
 
 def _is_esp32():
     return sys.platform == "esp32"
 
 
-class BoardMQTT(MQTTClient):
-    """The firmware MQTT client that brings Wi-Fi back before each connect."""
+def read_config(path):
+    """Validate a config file, then unload the validator (its code is heap)."""
+    from edgeps_worker import config
 
-    def __init__(self, cfg, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._cfg = cfg
+    cfg = config.load(path, _is_esp32())
+    import edgeps_worker
 
-    def connect(
-        self, will_topic=None, will_payload=None, will_retain=False, clean=True
-    ):
-        from boot import wifi_connect
-
-        cfg = self._cfg
-        if not wifi_connect(
-            cfg["wifi_ssid"], cfg["wifi_password"], cfg["wifi_timeout_ms"], 1
-        ):
-            raise OSError("wifi down")
-        super().connect(will_topic, will_payload, will_retain, clean)
+    edgeps_worker.config = None  # type: ignore[attr-defined]
+    del sys.modules["edgeps_worker.config"]
+    gc.collect()
+    return cfg
 
 
 def build_source(cfg, n_features, label_kind):
     """The configured data source: a data file, or a sensor module's read()."""
+    from edgeps_worker import data
+
     if cfg["sensor"]:
         mod = __import__(cfg["sensor"])
         src = data.SensorSource(
@@ -45,32 +40,74 @@ def build_source(cfg, n_features, label_kind):
         )
         src.fill(cfg["batch"])
         return src
-    return data.open_source(
-        cfg["data"], n_features, label_kind, cfg["capacity"], cfg["seed"]
+    path = cfg["data"]
+    if path.endswith(".csv"):
+        from edgeps_worker import datafile
+
+        return datafile.load_csv(
+            path, n_features, cfg["capacity"], label_kind, cfg["seed"]
+        )
+    src = data.FileSource(path, cfg["seed"])
+    if src.n_features != n_features or src.label_kind != label_kind:
+        src.close()
+        raise ValueError(path + " does not fit the model (features or label kind)")
+    return src
+
+
+def make_transport(cfg):
+    """The firmware MQTT client; on an ESP32 it brings Wi-Fi back on connect."""
+    from edgeps_worker.mqtt import MQTTClient
+
+    class BoardMQTT(MQTTClient):
+        def connect(
+            self, will_topic=None, will_payload=None, will_retain=False, clean=True
+        ):
+            from boot import wifi_connect
+
+            if not wifi_connect(
+                cfg["wifi_ssid"], cfg["wifi_password"], cfg["wifi_timeout_ms"], 1
+            ):
+                raise OSError("wifi down")
+            super().connect(will_topic, will_payload, will_retain, clean)
+
+    cls = BoardMQTT if _is_esp32() else MQTTClient
+    return cls(
+        cfg["worker_id"],
+        cfg["broker_host"],
+        cfg["broker_port"],
+        cfg["username"] or None,
+        cfg["password"] or None,
+        cfg["keepalive"],
     )
 
 
-def build(cfg, stop=None):
-    """A ready Worker (not yet connected) for a validated config."""
+def build(path, stop=None):
+    """A ready Worker (not yet connected) for the config file at ``path``."""
+    try:
+        with open(path) as f:
+            model = json.load(f).get("model", "")
+    except (OSError, ValueError, AttributeError):
+        model = ""
+    buffers = None
+    if isinstance(model, str) and model:
+        from edgeps_worker import kernels, trainer
+
+        try:
+            buffers = trainer.reserve(kernels.Model(model).n_params)
+        except ValueError:
+            pass  # the validation below says what is wrong with the model
+    cfg = read_config(path)
+    from edgeps_worker import kernels, trainer, worker
+
     model = cfg["model"]
     net = trainer.KernelTrainer(
         model,
-        build_source(cfg, kernels.Model(model).n_features, trainer.label_kind(model)),
+        build_source(cfg, kernels.parse_spec(model)[1][0], trainer.label_kind(model)),
         cfg["batch"],
+        buffers,
     )
-    kwargs = {
-        "port": cfg["broker_port"],
-        "user": cfg["username"] or None,
-        "password": cfg["password"] or None,
-        "keepalive": cfg["keepalive"],
-    }
-    if _is_esp32():
-        transport = BoardMQTT(cfg, cfg["worker_id"], cfg["broker_host"], **kwargs)
-    else:
-        transport = MQTTClient(cfg["worker_id"], cfg["broker_host"], **kwargs)
-    log = print if cfg["verbose"] else None
     return worker.Worker(
-        transport,
+        make_transport(cfg),
         net,
         cfg["job"],
         cfg["worker_id"],
@@ -79,22 +116,19 @@ def build(cfg, stop=None):
         heartbeat_ms=cfg["heartbeat_ms"],
         release_timeout_ms=cfg["release_timeout_ms"],
         max_chunk=cfg["max_chunk"],
-        key=config.hmac_key_bytes(cfg),
-        log=log,
+        key=cfg["hmac_key"].encode() or None,
+        log=print if cfg["verbose"] else None,
     )
 
 
 def main(argv):
     path = argv[1] if len(argv) > 1 else "config.json"
     try:
-        cfg = config.load(path, _is_esp32())
-        w = build(cfg)
+        w = build(path)
     except (ValueError, OSError) as exc:
         print("edgeps worker: " + str(exc))
         return 2
-    print(
-        "edgeps worker " + cfg["worker_id"] + " job " + cfg["job"] + " " + cfg["model"]
-    )
+    print("edgeps worker " + w.wid + " job " + w.job + " " + w.trainer.model)
     reason = w.run()
     print("stopped: " + reason + " " + str(w.stats))
     return 0 if reason in ("done", "iterations", "stopped") else 1

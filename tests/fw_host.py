@@ -138,13 +138,23 @@ def write_worker_config(tmp_path: Path, port: int, **changes: Any) -> Path:
 
 
 def start_worker(
-    exe: str, config: Path, limit_ms: int, heapsize: str | None = None, probe=False
+    exe: str,
+    config: Path,
+    limit_ms: int,
+    heapsize: str | None = None,
+    probe: bool = False,
+    path: Path = FIRMWARE,
 ) -> subprocess.Popen[str]:
+    """The worker script under MicroPython, importing the firmware from ``path``."""
     cmd = [exe]
     if heapsize:
         cmd += ["-X", f"heapsize={heapsize}"]
-    cmd += [WORKER_SCRIPT, str(config), str(limit_ms)] + (["probe"] if probe else [])
-    env = dict(os.environ, MICROPYPATH=f"{FIRMWARE}:.frozen")
+    # a precompiled tree holds fw_worker.mpy too: run it as a module
+    script = (
+        ["-m", "fw_worker"] if (path / "fw_worker.mpy").exists() else [WORKER_SCRIPT]
+    )
+    cmd += [*script, str(config), str(limit_ms)] + (["probe"] if probe else [])
+    env = dict(os.environ, MICROPYPATH=f"{path}:.frozen")
     return subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
         cwd=FIRMWARE,

@@ -99,7 +99,7 @@ def test_flash_mpy_plan_really_runs_mpy_cross(tmp_path):
         ({"data": "../x.bin"}, "file name next to the config"),
         ({"data": "", "sensor": ""}, "exactly one of"),
         ({"sensor": "accel"}, "exactly one of"),
-        ({"hmac_key": "abc"}, "hmac_key"),
+        ({"hmac_key": " abc"}, "hmac_key"),
     ],
 )
 def test_flash_rejects_bad_configs_before_touching_the_board(
@@ -182,7 +182,7 @@ def test_deploy_writes_files_consistent_with_the_worker_cli(tmp_path):
         "EDGEPS_BROKER": "mqtt://10.0.0.2:1883",
         "EDGEPS_JOB": "j1",
         "EDGEPS_ID": "pi-7",
-        "EDGEPS_ARGS": "--data /var/lib/edgeps/d.csv --batch 32",
+        "EDGEPS_ARGS": "--data /var/lib/edgeps/d.csv --persist --batch 32",
     }
     # the unit's command line parses with the real `edgeps worker` flags
     from edgeps.cli import build_parser
@@ -190,7 +190,7 @@ def test_deploy_writes_files_consistent_with_the_worker_cli(tmp_path):
     argv = ["worker", "--broker", env["EDGEPS_BROKER"], "--job", env["EDGEPS_JOB"],
             "--id", env["EDGEPS_ID"], *shlex.split(env["EDGEPS_ARGS"])]  # fmt: skip
     args = build_parser("worker", argv).parse_args(argv)
-    assert args.worker_id == "pi-7" and args.batch == 32
+    assert args.worker_id == "pi-7" and args.batch == 32 and args.persist
     steps = (out / "install-steps.sh").read_text()
     assert "/opt/edgeps/venv/bin/pip install ." in steps
     assert "systemctl enable --now edgeps-worker.service" in steps

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import FIRMWARE, REPO, run_micropython
-from edgeps_worker import data
+from edgeps_worker import data, datafile
 
 SCRIPT = str(REPO / "tests" / "mpy" / "fw_data.py")
 
@@ -20,7 +20,7 @@ def write_inputs(tmp_path: Path) -> tuple[str, str]:
     X = rng.normal(size=(20, 5)).astype(np.float32)
     y = rng.integers(0, 4, 20)
     binf = tmp_path / "d.bin"
-    data.write_file(str(binf), X.tolist(), y.tolist())
+    datafile.write_file(str(binf), X.tolist(), y.tolist())
     csvf = tmp_path / "d.csv"
     csvf.write_text("# x0,x1,label\n1,2,0\n3,4,1\n\n5,6,1\n")
     return str(binf), str(csvf)
@@ -55,7 +55,7 @@ def test_file_source_reads_the_rows_written():
     labels = list(range(10))
     path = Path(__file__).parent / "__fw_data_rows.bin"
     try:
-        data.write_file(str(path), rows, labels)
+        datafile.write_file(str(path), rows, labels)
         src = data.FileSource(str(path), seed=2)
         X = array("f", bytes(4 * 2 * 8))
         y = array("i", bytes(4 * 8))
@@ -94,14 +94,14 @@ def test_bad_files_raise_value_error(tmp_path):
     bad_csv = tmp_path / "bad.csv"
     bad_csv.write_text("1,2\n")
     truncated = tmp_path / "trunc.bin"
-    data.write_file(str(truncated), [[1.0, 2.0]] * 3, [0, 1, 0])
+    datafile.write_file(str(truncated), [[1.0, 2.0]] * 3, [0, 1, 0])
     truncated.write_bytes(truncated.read_bytes()[:-3])
     for path in (short, truncated):
         with pytest.raises(ValueError):
             data.FileSource(str(path))
     with pytest.raises(ValueError, match="expected 3 values"):
-        data.load_csv(str(bad_csv), 2, 4)
+        datafile.load_csv(str(bad_csv), 2, 4)
     good = tmp_path / "good.bin"
-    data.write_file(str(good), [[1.0, 2.0]], [0])
+    datafile.write_file(str(good), [[1.0, 2.0]], [0])
     with pytest.raises(ValueError, match="model wants"):
-        data.open_source(str(good), 3)
+        datafile.open_source(str(good), 3)

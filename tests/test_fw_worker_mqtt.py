@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from edgeps.kernels import ModelSpec, get_backend
-from edgeps_worker import data
+from edgeps_worker import data, datafile
 from fw_host import MiniPS, finish_worker, start_worker, write_worker_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.firmware]
@@ -16,7 +16,7 @@ def write_data(path, n=40, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 8)).astype(np.float32)
     y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0.5).astype(int)
-    data.write_file(str(path), X.tolist(), y.tolist())
+    datafile.write_file(str(path), X.tolist(), y.tolist())
 
 
 def expected_grads(path, seed, batch, n_steps, history, base_versions):

@@ -5,6 +5,7 @@ copies PARAMS into ``params_buffer()``, ``step()`` draws a minibatch from the
 source and returns (mean loss, samples, gradient array('f')).
 """
 
+import gc
 from array import array
 
 from edgeps_worker.data import LABEL_FLOAT, LABEL_INT
@@ -14,10 +15,16 @@ from edgeps_worker.kernels import Model
 class KernelTrainer:
     """Minibatch gradients of one model spec on one data source."""
 
-    def __init__(self, spec, source, batch=16):
+    def __init__(self, spec, source, batch=16, buffers=None):
+        """``buffers``: optional (params, grad) array('f') pairs reserved early."""
         if batch < 1:
             raise ValueError("batch must be a positive integer")
         self.net = Model(spec)
+        if buffers is None:
+            buffers = reserve(self.net.n_params)
+        self.params, self.grad = buffers
+        if len(self.params) != self.net.n_params or len(self.grad) != len(self.params):
+            raise ValueError("buffers must hold n_params floats each")
         if source.n_features != self.net.n_features:
             raise ValueError(
                 "data has "
@@ -31,8 +38,6 @@ class KernelTrainer:
         self.source = source
         self.batch = batch
         self.n_params = self.net.n_params
-        self.params = array("f", bytes(4 * self.n_params))
-        self.grad = array("f", bytes(4 * self.n_params))
         self.X = array("f", bytes(4 * batch * self.net.n_features))
         kind = label_kind(spec)
         self.y = array("i" if kind == LABEL_INT else "f", bytes(4 * batch))
@@ -52,6 +57,17 @@ class KernelTrainer:
         loss = self.net.loss_and_grad(self.params, self.X, self.y, n, self.grad)
         self.steps += 1
         return loss, n, self.grad
+
+
+def reserve(n_params):
+    """The parameter and gradient buffers, allocated together after a collection.
+
+    On a board they are the largest objects; taking them before the worker's
+    modules are imported keeps the heap from being too fragmented for them.
+    """
+    gc.collect()
+    zeros = bytes(4 * n_params)
+    return array("f", zeros), array("f", zeros)
 
 
 def label_kind(spec):

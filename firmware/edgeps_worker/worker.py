@@ -35,6 +35,8 @@ pushes made), "stopped" (the stop callback said so), "model_mismatch" (the job
 trains a model of another size).
 """
 
+import gc
+
 from edgeps_worker import clock, wire
 
 # counters exposed in Worker.stats, in this order
@@ -48,6 +50,7 @@ STAT_NAMES = (
     "rejects",
     "bad_messages",
     "timeouts",
+    "memory_errors",
 )
 
 
@@ -180,7 +183,12 @@ class Worker:
             try:
                 self._session()
                 backoff = self.backoff_min_ms
-            except OSError as exc:
+            except (OSError, MemoryError) as exc:
+                # a heap too fragmented for one packet is survivable: drop the
+                # link (and its buffers), collect, and rejoin like after a drop
+                if isinstance(exc, MemoryError):
+                    self.stats["memory_errors"] += 1
+                    gc.collect()
                 self._note("link lost: " + repr(exc))
                 self._close()
                 if self.stop_reason is not None or self._should_stop():

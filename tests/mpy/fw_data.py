@@ -3,7 +3,7 @@
 import sys
 from array import array
 
-from edgeps_worker import data
+from edgeps_worker import data, datafile
 
 ring = data.RingBuffer(4, 3, data.LABEL_INT, seed=9)
 for i in range(6):
@@ -21,7 +21,7 @@ print("file", src.n_features, src.n_samples, src.batch(X, y, 6), list(y))
 print("filex", " ".join(repr(v) for v in X[: src.n_features]))
 src.close()
 
-csv = data.open_source(sys.argv[2], 2, data.LABEL_INT, 8, 2)
+csv = datafile.open_source(sys.argv[2], 2, data.LABEL_INT, 8, 2)
 X = array("f", bytes(4 * 3 * 2))
 y = array("i", bytes(4 * 3))
 print("csv", csv.count(), csv.batch(X, y, 3), list(y), list(X))

@@ -35,7 +35,8 @@ Group=edgeps
 EnvironmentFile=/etc/edgeps/worker.env
 ExecStart=/opt/edgeps/venv/bin/edgeps worker --broker ${EDGEPS_BROKER} \
 --job ${EDGEPS_JOB} --id ${EDGEPS_ID} $EDGEPS_ARGS
-# exit 0 means the job is done: stay down; crashes and lost brokers restart
+# exit 0: stopped on purpose (with --persist a finished job does not end it);
+# crashes restart; a lost broker or host is retried inside the worker
 Restart=on-failure
 RestartSec=5
 # exit 2 is a configuration error (bad flags, bad data file): retrying won't help
@@ -69,10 +70,11 @@ def check_args(broker: str, job: str, worker_id: str, batch: int) -> None:
 
 def worker_args(data: str | None, batch: int, extra: list[str]) -> str:
     """EDGEPS_ARGS: the flags after broker, job and id, as install.sh writes them."""
+    # --persist: a finished job leaves the service waiting for the job's next run
     parts = []
     if data:
         parts += ["--data", data]
-    parts += ["--batch", str(batch), *extra]
+    parts += ["--persist", "--batch", str(batch), *extra]
     return shlex.join(parts)
 
 
