@@ -222,3 +222,18 @@ def test_metrics_records_carry_per_worker_state(tmp_path: Path) -> None:
     w1 = record["workers"]["w1"]
     assert w1["clock"] == 1 and w1["state"] == "live" and w1["accepted"] == 1
     assert {"staleness", "class", "waiting"} <= set(w1)
+
+
+def test_worker_with_another_model_is_refused_not_joined() -> None:
+    coord, link = _coordinator()
+    up = wire.topic_up(JOB, "w1")
+
+    coord.handle(up, wire.encode_hello(JOB, "w1", 1, "mlp:4-3-2"), 0.0)
+    right = wire.encode_hello(JOB, "w3", 1, f"linear:{N - 1}")
+    coord.handle(wire.topic_up(JOB, "w3"), right, 0.0)
+
+    assert coord.ingest.dropped == {"model_mismatch": 1}
+    assert "w3" in coord.server.stats()
+    (reject,) = link.decoded(wire.topic_down(JOB, "w1"))
+    assert (reject.type, reject.reason) == (wire.REJECT, "model_mismatch")
+    assert "w1" not in coord.server.stats()

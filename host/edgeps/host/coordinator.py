@@ -110,6 +110,7 @@ class Coordinator:
         self.last_applied_at: float | None = None
         self.chunk_of: dict[str, int] = {}
         self._down: dict[str, str] = {}  # worker id -> its down topic
+        self._models_ok: set[str] = set()  # spellings of our model seen in hellos
         self._release_seq: Counter[str] = Counter()
         self._key_kw: dict[str, Any] = (
             {} if settings.hmac_key is None else {"key": settings.hmac_key}
@@ -206,6 +207,11 @@ class Coordinator:
             result: list[Any] = server.handle_push(event, now)
             return result
         if isinstance(event, Hello):
+            if not self._same_model(event.model):
+                # it would push gradients of the wrong shape: tell it, do not join it
+                self.ingest.drop("model_mismatch", f"{event.worker_id}: {event.model}")
+                self._send_reject(Rejected(event.worker_id, 0, "model_mismatch"))
+                return []
             self.chunk_of[event.worker_id] = max(256, event.max_chunk)
             result = server.join(event.worker_id, now, event.incarnation)
             return result
@@ -216,6 +222,22 @@ class Coordinator:
             result = server.leave(event.worker_id, now, event.reason)
             return result
         raise TypeError(f"unknown event {event!r}")
+
+    def _same_model(self, text: str) -> bool:
+        """True if a worker's announced model is ours (or it announced none)."""
+        if not text or text == self.settings.model or text in self._models_ok:
+            return True
+        try:
+            from edgeps.kernels import ModelSpec
+
+            same = str(ModelSpec.parse(text)) == str(
+                ModelSpec.parse(self.settings.model)
+            )
+        except (ValueError, TypeError):
+            return False
+        if same and len(self._models_ok) < 64:
+            self._models_ok.add(text)
+        return same
 
     # ---- periodic work
     def tick(self, now: float) -> None:
