@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+
 import numpy as np
 import pytest
+from conftest import FIRMWARE, REPO
 from edgeps.kernels import ModelSpec, get_backend
 from edgeps_worker import data, datafile
 from fw_host import MiniPS, finish_worker, start_worker, write_worker_config
@@ -96,3 +101,67 @@ def test_worker_survives_a_broker_restart(micropython, mosquitto, tmp_path):
     assert len(ps.hellos) >= 2
     # the unreleased 3rd UPDATE was resent after reconnecting and deduplicated
     assert report["stats"]["resends"] >= 1 and ps.duplicates >= 1
+
+
+def run_main_py(exe, config, extra_path: str = ""):
+    env = dict(os.environ, MICROPYPATH=f"{FIRMWARE}:{extra_path}:.frozen")
+    return subprocess.Popen(
+        [exe, str(FIRMWARE / "main.py"), str(config)], stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, env=env, cwd=FIRMWARE,
+    )  # fmt: skip
+
+
+def test_main_py_trains_from_a_sensor_module(micropython, mosquitto, tmp_path):
+    # Prepare: the sensor source reads tests/mpy/fw_sensor.py's read()
+    cfg = write_worker_config(
+        tmp_path, mosquitto.port, data="", sensor="fw_sensor", max_iterations=3,
+        model="logistic:8",
+    )  # fmt: skip
+    spec = ModelSpec.parse("logistic:8")
+    ps = MiniPS(mosquitto.port, "fwjob", "logistic:8", spec.init_params(0))
+    ps.start()
+    try:
+        # Execute
+        proc = run_main_py(micropython, cfg, str(REPO / "tests" / "mpy"))
+        out, _ = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        ps.stop()
+    # Assert
+    assert proc.returncode == 0, out
+    assert "stopped: iterations" in out
+    assert [u.seq for u in ps.updates] == [1, 2, 3]
+    # 5 readings taken at start-up, one more before each step
+    assert [u.samples for u in ps.updates] == [5, 5, 5]
+
+
+def test_main_py_exits_2_on_a_bad_config(micropython, tmp_path):
+    cfg = tmp_path / "bad.json"
+    cfg.write_text(json.dumps({"job": "j", "model": "mlp:3"}))
+    proc = run_main_py(micropython, cfg)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    assert "missing key 'worker_id'" in out and "model spec" in out
+
+
+def test_worker_stops_when_the_job_is_done(micropython, mosquitto, tmp_path):
+    # Prepare
+    write_data(tmp_path / "data.bin")
+    cfg = write_worker_config(tmp_path, mosquitto.port, max_iterations=0)
+    spec = ModelSpec.parse(SPEC)
+    ps = MiniPS(mosquitto.port, "fwjob", SPEC, spec.init_params(4))
+    ps.hold_after = 2
+    ps.start()
+    try:
+        proc = start_worker(micropython, cfg, limit_ms=60000)
+        assert ps.wait_for(lambda p: len(p.updates) >= 2, 60)
+        # Execute
+        ps.stop(done=True)
+        report, out = finish_worker(proc, timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    # Assert
+    assert report["reason"] == "done", out
+    assert report["stats"]["pushes"] == 2
