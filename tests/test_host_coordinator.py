@@ -237,3 +237,17 @@ def test_worker_with_another_model_is_refused_not_joined() -> None:
     (reject,) = link.decoded(wire.topic_down(JOB, "w1"))
     assert (reject.type, reject.reason) == (wire.REJECT, "model_mismatch")
     assert "w1" not in coord.server.stats()
+
+
+def test_hello_from_an_older_life_is_rejected_without_breaking_the_loop() -> None:
+    coord, link = _coordinator()
+    up = wire.topic_up(JOB, "w1")
+    coord.handle(up, wire.encode_hello(JOB, "w1", 5), 0.0)
+
+    coord.handle(up, wire.encode_hello(JOB, "w1", 3), 0.1)  # a late, older hello
+
+    rejects = [
+        m for m in link.decoded(wire.topic_down(JOB, "w1")) if m.type == wire.REJECT
+    ]
+    assert [(m.seq, m.reason) for m in rejects] == [(0, "stale_incarnation")]
+    assert coord.ingest.dropped == {} and coord.outbox.errors == 0

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
-from edgeps_worker import wire
 
 from edgeps.core.types import Applied, Push, Rejected, Release
 from edgeps.host.ingest import Bye, Heartbeat, Hello, Ingest
 from edgeps.host.metrics import MetricsWriter, Progress
+from edgeps.host.outbox import Outbox
 
 log = logging.getLogger(__name__)
 
@@ -103,69 +103,35 @@ class Coordinator:
         )
         self.stop_event = threading.Event()
         self.applied = 0
-        self.releases_sent = 0
+        self.outbox = Outbox(
+            link,
+            job=settings.job,
+            model=settings.model,
+            max_chunk=settings.max_chunk,
+            send_rejects=settings.send_rejects,
+            hmac_key=settings.hmac_key,
+        )
         self.rejected: Counter[str] = Counter()
         self.accuracy: float | None = None
         self.first_applied_at: float | None = None
         self.last_applied_at: float | None = None
-        self.chunk_of: dict[str, int] = {}
-        self._down: dict[str, str] = {}  # worker id -> its down topic
         self._models_ok: set[str] = set()  # spellings of our model seen in hellos
-        self._release_seq: Counter[str] = Counter()
-        self._key_kw: dict[str, Any] = (
-            {} if settings.hmac_key is None else {"key": settings.hmac_key}
-        )
         self._t0 = clock()
         self._last_rate = (self._t0, 0)
         self._rate = 0.0
 
-    # ---- topics and outgoing messages
+    # ---- outgoing messages
+    @property
+    def releases_sent(self) -> int:
+        return self.outbox.releases_sent
+
+    @property
+    def chunk_of(self) -> dict[str, int]:
+        return self.outbox.chunk_of
+
     def publish_model(self, state: str) -> None:
         """Retained MODEL message: job state, model spec and current version."""
-        payload = wire.encode_model(
-            self.settings.job,
-            state,
-            self.settings.model,
-            int(self.server.version),
-            int(self.server.n_params),
-            **self._key_kw,
-        )
-        self.link.publish(wire.topic_model(self.settings.job), payload, 1, True)
-
-    def _send_params(self, worker_ids: list[str]) -> None:
-        version, params = self.server.params_snapshot()
-        # the snapshot is already a private copy: frame straight from its buffer
-        data = np.ascontiguousarray(params, dtype="<f4").data
-        job = self.settings.job
-        for wid in worker_ids:
-            self._release_seq[wid] += 1
-            chunks = wire.encode_params(
-                job,
-                wid,
-                int(version),
-                data,
-                max_chunk=self.chunk_of.get(wid, self.settings.max_chunk),
-                seq=self._release_seq[wid],
-                **self._key_kw,
-            )
-            topic = self._down.get(wid)
-            if topic is None:
-                topic = self._down[wid] = wire.topic_down(job, wid)
-            for chunk in chunks:
-                self.link.publish(topic, chunk, 1, False)
-            self.releases_sent += 1
-
-    def _send_reject(self, action: Rejected) -> None:
-        if not self.settings.send_rejects or not wire.valid_id(action.worker_id):
-            return
-        payload = wire.encode_reject(
-            self.settings.job,
-            action.worker_id,
-            action.seq,
-            action.reason,
-            **self._key_kw,
-        )
-        self.link.publish(wire.topic_down(self.settings.job, action.worker_id), payload)
+        self.outbox.model(state, self.server.version, self.server.n_params)
 
     def carry_out(self, actions: list[Any]) -> None:
         """Execute the core's actions; all releases in one batch share one snapshot."""
@@ -182,9 +148,10 @@ class Coordinator:
                     self.first_applied_at = self.last_applied_at
             elif isinstance(action, Rejected):
                 self.rejected[action.reason] += 1
-                self._send_reject(action)
+                self.outbox.reject(action.worker_id, action.seq, action.reason)
         if release_to:
-            self._send_params(release_to)
+            version, params = self.server.params_snapshot()
+            self.outbox.params(release_to, version, params)
 
     # ---- incoming messages
     def handle(self, topic: str, payload: bytes, now: float) -> None:
@@ -210,7 +177,7 @@ class Coordinator:
             if not self._same_model(event.model):
                 # it would push gradients of the wrong shape: tell it, do not join it
                 self.ingest.drop("model_mismatch", f"{event.worker_id}: {event.model}")
-                self._send_reject(Rejected(event.worker_id, 0, "model_mismatch"))
+                self.outbox.reject(event.worker_id, 0, "model_mismatch")
                 return []
             self.chunk_of[event.worker_id] = max(256, event.max_chunk)
             result = server.join(event.worker_id, now, event.incarnation)
