@@ -62,3 +62,15 @@ def test_missing_files_are_named(tmp_path: Path) -> None:
         merge({"resume": str(tmp_path / "nope.npz")})
     with pytest.raises(FileNotFoundError, match="--checkpoint"):
         merge({"checkpoint": str(tmp_path / "no" / "dir" / "c.npz")})
+
+
+def test_flag_and_toml_can_turn_reject_messages_off(tmp_path: Path) -> None:
+    conf = tmp_path / "quiet.toml"
+    conf.write_text("send-rejects = false\n")
+
+    from_file = merge({}, str(conf))
+    from_flag = merge({"send_rejects": False})
+    default = merge({})
+
+    assert from_file.send_rejects is False and from_flag.send_rejects is False
+    assert default.send_rejects is True

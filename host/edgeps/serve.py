@@ -60,6 +60,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     _flag(p, "--checkpoint-interval", "seconds between checkpoints", type=float)
     _flag(p, "--resume", "start from this checkpoint")
     _flag(p, "--max-chunk", "chunk size for workers that announce none", type=int)
+    _flag(
+        p,
+        "--no-reject-messages",
+        "count dropped pushes without sending REJECT to the worker",
+        action="store_false",
+        dest="send_rejects",
+    )
     _flag(p, "--username", "MQTT user name")
     _flag(p, "--password", "MQTT password")
     _flag(p, "--tls-ca", "CA bundle for the broker's certificate")

@@ -47,6 +47,7 @@ class ServeConfig:
     tls_insecure: bool = False
     hmac_key_file: str | None = None
     max_chunk: int = 4096
+    send_rejects: bool = True  # tell a worker why its push was dropped (REJECT)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -234,6 +234,7 @@ class Coordinator:
             self._rate = (self.applied - n_prev) / (now - t_prev)
         self._last_rate = (now, self.applied)
         return {
+            "time": round(time.time(), 3),  # wall clock, for joining with other logs
             "elapsed": round(self.elapsed(now), 3),
             "version": int(self.server.version),
             "accuracy": self.accuracy,
@@ -241,9 +242,16 @@ class Coordinator:
             "updates_per_s": self._rate,
             "max_staleness": int(getattr(self.server, "max_staleness_seen", 0)),
             "workers": self.worker_rows(now),
-            "dropped": dict(self.ingest.dropped),
-            "inbox_dropped": int(getattr(self.link, "dropped", 0)),
+            "dropped": self.dropped(),
         }
+
+    def dropped(self) -> dict[str, int]:
+        """Messages dropped by reason, including those the full inbox lost."""
+        out = dict(self.ingest.dropped)
+        lost = int(getattr(self.link, "dropped", 0))
+        if lost:
+            out["inbox_full"] = lost
+        return out
 
     def worker_rows(self, now: float) -> dict[str, dict[str, Any]]:
         """Per worker: clock, staleness, state, straggler class, accepted/rejected."""
@@ -358,5 +366,5 @@ class Coordinator:
             updates_per_s=self.applied / elapsed if elapsed > 0 else 0.0,
             max_staleness=int(getattr(self.server, "max_staleness_seen", 0)),
             workers=rows,
-            dropped=dict(self.ingest.dropped),
+            dropped=self.dropped(),
         )

@@ -226,6 +226,7 @@ class Job:
                 metrics_interval=cfg.metrics_interval,
                 checkpoint_interval=cfg.checkpoint_interval,
                 max_chunk=cfg.max_chunk,
+                send_rejects=cfg.send_rejects,
                 hmac_key=self.hmac_key,
             )
             coord = Coordinator(
