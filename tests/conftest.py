@@ -84,7 +84,7 @@ def start_mosquitto(tmp_path: Path) -> Broker:
     conf = tmp_path / "mosquitto.conf"
     conf.write_text(
         f"listener {port} 127.0.0.1\nallow_anonymous true\n"
-        "persistence false\nmax_inflight_messages 100\n"
+        "persistence false\nmax_inflight_messages 100\nset_tcp_nodelay true\n"
         "max_queued_messages 10000\n"
     )
     proc = _spawn_mosquitto(conf)

@@ -163,6 +163,7 @@ def start_mosquitto(*, exe: str | None = None) -> BrokerHandle:
         conf.write_text(
             f"listener {port} 127.0.0.1\nallow_anonymous true\n"
             "persistence false\nmax_inflight_messages 100\n"
+            "set_tcp_nodelay true\n"
             "max_queued_messages 10000\nmessage_size_limit 16777216\n"
         )
         proc = subprocess.Popen(
