@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stderr
     emu = None
     try:
-        job = Job(cfg, broker=broker, out=out)
+        job = Job(cfg, broker=broker, out=out, banner=False)
         print(
             f"edgeps demo: {broker.kind} broker at {broker.url}, "
             f"policy {job.policy_name}, model {job.model.spec}, "

@@ -179,6 +179,7 @@ class Job:
         broker: BrokerHandle | None = None,
         out: IO[str] | None = None,
         prefer_broker: str = "mosquitto",
+        banner: bool = True,
     ) -> None:
         self.cfg = cfg
         if not wire.valid_id(cfg.job):
@@ -194,6 +195,7 @@ class Job:
         self.out = out if out is not None else sys.stderr
         self.coordinator: Coordinator | None = None
         self.ready = threading.Event()
+        self.banner = banner  # say where workers should connect
 
     @property
     def broker(self) -> BrokerHandle:
@@ -217,6 +219,17 @@ class Job:
                 options=self.options,
             )
             client.start()
+            if self.banner:
+                b = self.broker
+                started = "" if b.kind == "external" else f" ({b.kind}, started here)"
+                print(
+                    f"edgeps serve: job {cfg.job} on {b.url}{started}; policy "
+                    f"{self.policy_name}, model {self.model.spec}, dataset "
+                    f"{cfg.dataset}; workers: edgeps worker --broker {b.url} "
+                    f"--job {cfg.job} --id ID ...",
+                    file=self.out,
+                    flush=True,
+                )
             settings = Settings(
                 job=cfg.job,
                 model=str(self.model.spec),
