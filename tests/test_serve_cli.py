@@ -43,8 +43,9 @@ def wait_version(path: Path, version: int, timeout: float) -> bool:
 
 
 @pytest.mark.integration
-def test_sigint_writes_a_final_checkpoint_and_resume_continues(
-    mosquitto: Any, tmp_path: Path
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_signal_writes_a_final_checkpoint_and_resume_continues(
+    mosquitto: Any, tmp_path: Path, signum: int
 ) -> None:
     # Prepare: a job with no stop condition, two sensors training on it
     ckpt, metrics = tmp_path / "run.npz", tmp_path / "run.jsonl"
@@ -73,7 +74,7 @@ def test_sigint_writes_a_final_checkpoint_and_resume_continues(
         assert wait_version(metrics, 10, 60)
 
         # Execute
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
