@@ -298,7 +298,7 @@ class Coordinator:
                 reason = "interrupted"
                 break
             item = self.link.get(min(0.05, s.tick_interval))
-            # drain a burst without re-reading the clock per message
+            # drain a burst (bounded, so periodic work still runs under load)
             burst = 0
             while item is not None:
                 now = self.clock()
@@ -332,11 +332,15 @@ class Coordinator:
         return self.finish(reason)
 
     def _emit(self, now: float, force: bool = False) -> None:
-        record = self.record(now)
-        if self.metrics is not None:
-            self.metrics.write(record)
-        if self.progress is not None:
-            self.progress.show(record, now, force=force)
+        # a full disk or a closed terminal must not stop training
+        try:
+            record = self.record(now)
+            if self.metrics is not None:
+                self.metrics.write(record)
+            if self.progress is not None:
+                self.progress.show(record, now, force=force)
+        except Exception:
+            log.exception("could not write metrics/progress")
 
     def _checkpoint(self) -> None:
         if self.on_checkpoint is None:
