@@ -112,3 +112,33 @@ def test_wrong_credentials_or_files_are_clear_errors(tmp_path: Path) -> None:
         )
     with pytest.raises(ConnectionError, match="cannot connect"):
         HostClient(addr, client_id="x", subscriptions=[]).start(timeout=2)
+
+
+def test_inbox_is_bounded_in_bytes_too(mosquitto: Any) -> None:
+    # Prepare: room for two 1000-byte payloads
+    link = HostClient(
+        BrokerAddress(mosquitto.host, mosquitto.port),
+        client_id="host-bytes",
+        subscriptions=[("b/#", 1)],
+        queue_bytes=2500,
+    )
+    link.start()
+    pub = _publisher(mosquitto)
+    try:
+        # Execute
+        for _ in range(5):
+            pub.publish("b/x", bytes(1000), qos=1).wait_for_publish(10)
+        deadline = time.monotonic() + 10
+        while link.dropped < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        first = _drain(link, 2, 5)
+        pub.publish("b/x", bytes(1000), qos=1).wait_for_publish(10)
+        after = _drain(link, 1, 5)  # room again once the first two were taken
+    finally:
+        pub.disconnect()
+        pub.loop_stop()
+        link.stop()
+
+    # Assert
+    assert link.dropped == 3
+    assert len(first) == 2 and len(after) == 1

@@ -70,15 +70,20 @@ class HostClient:
         subscriptions: list[tuple[str, int]],
         options: MqttOptions | None = None,
         queue_size: int = 20000,
+        queue_bytes: int = 256 << 20,
     ) -> None:
         self.options = options or MqttOptions()
         self.options.check()
-        if queue_size < 1:
-            raise ValueError(f"queue_size must be positive, got {queue_size}")
+        if queue_size < 1 or queue_bytes < 1:
+            raise ValueError("queue_size and queue_bytes must be positive")
         self.address = address
         self.subscriptions = list(subscriptions)
         self.inbox: queue.Queue[tuple[str, bytes]] = queue.Queue(maxsize=queue_size)
         self.dropped = 0  # messages lost because the inbox was full
+        # a flood of large payloads must not grow memory without bound either
+        self.queue_bytes = queue_bytes
+        self._held = 0
+        self._held_lock = threading.Lock()
         self.connects = 0
         self.disconnects = 0
         self._connected = threading.Event()
@@ -134,10 +139,25 @@ class HostClient:
             log.warning("disconnected from broker (%s); paho will reconnect", reason)
 
     def _on_message(self, client: mqtt.Client, userdata: Any, msg: Any) -> None:
+        size = len(msg.payload)
+        with self._held_lock:
+            if self._held + size > self.queue_bytes:
+                self.dropped += 1
+                return
+            self._held += size
         try:
             self.inbox.put_nowait((msg.topic, msg.payload))
         except queue.Full:
+            self._release(size)
             self.dropped += 1
+
+    def _release(self, size: int) -> None:
+        with self._held_lock:
+            self._held -= size
+
+    def _taken(self, item: tuple[str, bytes]) -> tuple[str, bytes]:
+        self._release(len(item[1]))
+        return item
 
     # API used from the coordinator thread
     @property
@@ -180,13 +200,13 @@ class HostClient:
     def get(self, timeout: float) -> tuple[str, bytes] | None:
         """Next received (topic, payload), or None after at most `timeout` seconds."""
         try:
-            return self.inbox.get(timeout=timeout)
+            return self._taken(self.inbox.get(timeout=timeout))
         except queue.Empty:
             return None
 
     def get_nowait(self) -> tuple[str, bytes] | None:
         try:
-            return self.inbox.get_nowait()
+            return self._taken(self.inbox.get_nowait())
         except queue.Empty:
             return None
 
