@@ -57,6 +57,11 @@ def _n_messages(n_params: int, override: int) -> int:
     return {1024: 6000, 16384: 3000}.get(n_params, 1000 if n_params > 16384 else 3000)
 
 
+def _inbox_bytes(n_params: int, n: int) -> int:
+    """Room for a whole run in the inbox: the bench measures rates, not drops."""
+    return (n + 100) * (4 * n_params + 1024)
+
+
 def _update_payloads(n_params: int, n: int) -> list[bytes]:
     """Encoded UPDATE messages, round-robin over the bench workers."""
     from edgeps_worker import wire
@@ -166,6 +171,7 @@ def measure_echo(host: str, port: int, n_params: int, n: int) -> Measure:
         client_id="bench-echo-rx",
         subscriptions=[(RAW_TOPIC, 1)],
         queue_size=n + 10,
+        queue_bytes=_inbox_bytes(n_params, n),
     )
     tx = HostClient(addr, client_id="bench-echo-tx", subscriptions=[])
     rx.start()
@@ -194,6 +200,7 @@ def measure_receive(host: str, port: int, n_params: int, n: int) -> Measure:
         client_id="bench-raw-rx",
         subscriptions=[(RAW_TOPIC, 1)],
         queue_size=n + 10,
+        queue_bytes=_inbox_bytes(n_params, n),
     )
     link.start()
     proc, go = _start_feeder(host, port, "raw", n_params, n)
@@ -222,6 +229,7 @@ def measure_ps(host: str, port: int, n_params: int, n: int) -> Measure:
         client_id="bench-ps",
         subscriptions=[(wire.topic_up_wildcard(JOB), 1)],
         queue_size=n + 100,
+        queue_bytes=_inbox_bytes(n_params, n),
     )
     link.start()
     settings = Settings(
