@@ -40,7 +40,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="sensor behaviour: stragglers (2 of 8 are 4x slower), homogeneous, "
         "interference, mixed, churn",
     )
-    add_job_flags(parser)
+    add_job_flags(parser, DEMO_DEFAULTS)
 
 
 def _merge_rows(summary: Any, emu: Any) -> None:

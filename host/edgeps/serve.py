@@ -13,24 +13,39 @@ import sys
 SUPPRESS = argparse.SUPPRESS
 
 
-def _flag(p: argparse.ArgumentParser, name: str, help_text: str, **kw: object) -> None:
+def _flag(
+    p: argparse.ArgumentParser,
+    name: str,
+    help_text: str,
+    defaults: dict[str, object] | None = None,
+    **kw: object,
+) -> None:
+    from edgeps.host.config import ServeConfig
+
+    dest = str(kw.get("dest") or name.lstrip("-").replace("-", "_"))
+    default = (defaults or {}).get(dest, getattr(ServeConfig, dest, None))
+    if default is not None and not isinstance(default, bool):
+        help_text = f"{help_text} (default {default})"
     p.add_argument(name, default=SUPPRESS, help=help_text, **kw)  # type: ignore[arg-type]
 
 
-def add_job_flags(p: argparse.ArgumentParser) -> None:
+def add_job_flags(
+    p: argparse.ArgumentParser, defaults: dict[str, object] | None = None
+) -> None:
     """Flags shared by `serve` and `demo`: what to train and how to synchronize."""
-    _flag(p, "--job", "job id ([A-Za-z0-9_-], default 'default')")
-    _flag(p, "--policy", "sync policy: bsp, asp, ssp:3, dsp, dsp:w=8, kofn:k=6, ...")
-    _flag(p, "--model", "model spec, e.g. mlp:30-32-6 (default: the dataset's)")
-    _flag(p, "--dataset", "sensors (built in), digits, breast_cancer (scikit-learn)")
-    _flag(p, "--seed", "seed for data split and initial parameters", type=int)
-    _flag(p, "--lr", "learning rate", type=float)
-    _flag(p, "--optimizer", "sgd, momentum or adam")
-    _flag(p, "--target-accuracy", "stop at this test accuracy (0..1]", type=float)
-    _flag(p, "--max-time", "stop after this many seconds", type=float)
-    _flag(p, "--metrics-out", "append JSON-lines metrics snapshots to this file")
-    _flag(p, "--json", "print the final summary as JSON", action="store_true")
-    _flag(p, "--quiet", "no live progress display", action="store_true")
+    d = defaults
+    _flag(p, "--job", "job id: 1-32 of [A-Za-z0-9_-]", d)
+    _flag(p, "--policy", "sync policy: bsp, asp, ssp:3, dsp, dsp:w=8, kofn:k=6, ...", d)
+    _flag(p, "--model", "model spec, e.g. mlp:30-32-6 (default: the dataset's)", d)
+    _flag(p, "--dataset", "sensors (built in), digits, breast_cancer (scikit-learn)", d)
+    _flag(p, "--seed", "seed for data split and initial parameters", d, type=int)
+    _flag(p, "--lr", "learning rate", d, type=float)
+    _flag(p, "--optimizer", "sgd, momentum or adam", d)
+    _flag(p, "--target-accuracy", "stop at this test accuracy (0..1]", d, type=float)
+    _flag(p, "--max-time", "stop after this many seconds", d, type=float)
+    _flag(p, "--metrics-out", "append JSON-lines metrics snapshots to this file", d)
+    _flag(p, "--json", "print the final summary as JSON", d, action="store_true")
+    _flag(p, "--quiet", "no live progress display", d, action="store_true")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
