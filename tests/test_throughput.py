@@ -10,7 +10,8 @@ import pytest
 
 
 @pytest.mark.integration
-def test_throughput_bench_reports_echo_and_ps_rates() -> None:
+@pytest.mark.parametrize(("chunk", "chunks"), [("0", 1), ("512", 3)])
+def test_throughput_bench_reports_echo_and_ps_rates(chunk: str, chunks: int) -> None:
     done = subprocess.run(
         [
             sys.executable,
@@ -24,6 +25,8 @@ def test_throughput_bench_reports_echo_and_ps_rates() -> None:
             "200",
             "--repeat",
             "1",
+            "--chunk",
+            chunk,
             "--json",
         ],
         capture_output=True,
@@ -34,6 +37,7 @@ def test_throughput_bench_reports_echo_and_ps_rates() -> None:
     assert done.returncode == 0, done.stderr
     (row,) = json.loads(done.stdout)
     assert row["n_params"] == 256 and row["messages"] == 200
+    assert row["chunks_per_update"] == chunks
     assert row["echo_msgs_per_s"] > 0
     assert row["receive_msgs_per_s"] > 0
     assert row["ps_updates_per_s"] > 0

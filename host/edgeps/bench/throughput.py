@@ -46,7 +46,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="model sizes in float32 parameters, comma separated",
     )
     parser.add_argument(
-        "--messages", type=int, default=0, help="messages per run (default: by size)"
+        "--messages", type=int, default=0, help="updates per run (default: by size)"
+    )
+    parser.add_argument(
+        "--chunk",
+        type=int,
+        default=0,
+        help="split each update (and release) into chunks of this many bytes, as a "
+        "board does (default: one message per update); echo and receive rates "
+        "are then per update of the same chunks",
     )
 
 
@@ -62,8 +70,8 @@ def _inbox_bytes(n_params: int, n: int) -> int:
     return (n + 100) * (4 * n_params + 1024)
 
 
-def _update_payloads(n_params: int, n: int) -> list[bytes]:
-    """Encoded UPDATE messages, round-robin over the bench workers."""
+def _update_payloads(n_params: int, n: int, chunk: int = 0) -> list[list[bytes]]:
+    """Encoded UPDATEs (each a list of chunks), round-robin over the bench workers."""
     from edgeps_worker import wire
 
     rng = np.random.default_rng(7)
@@ -71,14 +79,26 @@ def _update_payloads(n_params: int, n: int) -> list[bytes]:
     out = []
     for i in range(n):
         w, k = i % N_WORKERS, i // N_WORKERS + 1
-        (msg,) = wire.encode_update(
-            JOB, f"w{w:02d}", 1, k, k, 0, 0.001, 32, 0.5, grad, max_chunk=BIG_CHUNK
+        msgs = wire.encode_update(
+            JOB,
+            f"w{w:02d}",
+            1,
+            k,
+            k,
+            0,
+            0.001,
+            32,
+            0.5,
+            grad,
+            max_chunk=chunk or BIG_CHUNK,
         )
-        out.append(msg)
+        out.append(msgs)
     return out
 
 
-def _feed(host: str, port: int, mode: str, n_params: int, n: int, go: Any) -> None:
+def _feed(
+    host: str, port: int, mode: str, n_params: int, n: int, chunk: int, go: Any
+) -> None:
     """Feeder process: QoS1 publishes as fast as paho's inflight window allows."""
     import paho.mqtt.client as mqtt
     from edgeps_worker import wire
@@ -88,18 +108,21 @@ def _feed(host: str, port: int, mode: str, n_params: int, n: int, go: Any) -> No
     client.connect(host, port)
     client.loop_start()
     try:
-        updates = _update_payloads(n_params, n)
+        updates = _update_payloads(n_params, n, chunk)
         if mode == "ps":
             for w in range(N_WORKERS):
-                hello = wire.encode_hello(JOB, f"w{w:02d}", 1, max_chunk=BIG_CHUNK)
+                hello = wire.encode_hello(
+                    JOB, f"w{w:02d}", 1, max_chunk=chunk or BIG_CHUNK
+                )
                 client.publish(wire.topic_up(JOB, f"w{w:02d}"), hello, qos=1)
             topics = [wire.topic_up(JOB, f"w{i % N_WORKERS:02d}") for i in range(n)]
         else:
             topics = [RAW_TOPIC] * n
         go.wait(DEADLINE)
         info = None
-        for topic, payload in zip(topics, updates, strict=True):
-            info = client.publish(topic, payload, qos=1)
+        for topic, chunks in zip(topics, updates, strict=True):
+            for payload in chunks:
+                info = client.publish(topic, payload, qos=1)
         if info is not None:
             info.wait_for_publish(DEADLINE)
     finally:
@@ -107,10 +130,12 @@ def _feed(host: str, port: int, mode: str, n_params: int, n: int, go: Any) -> No
         client.loop_stop()
 
 
-def _start_feeder(host: str, port: int, mode: str, n_params: int, n: int) -> tuple:
+def _start_feeder(
+    host: str, port: int, mode: str, n_params: int, n: int, chunk: int
+) -> tuple:
     ctx = mp.get_context("spawn")
     go = ctx.Event()
-    proc = ctx.Process(target=_feed, args=(host, port, mode, n_params, n, go))
+    proc = ctx.Process(target=_feed, args=(host, port, mode, n_params, n, chunk, go))
     proc.start()
     return proc, go
 
@@ -136,8 +161,11 @@ def _rate(first: float | None, last: float | None, n: int) -> float:
     return (n - 1) / (last - first)
 
 
-def _count(link: Any, n: int, alive: Any) -> Measure:
-    """Drain `n` messages from a HostClient inbox; rate between first and last."""
+def _count(link: Any, n: int, alive: Any, per_update: int = 1) -> Measure:
+    """Drain `n` messages from a HostClient inbox; rate between first and last.
+
+    With ``per_update`` chunks per update, rate and CPU are per update.
+    """
     first = last = None
     got = 0
     cpu0 = time.process_time()
@@ -153,10 +181,13 @@ def _count(link: Any, n: int, alive: Any) -> Measure:
         first = first or last
         got += 1
     cpu = time.process_time() - cpu0
-    return Measure(_rate(first, last, got), 1e6 * cpu / max(got, 1))
+    k = per_update
+    return Measure(_rate(first, last, got) / k, 1e6 * cpu * k / max(got, 1))
 
 
-def measure_echo(host: str, port: int, n_params: int, n: int) -> Measure:
+def measure_echo(
+    host: str, port: int, n_params: int, n: int, chunk: int = 0
+) -> Measure:
     """Raw broker echo: one paho client publishes QoS1, another subscribes (msgs/s).
 
     Both clients live in this process, so per message it does what the PS
@@ -176,21 +207,24 @@ def measure_echo(host: str, port: int, n_params: int, n: int) -> Measure:
     tx = HostClient(addr, client_id="bench-echo-tx", subscriptions=[])
     rx.start()
     tx.start()
-    payload = _update_payloads(n_params, 1)[0]
+    chunks = _update_payloads(n_params, 1, chunk)[0]
+    k = len(chunks)
     sender = threading.Thread(
-        target=lambda: [tx.publish(RAW_TOPIC, payload, 1) for _ in range(n)]
+        target=lambda: [tx.publish(RAW_TOPIC, c, 1) for _ in range(n) for c in chunks]
     )
     try:
         time.sleep(0.3)  # the subscription is in place before the first publish
         sender.start()
-        return _count(rx, n, sender.is_alive)
+        return _count(rx, n * k, sender.is_alive, k)
     finally:
         sender.join(DEADLINE)
         tx.stop()
         rx.stop()
 
 
-def measure_receive(host: str, port: int, n_params: int, n: int) -> Measure:
+def measure_receive(
+    host: str, port: int, n_params: int, n: int, chunk: int = 0
+) -> Measure:
     """Receive only: a feeder process publishes, this process counts (msgs/s)."""
     from edgeps.transport.broker import BrokerAddress
     from edgeps.transport.paho_host import HostClient
@@ -203,17 +237,18 @@ def measure_receive(host: str, port: int, n_params: int, n: int) -> Measure:
         queue_bytes=_inbox_bytes(n_params, n),
     )
     link.start()
-    proc, go = _start_feeder(host, port, "raw", n_params, n)
+    proc, go = _start_feeder(host, port, "raw", n_params, n, chunk)
+    k = len(_update_payloads(n_params, 1, chunk)[0])
     try:
         time.sleep(0.3)
         go.set()
-        return _count(link, n, proc.is_alive)
+        return _count(link, n * k, proc.is_alive, k)
     finally:
         link.stop()
         _stop_feeder(proc)
 
 
-def measure_ps(host: str, port: int, n_params: int, n: int) -> Measure:
+def measure_ps(host: str, port: int, n_params: int, n: int, chunk: int = 0) -> Measure:
     """Updates/s applied by the real coordinator, each released with a publish."""
     from edgeps_worker import wire
 
@@ -242,7 +277,7 @@ def measure_ps(host: str, port: int, n_params: int, n: int) -> Measure:
         send_rejects=False,
     )
     coord = Coordinator(server, link, settings, policy_name="asp")
-    proc, go = _start_feeder(host, port, "ps", n_params, n)
+    proc, go = _start_feeder(host, port, "ps", n_params, n, chunk)
     done = threading.Event()
 
     def watchdog() -> None:
@@ -270,7 +305,9 @@ def measure_ps(host: str, port: int, n_params: int, n: int) -> Measure:
     return Measure(rate, 1e6 * cpu / max(coord.applied, 1))
 
 
-def run_bench(sizes: list[int], repeat: int, messages: int) -> list[dict[str, Any]]:
+def run_bench(
+    sizes: list[int], repeat: int, messages: int, chunk: int = 0
+) -> list[dict[str, Any]]:
     from edgeps.transport.broker import start_mosquitto
 
     rows = []
@@ -282,20 +319,23 @@ def run_bench(sizes: list[int], repeat: int, messages: int) -> list[dict[str, An
             pss: list[Measure] = []
             for _ in range(repeat):
                 # interleaved, so slow drift of the machine hits all alike
-                echos.append(measure_echo(broker.host, broker.port, n_params, n))
-                recvs.append(measure_receive(broker.host, broker.port, n_params, n))
-                pss.append(measure_ps(broker.host, broker.port, n_params, n))
+                at = (broker.host, broker.port, n_params, n, chunk)
+                echos.append(measure_echo(*at))
+                recvs.append(measure_receive(*at))
+                pss.append(measure_ps(*at))
             raw = statistics.median(m.rate for m in echos)
             recv = statistics.median(m.rate for m in recvs)
             ps = statistics.median(m.rate for m in pss)
             echo_cpu = statistics.median(m.cpu_us for m in echos)
             ps_cpu = statistics.median(m.cpu_us for m in pss)
-            payload = len(_update_payloads(n_params, 1)[0])
+            parts = _update_payloads(n_params, 1, chunk)[0]
+            payload = sum(len(c) for c in parts)
             rows.append(
                 {
                     "n_params": n_params,
                     "payload_bytes": payload,
                     "messages": n,
+                    "chunks_per_update": len(parts),
                     "echo_msgs_per_s": round(raw, 1),
                     "receive_msgs_per_s": round(recv, 1),
                     "ps_updates_per_s": round(ps, 1),
@@ -321,14 +361,15 @@ def _fmt(x: float | None) -> str:
 
 def table(rows: list[dict[str, Any]]) -> str:
     head = (
-        f"{'params':>7} {'payload B':>10} {'msgs':>6} {'echo/s':>8} "
+        f"{'params':>7} {'payload B':>10} {'chunks':>6} {'updates':>7} {'echo/s':>8} "
         f"{'recv/s':>8} {'PS upd/s':>9} {'PS/echo':>8} {'PS/recv':>8} "
         f"{'echo us':>8} {'PS us':>7}"
     )
     lines = [head, "-" * len(head)]
     for r in rows:
         lines.append(
-            f"{r['n_params']:>7} {r['payload_bytes']:>10} {r['messages']:>6} "
+            f"{r['n_params']:>7} {r['payload_bytes']:>10} "
+            f"{r['chunks_per_update']:>6} {r['messages']:>7} "
             f"{r['echo_msgs_per_s']:>8.0f} {r['receive_msgs_per_s']:>8.0f} "
             f"{r['ps_updates_per_s']:>9.0f} {_fmt(r['ratio']):>8} "
             f"{_fmt(r['ratio_vs_receive']):>8} "
@@ -337,7 +378,7 @@ def table(rows: list[dict[str, Any]]) -> str:
     lines.append(
         "medians; QoS1 on a private mosquitto (127.0.0.1). echo: this process "
         "publishes and receives each message; recv: receive only; PS: decode, "
-        "apply, release publish; us: this process's CPU per message"
+        "apply, release publish; rates and CPU (us) per update in this process"
     )
     return "\n".join(lines)
 
@@ -363,6 +404,12 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    rows = run_bench(sizes, args.repeat, args.messages)
+    if args.chunk and not 256 <= args.chunk <= BIG_CHUNK:
+        print(
+            f"edgeps bench throughput: error: --chunk must be in 256..{BIG_CHUNK}",
+            file=sys.stderr,
+        )
+        return 2
+    rows = run_bench(sizes, args.repeat, args.messages, args.chunk)
     print(json.dumps(rows, indent=2) if args.json else table(rows))
     return 0
