@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import statistics
 import sys
 import threading
@@ -29,12 +28,17 @@ from typing import Any
 
 import numpy as np
 
+from edgeps.bench.throughput_feed import (
+    BIG_CHUNK,
+    DEADLINE,
+    JOB,
+    RAW_TOPIC,
+    start_feeder,
+    stop_feeder,
+    update_payloads,
+)
+
 SIZES = (1024, 16384, 65536)
-JOB = "bench"
-RAW_TOPIC = "edgeps-bench/raw"
-N_WORKERS = 8
-BIG_CHUNK = 1 << 20  # one message per update: compare equal payload sizes
-DEADLINE = 60.0  # seconds per measurement, whatever happens
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -68,83 +72,6 @@ def _n_messages(n_params: int, override: int) -> int:
 def _inbox_bytes(n_params: int, n: int) -> int:
     """Room for a whole run in the inbox: the bench measures rates, not drops."""
     return (n + 100) * (4 * n_params + 1024)
-
-
-def _update_payloads(n_params: int, n: int, chunk: int = 0) -> list[list[bytes]]:
-    """Encoded UPDATEs (each a list of chunks), round-robin over the bench workers."""
-    from edgeps_worker import wire
-
-    rng = np.random.default_rng(7)
-    grad = (rng.standard_normal(n_params) * 1e-4).astype("<f4").tobytes()
-    out = []
-    for i in range(n):
-        w, k = i % N_WORKERS, i // N_WORKERS + 1
-        msgs = wire.encode_update(
-            JOB,
-            f"w{w:02d}",
-            1,
-            k,
-            k,
-            0,
-            0.001,
-            32,
-            0.5,
-            grad,
-            max_chunk=chunk or BIG_CHUNK,
-        )
-        out.append(msgs)
-    return out
-
-
-def _feed(
-    host: str, port: int, mode: str, n_params: int, n: int, chunk: int, go: Any
-) -> None:
-    """Feeder process: QoS1 publishes as fast as paho's inflight window allows."""
-    import paho.mqtt.client as mqtt
-    from edgeps_worker import wire
-
-    client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv311)
-    client.max_inflight_messages_set(100)
-    client.connect(host, port)
-    client.loop_start()
-    try:
-        updates = _update_payloads(n_params, n, chunk)
-        if mode == "ps":
-            for w in range(N_WORKERS):
-                hello = wire.encode_hello(
-                    JOB, f"w{w:02d}", 1, max_chunk=chunk or BIG_CHUNK
-                )
-                client.publish(wire.topic_up(JOB, f"w{w:02d}"), hello, qos=1)
-            topics = [wire.topic_up(JOB, f"w{i % N_WORKERS:02d}") for i in range(n)]
-        else:
-            topics = [RAW_TOPIC] * n
-        go.wait(DEADLINE)
-        info = None
-        for topic, chunks in zip(topics, updates, strict=True):
-            for payload in chunks:
-                info = client.publish(topic, payload, qos=1)
-        if info is not None:
-            info.wait_for_publish(DEADLINE)
-    finally:
-        client.disconnect()
-        client.loop_stop()
-
-
-def _start_feeder(
-    host: str, port: int, mode: str, n_params: int, n: int, chunk: int
-) -> tuple:
-    ctx = mp.get_context("spawn")
-    go = ctx.Event()
-    proc = ctx.Process(target=_feed, args=(host, port, mode, n_params, n, chunk, go))
-    proc.start()
-    return proc, go
-
-
-def _stop_feeder(proc: Any) -> None:
-    proc.join(10)
-    if proc.is_alive():
-        proc.terminate()
-        proc.join(5)
 
 
 @dataclass(frozen=True)
@@ -207,7 +134,7 @@ def measure_echo(
     tx = HostClient(addr, client_id="bench-echo-tx", subscriptions=[])
     rx.start()
     tx.start()
-    chunks = _update_payloads(n_params, 1, chunk)[0]
+    chunks = update_payloads(n_params, 1, chunk)[0]
     k = len(chunks)
     sender = threading.Thread(
         target=lambda: [tx.publish(RAW_TOPIC, c, 1) for _ in range(n) for c in chunks]
@@ -237,15 +164,15 @@ def measure_receive(
         queue_bytes=_inbox_bytes(n_params, n),
     )
     link.start()
-    proc, go = _start_feeder(host, port, "raw", n_params, n, chunk)
-    k = len(_update_payloads(n_params, 1, chunk)[0])
+    proc, go = start_feeder(host, port, "raw", n_params, n, chunk)
+    k = len(update_payloads(n_params, 1, chunk)[0])
     try:
         time.sleep(0.3)
         go.set()
         return _count(link, n * k, proc.is_alive, k)
     finally:
         link.stop()
-        _stop_feeder(proc)
+        stop_feeder(proc)
 
 
 def measure_ps(host: str, port: int, n_params: int, n: int, chunk: int = 0) -> Measure:
@@ -277,7 +204,7 @@ def measure_ps(host: str, port: int, n_params: int, n: int, chunk: int = 0) -> M
         send_rejects=False,
     )
     coord = Coordinator(server, link, settings, policy_name="asp")
-    proc, go = _start_feeder(host, port, "ps", n_params, n, chunk)
+    proc, go = start_feeder(host, port, "ps", n_params, n, chunk)
     done = threading.Event()
 
     def watchdog() -> None:
@@ -300,7 +227,7 @@ def measure_ps(host: str, port: int, n_params: int, n: int, chunk: int = 0) -> M
         done.set()
         runner.join()
         link.stop()
-        _stop_feeder(proc)
+        stop_feeder(proc)
     rate = _rate(coord.first_applied_at, coord.last_applied_at, coord.applied)
     return Measure(rate, 1e6 * cpu / max(coord.applied, 1))
 
@@ -328,7 +255,7 @@ def run_bench(
             ps = statistics.median(m.rate for m in pss)
             echo_cpu = statistics.median(m.cpu_us for m in echos)
             ps_cpu = statistics.median(m.cpu_us for m in pss)
-            parts = _update_payloads(n_params, 1, chunk)[0]
+            parts = update_payloads(n_params, 1, chunk)[0]
             payload = sum(len(c) for c in parts)
             rows.append(
                 {
