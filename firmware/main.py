@@ -10,6 +10,7 @@ buffers are reserved first, while the heap is still unfragmented.
 import gc
 import json
 import sys
+import time
 
 
 def _is_esp32():
@@ -81,6 +82,45 @@ def make_transport(cfg):
     )
 
 
+# 2024-01-01 UTC in the port's own epoch (2000 on the ESP32, 1970 on unix)
+_EPOCH_2024 = 1704067200 - (946684800 if time.gmtime(0)[0] == 2000 else 0)
+
+
+def next_incarnation(path):
+    """A number larger than any earlier run's: clock-based once the clock is set.
+
+    Like the CPython worker it counts tenths of a second since 2024; a board
+    whose clock was never set counts boots instead, in a file in flash.
+    """
+    try:
+        with open(path) as f:
+            last = int(f.read())
+    except (OSError, ValueError):
+        last = 0
+    inc = last + 1
+    now = time.time()
+    if now > _EPOCH_2024:
+        inc = max(inc, int((now - _EPOCH_2024) * 10))
+    inc = min(inc, 0xFFFFFFFF)
+    save_incarnation(path, inc)
+    return inc
+
+
+def save_incarnation(path, inc):
+    """Remember the incarnation for the next start; a read-only disk is no error."""
+    try:
+        with open(path, "w") as f:
+            f.write(str(inc))
+    except OSError:
+        pass
+
+
+def _live_heap():
+    """Bytes of heap held by live objects (collects first; MicroPython only)."""
+    gc.collect()
+    return gc.mem_alloc()  # type: ignore[attr-defined]
+
+
 def build(path, stop=None):
     """A ready Worker (not yet connected) for the config file at ``path``."""
     try:
@@ -100,6 +140,7 @@ def build(path, stop=None):
     from edgeps_worker import kernels, trainer, worker
 
     model = cfg["model"]
+    inc_file = cfg["incarnation_file"]
     net = trainer.KernelTrainer(
         model,
         build_source(cfg, kernels.parse_spec(model)[1][0], trainer.label_kind(model)),
@@ -111,12 +152,17 @@ def build(path, stop=None):
         net,
         cfg["job"],
         cfg["worker_id"],
+        incarnation=next_incarnation(inc_file),
         max_iterations=cfg["max_iterations"],
         stop=stop,
         heartbeat_ms=cfg["heartbeat_ms"],
         release_timeout_ms=cfg["release_timeout_ms"],
         max_chunk=cfg["max_chunk"],
         key=cfg["hmac_key"].encode() or None,
+        save_incarnation=lambda inc: save_incarnation(inc_file, inc),
+        mem_probe=_live_heap
+        if cfg["memory_probe"] and hasattr(gc, "mem_alloc")
+        else None,
         log=print if cfg["verbose"] else None,
     )
 
@@ -130,7 +176,7 @@ def main(argv):
         return 2
     print("edgeps worker " + w.wid + " job " + w.job + " " + w.trainer.model)
     reason = w.run()
-    print("stopped: " + reason + " " + str(w.stats))
+    print("stopped: " + reason + " " + json.dumps(w.stats))
     return 0 if reason in ("done", "iterations", "stopped") else 1
 
 

@@ -130,6 +130,7 @@ def write_worker_config(tmp_path: Path, port: int, **changes: Any) -> Path:
         "keepalive": 10,
         "max_chunk": 1024,
         "verbose": True,
+        "incarnation_file": str(tmp_path / "incarnation.txt"),
     }
     cfg.update(changes)
     path = tmp_path / "worker.json"
@@ -137,27 +138,12 @@ def write_worker_config(tmp_path: Path, port: int, **changes: Any) -> Path:
     return path
 
 
-def start_worker(
-    exe: str,
-    config: Path,
-    limit_ms: int,
-    heapsize: str | None = None,
-    probe: bool = False,
-    path: Path = FIRMWARE,
-) -> subprocess.Popen[str]:
-    """The worker script under MicroPython, importing the firmware from ``path``."""
-    cmd = [exe]
-    if heapsize:
-        cmd += ["-X", f"heapsize={heapsize}"]
-    # a precompiled tree holds fw_worker.mpy too: run it as a module
-    script = (
-        ["-m", "fw_worker"] if (path / "fw_worker.mpy").exists() else [WORKER_SCRIPT]
-    )
-    cmd += [*script, str(config), str(limit_ms)] + (["probe"] if probe else [])
-    env = dict(os.environ, MICROPYPATH=f"{path}:.frozen")
+def start_worker(exe: str, config: Path, limit_ms: int) -> subprocess.Popen[str]:
+    """tests/mpy/fw_worker.py under MicroPython, with firmware/ on its path."""
+    env = dict(os.environ, MICROPYPATH=f"{FIRMWARE}:.frozen")
     return subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-        cwd=FIRMWARE,
+        [exe, WORKER_SCRIPT, str(config), str(limit_ms)], stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, env=env, cwd=FIRMWARE,
     )  # fmt: skip
 
 

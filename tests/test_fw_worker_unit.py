@@ -32,6 +32,8 @@ class LoopbackPS:
         self.seen: set[tuple[int, int]] = set()
         self.drop_updates = drop_updates  # lose this many whole UPDATEs
         self.fail_connects = 0
+        self.min_incarnation = 0  # HELLOs below this are refused as stale
+        self.hello_incarnations: list[int] = []
         self.connects = 0
         self.asm = wire.Reassembler(1 << 20, 60, 8)
         self.model = wire.encode_model(JOB, "running", SPEC, 0, n_params)
@@ -53,6 +55,13 @@ class LoopbackPS:
         msg = wire.decode(payload)
         if msg.type == wire.HELLO:
             self.hellos += 1
+            if msg.incarnation < self.min_incarnation:
+                self.inbox.append(
+                    (wire.topic_down(JOB, WID),
+                     wire.encode_reject(JOB, WID, 0, "stale_incarnation"))
+                )  # fmt: skip
+                return
+            self.hello_incarnations.append(msg.incarnation)
             self._release()
         elif msg.type == wire.UPDATE:
             done = self.asm.add(msg, 0.0)
@@ -242,3 +251,21 @@ def test_bad_arguments_raise():
         Worker(ps, trainer, JOB, WID, heartbeat_ms=0)
     with pytest.raises(ValueError):
         Worker(ps, trainer, JOB, WID, backoff_min_ms=10, backoff_max_ms=5)
+
+
+def test_stale_incarnation_jumps_ahead_and_rejoins():
+    # Prepare: the host remembers a later life of this worker id
+    trainer = make_trainer()
+    ps = LoopbackPS(trainer.n_params)
+    ps.min_incarnation = 1000
+    saved: list[int] = []
+    w = Worker(ps, trainer, JOB, WID, incarnation=5, max_iterations=2,
+               save_incarnation=saved.append)  # fmt: skip
+    # Execute
+    reason = w.run()
+    # Assert: 5 -> 11 -> 23 -> ... until above 1000, each one saved
+    assert reason == "iterations"
+    assert saved == [11, 23, 47, 95, 191, 383, 767, 1535]
+    assert ps.hello_incarnations[0] == 1535
+    assert {u.incarnation for u in ps.updates} == {1535}
+    assert w.reject_reasons == {"stale_incarnation": 8}

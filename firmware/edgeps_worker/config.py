@@ -34,7 +34,9 @@ KEYS = {
     "release_timeout_ms": (int, 15000),
     "max_chunk": (int, 1024),
     "hmac_key": (str, ""),
+    "incarnation_file": (str, "incarnation.txt"),
     "verbose": (bool, True),
+    "memory_probe": (bool, False),
 }
 # (key, lowest allowed, highest allowed)
 RANGES = (

@@ -51,6 +51,7 @@ STAT_NAMES = (
     "bad_messages",
     "timeouts",
     "memory_errors",
+    "peak_mem",
 )
 
 
@@ -96,6 +97,10 @@ class Worker:
     max_chunk: largest message this worker sends or asks for.
     poll_ms: longest single wait in the transport, bounds stop-check latency.
     key: HMAC key (bytes) to tag every message and require on incoming ones.
+    save_incarnation: called with the new incarnation when the host refuses
+        the current one as stale (a board persists it), or None.
+    mem_probe: callable returning the bytes of heap in use, sampled around
+        receiving, computing and sending; the peak lands in stats["peak_mem"].
     log: callable taking one string, or None to stay quiet.
     """
 
@@ -115,6 +120,8 @@ class Worker:
         max_chunk=4096,
         poll_ms=200,
         key=None,
+        save_incarnation=None,
+        mem_probe=None,
         log=None,
     ):
         if not wire.valid_id(job) or not wire.valid_id(worker_id):
@@ -140,6 +147,9 @@ class Worker:
         self.max_chunk = max_chunk
         self.poll_ms = poll_ms
         self.key = key
+        self._save_incarnation = save_incarnation
+        self._mem_probe = mem_probe
+        self._relink = False
         self._log = log
         self.n_params = n
         self._nbytes = n * 4
@@ -226,6 +236,10 @@ class Worker:
             msg = self.t.poll(self._poll_budget(joined))
             if msg is not None:
                 self._dispatch(msg[0], msg[1])
+            if self._relink:
+                self._relink = False
+                self._close()
+                return
             if joined and self.stop_reason is None:
                 self._timers()
 
@@ -290,6 +304,7 @@ class Worker:
     # -- incoming -------------------------------------------------------
 
     def _dispatch(self, topic, payload):
+        self._sample()
         try:
             msg = wire.decode(payload, self.key)
         except wire.WireError as exc:
@@ -326,7 +341,15 @@ class Worker:
         self.stats["rejects"] += 1
         self.reject_reasons[reason] = self.reject_reasons.get(reason, 0) + 1
         self._note("rejected seq " + str(msg.seq) + ": " + reason)
-        if reason in ("unknown_worker", "unknown", "dead"):
+        if reason == "stale_incarnation":
+            # the host knows a later life of this worker id (a board without a
+            # set clock lost its boot counter): jump ahead, rejoin on a new link
+            # so the last will carries the new incarnation too
+            self.incarnation = min(self.incarnation * 2 + 1, 0xFFFFFFFF)
+            if self._save_incarnation is not None:
+                self._save_incarnation(self.incarnation)
+            self._relink = True
+        elif reason in ("unknown_worker", "dead_worker", "unknown_incarnation"):
             self._hello()
 
     def _on_params(self, msg):
@@ -358,6 +381,7 @@ class Worker:
             self._bad("params_chunk")
             return
         self._params[start : start + size] = data
+        self._sample()
         self._rx_flags[i] = 1
         self._rx_left -= 1
         if self._rx_left == 0:
@@ -370,6 +394,7 @@ class Worker:
         self.stats["releases"] += 1
         self._unacked = None
         self._waiting = False
+        self._sample()
         t0 = clock.ticks_ms()
         loss, samples, grad = self.trainer.step()
         compute_time = clock.ticks_diff(clock.ticks_ms(), t0) / 1000
@@ -407,9 +432,16 @@ class Worker:
             self.max_chunk,
             self.key,
         ):
+            self._sample()
             self.t.publish(self.up, chunk, 1)
 
     # -- helpers --------------------------------------------------------
+
+    def _sample(self):
+        if self._mem_probe is not None:
+            used = self._mem_probe()
+            if used > self.stats["peak_mem"]:
+                self.stats["peak_mem"] = used
 
     def _should_stop(self):
         return self._stop_cb is not None and bool(self._stop_cb())

@@ -1,0 +1,39 @@
+"""firmware/main.py helpers on CPython: incarnations that grow across restarts."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from conftest import FIRMWARE
+
+
+@pytest.fixture
+def board_main():
+    sys.path.insert(0, str(FIRMWARE))
+    try:
+        import main
+
+        yield main
+    finally:
+        sys.path.remove(str(FIRMWARE))
+
+
+def test_incarnation_grows_and_is_saved(board_main, tmp_path):
+    path = str(tmp_path / "inc.txt")
+    first = board_main.next_incarnation(path)
+    second = board_main.next_incarnation(path)
+    assert 0 < first < second <= 0xFFFFFFFF
+    assert (tmp_path / "inc.txt").read_text() == str(second)
+
+
+def test_incarnation_counts_past_a_saved_value_from_the_future(board_main, tmp_path):
+    # a value saved by a run whose clock ran ahead still wins: never go back
+    path = tmp_path / "inc.txt"
+    path.write_text("4000000000")
+    assert board_main.next_incarnation(str(path)) == 4000000001
+
+
+def test_unwritable_incarnation_file_is_not_fatal(board_main, tmp_path):
+    inc = board_main.next_incarnation(str(tmp_path / "missing-dir" / "inc.txt"))
+    assert inc > 0
