@@ -1,22 +1,14 @@
-"""firmware/main.py helpers on CPython: incarnations that grow across restarts."""
+"""The board application (edgeps_worker.app) on CPython: growing incarnations."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
-from conftest import FIRMWARE
+from edgeps_worker import app
 
 
 @pytest.fixture
 def board_main():
-    sys.path.insert(0, str(FIRMWARE))
-    try:
-        import main
-
-        yield main
-    finally:
-        sys.path.remove(str(FIRMWARE))
+    return app
 
 
 def test_incarnation_grows_and_is_saved(board_main, tmp_path):

