@@ -26,7 +26,15 @@ class MiniPS:
     and each new UPDATE with PARAMS, applies SGD, drops duplicate seqs.
     """
 
-    def __init__(self, port: int, job: str, spec: str, params: np.ndarray, lr=0.1):
+    def __init__(
+        self,
+        port: int,
+        job: str,
+        spec: str,
+        params: np.ndarray,
+        lr: float = 0.1,
+        key: bytes | None = None,
+    ):
         self.port = port
         self.job = job
         self.spec = spec
@@ -34,6 +42,9 @@ class MiniPS:
         self.history = {0: self.params.copy()}
         self.version = 0
         self.lr = lr
+        self.key = key
+        self.bad = 0  # messages that failed to decode (e.g. a wrong HMAC tag)
+        self.inject: list[bytes] = []  # sent down before the first release
         self.lock = threading.Lock()
         self.hellos: list[wire.Message] = []
         self.updates: list[wire.Message] = []
@@ -62,7 +73,7 @@ class MiniPS:
 
     def _model(self, state: str) -> bytes:
         return wire.encode_model(
-            self.job, state, self.spec, self.version, self.params.size
+            self.job, state, self.spec, self.version, self.params.size, key=self.key
         )
 
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
@@ -75,15 +86,23 @@ class MiniPS:
         if self.hold_after is not None and len(self.updates) >= self.hold_after:
             return
         for chunk in wire.encode_params(
-            self.job, wid, self.version, self.params.tobytes(), 512
+            self.job, wid, self.version, self.params.tobytes(), 512, key=self.key
         ):
             self.client.publish(wire.topic_down(self.job, wid), chunk, qos=1)
 
     def _on_message(self, client, userdata, message) -> None:
-        msg = wire.decode(message.payload)
+        try:
+            msg = wire.decode(message.payload, self.key)
+        except wire.WireError:
+            with self.lock:
+                self.bad += 1
+            return
         with self.lock:
             if msg.type == wire.HELLO:
                 self.hellos.append(msg)
+                for payload in self.inject:
+                    client.publish(wire.topic_down(self.job, msg.wid), payload, 1)
+                self.inject = []
                 self._release(msg.wid)
             elif msg.type == wire.BYE:
                 self.byes.append(msg.reason)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from conftest import FIRMWARE, REPO
 from edgeps.kernels import ModelSpec, get_backend
-from edgeps_worker import data, datafile
+from edgeps_worker import data, datafile, wire
 from fw_host import MiniPS, finish_worker, start_worker, write_worker_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.firmware]
@@ -165,3 +165,28 @@ def test_worker_stops_when_the_job_is_done(micropython, mosquitto, tmp_path):
     # Assert
     assert report["reason"] == "done", out
     assert report["stats"]["pushes"] == 2
+
+
+def test_worker_with_an_hmac_key_signs_and_checks(micropython, mosquitto, tmp_path):
+    # Prepare: both sides share a key; a forged PARAMS without a tag is injected
+    write_data(tmp_path / "data.bin")
+    cfg = write_worker_config(
+        tmp_path, mosquitto.port, max_iterations=3, hmac_key="s3cret-key"
+    )
+    spec = ModelSpec.parse(SPEC)
+    ps = MiniPS(mosquitto.port, "fwjob", SPEC, spec.init_params(5), key=b"s3cret-key")
+    ps.inject = wire.encode_params("fwjob", "mpy-1", 0, bytes(4 * spec.n_params))
+    ps.start()
+    try:
+        # Execute
+        proc = start_worker(micropython, cfg, limit_ms=60000)
+        report, out = finish_worker(proc, timeout=90)
+    finally:
+        ps.stop()
+    # Assert: every worker message verified on the host side
+    assert report["reason"] == "iterations", out
+    assert [u.seq for u in ps.updates] == [1, 2, 3]
+    assert ps.bad == 0 and all(u.tagged for u in ps.updates)
+    assert report["stats"]["bad_messages"] == 1, out
+    assert "dropped message: wire:hmac" in out
+    assert report["version"] == 2
