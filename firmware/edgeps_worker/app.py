@@ -175,6 +175,12 @@ def main(argv):
         print("edgeps worker: " + str(exc))
         return 2
     print("edgeps worker " + w.wid + " job " + w.job + " " + w.trainer.model)
-    reason = w.run()
+    try:
+        reason = w.run()
+    except ValueError as exc:
+        # bad local data (a label outside the model's classes, ...): a restart
+        # would fail the same way, so say why and stop
+        print("edgeps worker: " + str(exc))
+        return 2
     print("stopped: " + reason + " " + json.dumps(w.stats))
     return 0 if reason in ("done", "iterations", "stopped") else 1
