@@ -203,3 +203,22 @@ def test_deploy_writes_files_consistent_with_the_worker_cli(tmp_path):
 def test_deploy_rejects_bad_settings(argv, capsys):
     assert main(["deploy", "rpi", *argv]) == 2
     assert "edgeps deploy:" in capsys.readouterr().err
+
+
+def test_execute_stops_at_the_first_failure_but_tolerates_an_existing_dir(tmp_path):
+    # Prepare: stand-in commands; "false mkdir :edgeps_worker" mimics mpremote
+    # refusing to create a directory that is already on the board
+    marker = tmp_path / "ran"
+    plan = flash.FlashPlan(
+        commands=[
+            ["false", "mkdir", ":edgeps_worker"],
+            ["touch", str(marker)],
+            ["false"],
+            ["touch", str(tmp_path / "never")],
+        ]
+    )
+    # Execute
+    code = flash.execute(plan)
+    # Assert
+    assert code == 1
+    assert marker.exists() and not (tmp_path / "never").exists()
