@@ -29,7 +29,8 @@ same members on CPython, e.g. a numpy or C-kernel trainer)::
                                      # of n_params little-endian float32 that
                                      # stays valid until the next step()
 
-``trainer.model`` may be "" to skip the model check. Stop reasons returned by
+``trainer.model`` is announced in HELLO; the worker itself checks the job's
+MODEL n_params against ``trainer.n_params``. Stop reasons returned by
 ``Worker.run()``: "done" (MODEL state done), "iterations" (max_iterations
 pushes made), "stopped" (the stop callback said so), "model_mismatch" (the job
 trains a model of another size).
