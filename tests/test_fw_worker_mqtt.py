@@ -190,3 +190,33 @@ def test_worker_with_an_hmac_key_signs_and_checks(micropython, mosquitto, tmp_pa
     assert report["stats"]["bad_messages"] == 1, out
     assert "dropped message: wire:hmac" in out
     assert report["version"] == 2
+
+
+def test_worker_survives_a_host_restart(micropython, mosquitto, tmp_path):
+    # Prepare: the first PS holds the worker after 2 pushes, then goes away
+    write_data(tmp_path / "data.bin")
+    cfg = write_worker_config(
+        tmp_path, mosquitto.port, max_iterations=4, release_timeout_ms=1500
+    )
+    spec = ModelSpec.parse(SPEC)
+    first = MiniPS(mosquitto.port, "fwjob", SPEC, spec.init_params(6))
+    first.hold_after = 2
+    first.start()
+    proc = start_worker(micropython, cfg, limit_ms=60000)
+    second = MiniPS(mosquitto.port, "fwjob", SPEC, spec.init_params(7))
+    try:
+        assert first.wait_for(lambda p: len(p.updates) >= 2, 60)
+        # Execute: a fresh PS (no memory of this worker) takes over
+        first.stop(done=False)
+        second.start()
+        report, out = finish_worker(proc, timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        second.stop()
+    # Assert: the unreleased push reached the new PS, then training went on
+    assert report["reason"] == "iterations", out
+    assert [u.seq for u in first.updates] == [1, 2]
+    assert [u.seq for u in second.updates] == [2, 3, 4]
+    assert report["stats"]["timeouts"] >= 1 and report["stats"]["resends"] >= 1
+    assert report["stats"]["reconnects"] == 0
