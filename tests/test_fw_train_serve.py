@@ -1,0 +1,54 @@
+"""End to end: one MicroPython board worker trains the digits MLP with `edgeps serve`
+until the host's target accuracy, then stops on the job's MODEL "done"."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import FIRMWARE
+from edgeps.datasets import load_dataset, partition_iid
+from edgeps_worker import datafile
+from fw_host import write_worker_config
+
+pytestmark = [pytest.mark.integration, pytest.mark.firmware]
+
+
+def test_board_worker_reaches_the_target_accuracy(micropython, mosquitto, tmp_path):
+    # Prepare: worker 0 of 4 holds a quarter of the host's training split
+    ds = load_dataset("digits", seed=0)
+    X, y = ds.shard(partition_iid(len(ds.y_train), 4, seed=0)[0])
+    datafile.write_file(str(tmp_path / "data.bin"), X.tolist(), y.tolist())
+    cfg = write_worker_config(
+        tmp_path, mosquitto.port, job="digits", model="mlp:64-32-10", batch=16,
+        max_iterations=0, verbose=False,
+    )  # fmt: skip
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "edgeps", "serve", "--broker",
+         f"mqtt://127.0.0.1:{mosquitto.port}", "--job", "digits", "--dataset",
+         "digits", "--model", "mlp:64-32-10", "--policy", "asp",
+         "--target-accuracy", "0.85", "--max-time", "120", "--quiet", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    env = dict(os.environ, MICROPYPATH=f"{FIRMWARE}:.frozen")
+    try:
+        # Execute
+        worker = subprocess.run(
+            [micropython, str(FIRMWARE / "main.py"), str(cfg)], capture_output=True,
+            text=True, timeout=180, env=env, cwd=tmp_path,
+        )  # fmt: skip
+        out, err = serve.communicate(timeout=60)
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+            serve.wait(timeout=10)
+    # Assert
+    assert worker.returncode == 0, worker.stdout + worker.stderr
+    assert "stopped: done" in worker.stdout
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["stop_reason"] == "target_accuracy", err
+    assert summary["accuracy"] >= 0.85
+    assert summary["workers"]["mpy-1"]["rejected"] == 0
