@@ -124,7 +124,8 @@ def build_plan(
     sources = sorted(p for p in pkg.glob("*.py") if p.name not in HOST_ONLY)
     mpremote = [tool("mpremote"), "connect", port]
     if mpy:
-        plan.stage = stage or Path(tempfile.mkdtemp(prefix="edgeps-flash-"))
+        # one fixed place, so --dry-run shows exactly what a real run executes
+        plan.stage = stage or Path(tempfile.gettempdir()) / "edgeps-flash"
         out_pkg = plan.stage / "edgeps_worker"
         for src in sources:
             dst = out_pkg / (src.stem + ".mpy")
@@ -198,7 +199,6 @@ def run(args: argparse.Namespace) -> int:
             mpy=args.mpy,
             baud=args.baud,
             firmware_dir=args.firmware_dir,
-            stage=Path("/tmp/edgeps-flash") if args.dry_run and args.mpy else None,
         )
     except ValueError as exc:
         print(f"edgeps flash: {exc}", file=sys.stderr)
