@@ -269,3 +269,58 @@ def test_stale_incarnation_jumps_ahead_and_rejoins():
     assert ps.hello_incarnations[0] == 1535
     assert {u.incarnation for u in ps.updates} == {1535}
     assert w.reject_reasons == {"stale_incarnation": 8}
+
+
+class HoldingPS(LoopbackPS):
+    """Never releases after the first push; answers pushes with a REJECT."""
+
+    def __init__(self, n_params: int, reason: str):
+        super().__init__(n_params)
+        self.reason = reason
+        self.heartbeats = 0
+
+    def publish(self, topic, payload, qos=1, retain=False) -> None:
+        msg = wire.decode(payload)
+        if msg.type == wire.HEARTBEAT:
+            self.heartbeats += 1
+        elif msg.type == wire.UPDATE:
+            self.updates.append(msg)
+            reject = wire.encode_reject(JOB, WID, msg.seq, self.reason)
+            self.inbox.append((wire.topic_down(JOB, WID), reject))
+            return
+        super().publish(topic, payload, qos, retain)
+
+
+def test_unknown_worker_reject_triggers_a_hello_and_heartbeats_go_on():
+    # Prepare
+    trainer = make_trainer()
+    ps = HoldingPS(trainer.n_params, "unknown_worker")
+    polls = {"n": 0}
+
+    def stop() -> bool:
+        polls["n"] += 1
+        return polls["n"] > 60
+
+    w = Worker(ps, trainer, JOB, WID, stop=stop, heartbeat_ms=1, poll_ms=1,
+               release_timeout_ms=100000)  # fmt: skip
+    # Execute
+    w.run()
+    # Assert: the reject is counted and answered by a HELLO, which released it
+    assert w.reject_reasons["unknown_worker"] >= 1
+    assert ps.hellos >= 2 and w.stats["releases"] >= 2
+    assert ps.heartbeats >= 1 and w.stats["heartbeats"] == ps.heartbeats
+
+
+def test_other_rejects_are_only_counted():
+    trainer = make_trainer()
+    ps = HoldingPS(trainer.n_params, "not_finite")
+    polls = {"n": 0}
+
+    def stop() -> bool:
+        polls["n"] += 1
+        return polls["n"] > 30
+
+    w = Worker(ps, trainer, JOB, WID, stop=stop, poll_ms=1)
+    w.run()
+    assert w.reject_reasons == {"not_finite": 1}
+    assert ps.hellos == 1 and w.stats["pushes"] == 1
