@@ -10,7 +10,8 @@ while the heap is still unfragmented.
 import gc
 import json
 import sys
-import time
+
+from edgeps_worker import clock
 
 
 def _is_esp32():
@@ -82,10 +83,6 @@ def make_transport(cfg):
     )
 
 
-# 2024-01-01 UTC in the port's own epoch (2000 on the ESP32, 1970 on unix)
-_EPOCH_2024 = 1704067200 - (946684800 if time.gmtime(0)[0] == 2000 else 0)
-
-
 def next_incarnation(path):
     """A number larger than any earlier run's: clock-based once the clock is set.
 
@@ -97,11 +94,7 @@ def next_incarnation(path):
             last = int(f.read())
     except (OSError, ValueError):
         last = 0
-    inc = last + 1
-    now = time.time()
-    if now > _EPOCH_2024:
-        inc = max(inc, int((now - _EPOCH_2024) * 10))
-    inc = min(inc, 0xFFFFFFFF)
+    inc = min(max(last + 1, clock.tenths_since_2024()), 0xFFFFFFFF)
     save_incarnation(path, inc)
     return inc
 

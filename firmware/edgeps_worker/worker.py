@@ -71,7 +71,10 @@ def _byte_view(buf, nbytes):
 
 
 def _new_incarnation():
-    """A number that differs across restarts (hardware RNG on the board)."""
+    """Clock-based when the clock is set (grows across restarts), else random."""
+    inc = clock.tenths_since_2024()
+    if inc:
+        return inc
     try:
         import os
 
@@ -88,7 +91,8 @@ class Worker:
     ----------
     transport, trainer: see the module docstring.
     job, worker_id: ids, ``[A-Za-z0-9_-]{1,32}``.
-    incarnation: changes on every restart; default: random.
+    incarnation: grows on every restart; default: tenths of a second since
+        2024 when the clock is set, else random.
     max_iterations: stop after this many pushes (0: until MODEL says done).
     stop: callable returning True when the loop should end (checked often).
     heartbeat_ms: HEARTBEAT period while connected and joined.
@@ -134,6 +138,10 @@ class Worker:
             raise ValueError("max_iterations >= 0, timeouts > 0")
         if backoff_min_ms <= 0 or backoff_max_ms < backoff_min_ms:
             raise ValueError("need 0 < backoff_min_ms <= backoff_max_ms")
+        if not 0 <= incarnation <= 0xFFFFFFFF:
+            raise ValueError("incarnation must fit in 32 bits")
+        if not 64 <= max_chunk <= 1 << 20 or poll_ms <= 0:
+            raise ValueError("max_chunk must be in [64, 2**20] and poll_ms > 0")
         self.t = transport
         self.trainer = trainer
         self.job = job
