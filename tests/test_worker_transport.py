@@ -47,12 +47,15 @@ def test_abort_fires_the_last_will_and_close_does_not(mosquitto) -> None:  # typ
     watcher = _transport(mosquitto.port, "watch")
     watcher.connect("will/watch", b"")
     watcher.subscribe("will/#", 1)
-    polite, crashing = _transport(mosquitto.port, "p"), _transport(mosquitto.port, "c")
-    polite.connect("will/p", b"polite gone")
+    polite = [_transport(mosquitto.port, f"p{i}") for i in range(10)]
+    for i, p in enumerate(polite):
+        p.connect(f"will/p{i}", b"polite gone")
+    crashing = _transport(mosquitto.port, "c")
     crashing.connect("will/c", b"crashed")
     try:
         # Execute
-        polite.close()
+        for p in polite:
+            p.close()
         crashing.abort()
         will = _poll_for(watcher, "will/c")
         stray = watcher.poll(300)
@@ -60,7 +63,7 @@ def test_abort_fires_the_last_will_and_close_does_not(mosquitto) -> None:  # typ
         watcher.close()
     # Assert
     assert will == b"crashed"
-    assert stray is None  # the polite one left no will behind
+    assert stray is None  # the polite ones left no will behind
 
 
 @pytest.mark.integration

@@ -280,6 +280,9 @@ class PahoTransport:
             client.disconnect()
         except Exception:  # closing a half-dead socket may fail; nothing to keep
             log.debug("disconnect failed", exc_info=True)
+        # DISCONNECT is written by the network thread; cutting the socket
+        # before it goes out would make the broker publish the last will
+        self._lost.wait(1.0)
         self._shutdown(client)
 
     def abort(self) -> None:
