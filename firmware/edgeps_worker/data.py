@@ -161,8 +161,9 @@ class FileSource:
         self.n_samples = ns
         self.label_kind = kind
         self.rng = XorShift(seed)
-        # rows are read straight into floats; all supported boards are little-endian
-        self._row = array("f", bytes(self.row_bytes))
+        # features are read straight into the caller's float buffer (all
+        # supported boards are little-endian), the label through 4 bytes here
+        self._label = bytearray(4)
 
     def count(self):
         return self.n_samples
@@ -170,19 +171,16 @@ class FileSource:
     def batch(self, X, y, n):
         """Sample n rows with replacement into X, y; return n."""
         nf = self.n_features
-        row = self._row
+        xv = memoryview(X)
+        lab = self._label
+        fmt = "<i" if self.label_kind == LABEL_INT else "<f"
         for r in range(n):
             j = self.rng.below(self.n_samples)
             self.f.seek(HEADER_LEN + j * self.row_bytes)
-            if self.f.readinto(row) != self.row_bytes:
+            got = self.f.readinto(xv[r * nf : (r + 1) * nf])
+            if got != 4 * nf or self.f.readinto(lab) != 4:
                 raise OSError("data file shrank while reading")
-            d0 = r * nf
-            for i in range(nf):
-                X[d0 + i] = row[i]
-            if self.label_kind == LABEL_INT:
-                y[r] = struct.unpack_from("<i", row, 4 * nf)[0]
-            else:
-                y[r] = row[nf]
+            y[r] = struct.unpack_from(fmt, lab, 0)[0]
         return n
 
     def close(self):
