@@ -52,3 +52,56 @@ def test_board_worker_reaches_the_target_accuracy(micropython, mosquitto, tmp_pa
     assert summary["stop_reason"] == "target_accuracy", err
     assert summary["accuracy"] >= 0.85
     assert summary["workers"]["mpy-1"]["rejected"] == 0
+
+
+def test_two_board_workers_in_lockstep_under_bsp(micropython, mosquitto, tmp_path):
+    # Prepare: two boards, each with its own quarter of the training split
+    ds = load_dataset("digits", seed=0)
+    shards = partition_iid(len(ds.y_train), 4, seed=0)
+    configs = []
+    for i in range(2):
+        d = tmp_path / f"w{i}"
+        d.mkdir()
+        X, y = ds.shard(shards[i])
+        datafile.write_file(str(d / "data.bin"), X.tolist(), y.tolist())
+        configs.append(
+            write_worker_config(
+                d, mosquitto.port, job="bsp", worker_id=f"mpy-{i}",
+                model="mlp:64-32-10", max_iterations=0, verbose=False, seed=i + 1,
+            )
+        )  # fmt: skip
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "edgeps", "serve", "--broker",
+         f"mqtt://127.0.0.1:{mosquitto.port}", "--job", "bsp", "--dataset",
+         "digits", "--model", "mlp:64-32-10", "--policy", "bsp",
+         "--target-accuracy", "0.8", "--max-time", "120", "--quiet", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    env = dict(os.environ, MICROPYPATH=f"{FIRMWARE}:.frozen")
+    workers = [
+        subprocess.Popen(
+            [micropython, str(FIRMWARE / "main.py"), str(c)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            cwd=c.parent,
+        )  # fmt: skip
+        for c in configs
+    ]
+    try:
+        # Execute
+        outs = [w.communicate(timeout=180)[0] for w in workers]
+        out, err = serve.communicate(timeout=60)
+    finally:
+        for p in [*workers, serve]:
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=10)
+    # Assert: both stopped on done; BSP kept their clocks within one round
+    for w, text in zip(workers, outs, strict=True):
+        assert w.returncode == 0 and "stopped: done" in text, text
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["stop_reason"] == "target_accuracy", err
+    clocks = [summary["workers"][f"mpy-{i}"]["clock"] for i in range(2)]
+    assert min(clocks) > 0 and max(clocks) - min(clocks) <= 1
