@@ -345,20 +345,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _table(emu: Emulation) -> str:
-    cols = (
-        "worker",
-        "profile",
-        "lives",
-        "clock",
-        "pushes",
-        "releases",
-        "reconnects",
-        "resends",
-        "rejects",
-        "retx",
-        "loss",
-        "end",
-    )
+    cols = ("worker", "profile", "lives", "clock", "pushes", "releases",
+            "reconnects", "resends", "rejects", "retx", "loss", "end")  # fmt: skip
     rows = [cols]
     for r in emu.reports.values():
         rows.append((
