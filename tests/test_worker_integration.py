@@ -295,6 +295,8 @@ def test_cli_refuses_data_that_does_not_fit_the_job_model(
         ["--data", "x.csv", "--emulated", "sensors"],
         ["--emulated", "sensors", "--model", "mlp:"],
         ["--emulated", "sensors", "--incarnation", "-1"],
+        ["--emulated", "sensors", "--username", "u", "--password-file", "/no/pw"],
+        ["--emulated", "sensors", "--password", "p"],
     ],
 )
 def test_cli_bad_flags_exit_2_without_a_broker(args: list[str]) -> None:

@@ -113,11 +113,13 @@ def test_unreachable_broker_is_an_oserror() -> None:
 def test_tls_worker_with_password_trains(secure_broker: SecureBroker) -> None:
     # Prepare
     ps = ScriptedPS(secure_broker.plain_port, "job1")
+    secret = secure_broker.ca.parent / "mqtt.pass"
+    secret.write_text("s3cret\n")
     cmd = [sys.executable, "-m", "edgeps", "worker", "--broker",
            f"mqtts://127.0.0.1:{secure_broker.tls_port}", "--job", "job1",
            "--id", "tls1", "--emulated", "sensors:0/2", "--ca",
-           str(secure_broker.ca), "--username", "sensor", "--password", "s3cret",
-           "--max-iterations", "8"]  # fmt: skip
+           str(secure_broker.ca), "--username", "sensor", "--password-file",
+           str(secret), "--max-iterations", "8"]  # fmt: skip
     try:
         # Execute
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)

@@ -83,17 +83,20 @@ def make_transport(
     )
 
 
-def read_key(path: str | None) -> bytes | None:
-    """The shared HMAC key from a file (surrounding whitespace ignored), or None."""
-    if path is None:
-        return None
+def read_secret(path: str, what: str) -> bytes:
+    """A secret from a file, surrounding whitespace ignored; ValueError if unusable."""
     try:
-        key = Path(path).read_bytes().strip()
+        secret = Path(path).read_bytes().strip()
     except OSError as exc:
-        raise ValueError(f"cannot read the HMAC key file {path}: {exc}") from None
-    if not key:
-        raise ValueError(f"the HMAC key file {path} is empty")
-    return key
+        raise ValueError(f"cannot read the {what} file {path}: {exc}") from None
+    if not secret:
+        raise ValueError(f"the {what} file {path} is empty")
+    return secret
+
+
+def read_key(path: str | None) -> bytes | None:
+    """The shared HMAC key from a file, or None without one."""
+    return None if path is None else read_secret(path, "HMAC key")
 
 
 def fetch_model(
@@ -180,7 +183,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=int, default=32, help="minibatch size")
     parser.add_argument("--model", help="expected model spec (default: the job's)")
     parser.add_argument("--username")
-    parser.add_argument("--password")
+    secret = parser.add_mutually_exclusive_group()
+    secret.add_argument("--password", help="visible in ps: prefer --password-file")
+    secret.add_argument("--password-file", help="file holding the MQTT password")
     parser.add_argument("--ca", help="CA bundle for mqtts://")
     parser.add_argument("--cert", help="client certificate (PEM)")
     parser.add_argument("--key", help="client key (PEM)")
@@ -246,11 +251,14 @@ def run(args: argparse.Namespace) -> int:
         else:
             scheme = "dirichlet:0.5" if args.non_iid else "iid"
             data, _ = load_emulated(args.emulated, args.seed, scheme)
+        password = args.password
+        if args.password_file:
+            password = read_secret(args.password_file, "password").decode()
         transport = make_transport(
             args.broker,
             args.worker_id,
             username=args.username,
-            password=args.password,
+            password=password,
             ca=args.ca,
             cert=args.cert,
             key=args.key,
