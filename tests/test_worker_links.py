@@ -236,3 +236,60 @@ def test_persistent_worker_waits_for_the_next_run_of_the_job(mosquitto) -> None:
     assert left and alive_between_runs and rejoined
     assert code == 0
     assert second.incarnations["svc"][0] > first.incarnations["svc"][0]
+
+
+def _publish_raw(port: int, topic: str, payload: bytes, retain: bool = False) -> None:
+    t = PahoTransport("127.0.0.1", port, "raw", connect_timeout=5)
+    t.connect("edgeps/raw/will", b"")
+    try:
+        t.publish(topic, payload, 1, retain)
+    finally:
+        t.close()
+
+
+@pytest.mark.integration
+def test_garbage_on_the_model_topic_is_skipped_until_a_real_model(mosquitto) -> None:  # type: ignore[no-untyped-def]
+    # Prepare: a retained junk message where the job's MODEL should be
+    _publish_raw(mosquitto.port, "edgeps/job1/model", b"\x00junk" * 7, retain=True)
+    result: list[object] = []
+    t = PahoTransport("127.0.0.1", mosquitto.port, "f1", connect_timeout=5)
+    th = threading.Thread(
+        target=lambda: result.append(fetch_model(t, "job1", timeout=30)), daemon=True
+    )
+    th.start()
+    # Execute: the host comes up and replaces it
+    ps = ScriptedPS(mosquitto.port, "job1")
+    try:
+        th.join(timeout=40)
+    finally:
+        ps.close()
+    # Assert
+    assert not th.is_alive()
+    (job,) = result
+    assert job is not None
+    assert job.state == "running" and job.model == "mlp:33-32-6"  # type: ignore[attr-defined]
+
+
+@pytest.mark.integration
+def test_garbage_on_the_down_topic_is_counted_and_training_goes_on(mosquitto) -> None:  # type: ignore[no-untyped-def]
+    # Prepare
+    ps = ScriptedPS(mosquitto.port, "job1")
+    stop = threading.Event()
+    w = _worker(mosquitto.port, "w1", 0, stop=stop.is_set)
+    th = threading.Thread(target=w.run, daemon=True)
+    th.start()
+    try:
+        assert wait_until(lambda: ps.updates["w1"] >= 3)
+        # Execute
+        for junk in (b"", b"EP", b"\xff" * 100, b"EP\x01\x03" + b"\x00" * 40):
+            _publish_raw(mosquitto.port, "edgeps/job1/down/w1", junk)
+        counted = wait_until(lambda: w.stats["bad_messages"] >= 3)
+        before = ps.updates["w1"]
+        going = wait_until(lambda: ps.updates["w1"] >= before + 5)
+    finally:
+        stop.set()
+        th.join(timeout=10)
+        ps.close()
+    # Assert
+    assert counted and going
+    assert w.stop_reason == "stopped"
