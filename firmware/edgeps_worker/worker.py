@@ -39,6 +39,7 @@ trains a model of another size).
 import gc
 
 from edgeps_worker import clock, wire
+from edgeps_worker.params_sink import ParamsSink
 
 # counters exposed in Worker.stats, in this order
 STAT_NAMES = (
@@ -54,20 +55,6 @@ STAT_NAMES = (
     "memory_errors",
     "peak_mem",
 )
-
-
-def _byte_view(buf, nbytes):
-    """A writable byte-addressed view of a float32 buffer, without copying."""
-    try:
-        mv = memoryview(buf).cast("B")  # CPython
-    except AttributeError:
-        # MicroPython memoryviews cannot be re-typed; alias the memory instead
-        import uctypes  # type: ignore[import-not-found]
-
-        mv = memoryview(uctypes.bytearray_at(uctypes.addressof(buf), nbytes))
-    if len(mv) != nbytes:
-        raise ValueError("params_buffer() must hold exactly n_params float32")
-    return mv
 
 
 def _new_incarnation():
@@ -161,8 +148,7 @@ class Worker:
         self._relink = False
         self._log = log
         self.n_params = n
-        self._nbytes = n * 4
-        self._params = _byte_view(trainer.params_buffer(), self._nbytes)
+        self._sink = ParamsSink(trainer.params_buffer(), n * 4)
         self.up = wire.topic_up(job, worker_id)
         self.down = wire.topic_down(job, worker_id)
         self.model_topic = wire.topic_model(job)
@@ -184,11 +170,6 @@ class Worker:
         self._waiting = False  # joined and waiting for PARAMS
         self._wait_since = 0
         self._last_hb = 0
-        # PARAMS reassembly state, into the trainer's buffer
-        self._rx_version = -1
-        self._rx_count = 0
-        self._rx_left = 0
-        self._rx_flags = bytearray(0)
 
     # -- public ---------------------------------------------------------
 
@@ -229,7 +210,7 @@ class Worker:
         self.t.subscribe(self.down, 1)
         self.t.subscribe(self.model_topic, 1)
         self._note("connected")
-        self._rx_version = -1
+        self._sink.reset()
         joined = False
         if self.model_state == "running":
             # a rejoin: the retained MODEL will come again, but need not be awaited
@@ -362,41 +343,14 @@ class Worker:
             self._hello()
 
     def _on_params(self, msg):
-        """Copy one PARAMS chunk into the parameter buffer; release when complete."""
-        count = msg.chunk_count
-        data = msg.data
-        size = len(data)
-        if msg.dtype != wire.DTYPE_F32:
-            self._bad("params_dtype")
-            return
-        if msg.total_len != self._nbytes or count <= 0 or msg.chunk_index >= count:
-            self._bad("params_length")
-            return
-        if msg.version != self._rx_version or count != self._rx_count:
-            # a new release starts; an unfinished older one is abandoned
-            self._rx_version = msg.version
-            self._rx_count = count
-            self._rx_left = count
-            if len(self._rx_flags) < count:
-                self._rx_flags = bytearray(count)
-            else:
-                for i in range(count):
-                    self._rx_flags[i] = 0
-        i = msg.chunk_index
-        if self._rx_flags[i]:
-            return  # a QoS1 redelivery of a chunk we already hold
-        start = msg.offset
-        if start < 0 or start + size > self._nbytes:
-            self._bad("params_chunk")
-            return
-        self._params[start : start + size] = data
-        self._sample()
-        self._rx_flags[i] = 1
-        self._rx_left -= 1
-        if self._rx_left == 0:
+        """Write one PARAMS chunk into the parameter buffer; release when complete."""
+        done = self._sink.add(msg, wire.DTYPE_F32)
+        if done is True:
+            self._sample()
             self.version = msg.version
-            self._rx_version = -1
             self._release()
+        elif done is not None:
+            self._bad(done)
 
     def _release(self):
         """Parameters are complete: compute one gradient and push it."""

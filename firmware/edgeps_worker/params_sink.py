@@ -1,0 +1,73 @@
+"""PARAMS chunks copied straight into the trainer's parameter buffer (no full copy).
+
+A board cannot afford to hold a whole parameter message next to its
+parameter buffer, so each chunk is written to its place as it arrives and
+the sink only remembers which chunks of the current version it has.
+"""
+
+
+def byte_view(buf, nbytes):
+    """A writable byte-addressed view of a float32 buffer, without copying."""
+    try:
+        mv = memoryview(buf).cast("B")  # CPython
+    except AttributeError:
+        # MicroPython memoryviews cannot be re-typed; alias the memory instead
+        import uctypes  # type: ignore[import-not-found]
+
+        mv = memoryview(uctypes.bytearray_at(uctypes.addressof(buf), nbytes))
+    if len(mv) != nbytes:
+        raise ValueError("params_buffer() must hold exactly n_params float32")
+    return mv
+
+
+class ParamsSink:
+    """Reassembles one parameter version at a time into ``buf`` (nbytes long).
+
+    ``add(msg)`` takes a decoded PARAMS chunk and returns None while the
+    version is incomplete, True when it just completed, or a short reason
+    token for a chunk that cannot belong to this buffer.
+    """
+
+    def __init__(self, buf, nbytes):
+        self.view = byte_view(buf, nbytes)
+        self.nbytes = nbytes
+        self.version = -1  # version being received, -1 between releases
+        self.count = 0
+        self.left = 0
+        self.flags = bytearray(0)
+
+    def reset(self):
+        """Forget a partly received version (e.g. after the link dropped)."""
+        self.version = -1
+
+    def add(self, msg, f32_code):
+        count = msg.chunk_count
+        data = msg.data
+        size = len(data)
+        if msg.dtype != f32_code:
+            return "params_dtype"
+        if msg.total_len != self.nbytes or count <= 0 or msg.chunk_index >= count:
+            return "params_length"
+        start = msg.offset
+        if start < 0 or start + size > self.nbytes:
+            return "params_chunk"
+        if msg.version != self.version or count != self.count:
+            # a new release starts; an unfinished older one is abandoned
+            self.version = msg.version
+            self.count = count
+            self.left = count
+            if len(self.flags) < count:
+                self.flags = bytearray(count)
+            else:
+                for i in range(count):
+                    self.flags[i] = 0
+        i = msg.chunk_index
+        if self.flags[i]:
+            return None  # a QoS 1 redelivery of a chunk already written
+        self.view[start : start + size] = data
+        self.flags[i] = 1
+        self.left -= 1
+        if self.left:
+            return None
+        self.version = -1
+        return True
