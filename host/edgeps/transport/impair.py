@@ -4,8 +4,10 @@
 ``delay`` seconds plus an exponential extra with mean ``jitter`` (the
 simulator's link model in edgeps.scenarios), drawn from a seeded RNG. A QoS1
 publish is never lost: each simulated drop costs one retransmission interval
-and is then delivered again, as an MQTT client that resends until the PUBACK
-arrives would; a dropped QoS0 publish is gone. Incoming traffic is unchanged.
+and the message is then sent again and delivered once, late, as on a live
+MQTT-over-TCP link where the lost packet is retransmitted until acknowledged
+(duplicates only arise across reconnects, which the worker loop handles). A
+dropped QoS0 publish is gone. Incoming traffic is unchanged.
 """
 
 from __future__ import annotations
