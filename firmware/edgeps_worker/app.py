@@ -80,6 +80,9 @@ def make_transport(cfg):
         cfg["username"] or None,
         cfg["password"] or None,
         cfg["keepalive"],
+        # the host chunks to our max_chunk; anything far larger is refused
+        # before a buffer for it is allocated (topic and MQTT header fit in 256)
+        max_packet=cfg["max_chunk"] + 256,
     )
 
 
