@@ -29,3 +29,17 @@ def test_incarnation_counts_past_a_saved_value_from_the_future(board_main, tmp_p
 def test_unwritable_incarnation_file_is_not_fatal(board_main, tmp_path):
     inc = board_main.next_incarnation(str(tmp_path / "missing-dir" / "inc.txt"))
     assert inc > 0
+
+
+def test_a_missing_sensor_module_is_a_clear_error(board_main, tmp_path):
+    import json
+
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(
+        json.dumps(
+            {"job": "j", "worker_id": "w", "model": "logistic:4",
+             "broker_host": "127.0.0.1", "sensor": "no_such_sensor_module",
+             "incarnation_file": str(tmp_path / "inc.txt")}
+        )
+    )  # fmt: skip
+    assert board_main.main(["main.py", str(cfg)]) == 2

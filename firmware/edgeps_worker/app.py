@@ -23,11 +23,12 @@ def read_config(path):
     from edgeps_worker import config
 
     cfg = config.load(path, _is_esp32())
-    import edgeps_worker
+    if sys.implementation.name == "micropython":
+        import edgeps_worker
 
-    edgeps_worker.config = None  # type: ignore[attr-defined]
-    del sys.modules["edgeps_worker.config"]
-    gc.collect()
+        edgeps_worker.config = None  # type: ignore[attr-defined]
+        del sys.modules["edgeps_worker.config"]
+        gc.collect()
     return cfg
 
 
@@ -36,9 +37,15 @@ def build_source(cfg, n_features, label_kind):
     from edgeps_worker import data
 
     if cfg["sensor"]:
-        mod = __import__(cfg["sensor"])
+        try:
+            mod = __import__(cfg["sensor"])
+            read = mod.read
+        except (ImportError, AttributeError):
+            raise ValueError(
+                "sensor module " + cfg["sensor"] + " with a read(xbuf) not found"
+            ) from None
         src = data.SensorSource(
-            mod.read, n_features, cfg["capacity"], label_kind, cfg["seed"]
+            read, n_features, cfg["capacity"], label_kind, cfg["seed"]
         )
         src.fill(cfg["batch"])
         return src
