@@ -222,3 +222,54 @@ def test_execute_stops_at_the_first_failure_but_tolerates_an_existing_dir(tmp_pa
     # Assert
     assert code == 1
     assert marker.exists() and not (tmp_path / "never").exists()
+
+
+def test_flash_data_from_dry_run_announces_the_file_without_writing(tmp_path, capsys):
+    # Prepare
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps(EXAMPLE))
+    # Execute
+    code = main(["flash", "esp32", "--port", "p", "--config", str(cfg),
+                 "--data-from", "digits:1/4", "--dry-run"])  # fmt: skip
+    # Assert
+    out = capsys.readouterr().out.splitlines()
+    target = tmp_path / "digits-part0.bin"
+    assert code == 0
+    assert out[0] == f"# write {target}: digits:1/4 of the training split"
+    assert any(line.endswith(f"{target} :digits-part0.bin") for line in out)
+    assert not target.exists()
+
+
+def test_data_from_writes_a_shard_the_board_can_read(tmp_path):
+    # Prepare
+    from edgeps.boards.shard import ShardSpec, write_shard
+    from edgeps.datasets import load_dataset
+    from edgeps_worker.data import FileSource
+
+    path = tmp_path / "part.bin"
+    # Execute
+    n = write_shard(ShardSpec.parse("digits:2/4"), "mlp:64-32-10", path)
+    # Assert
+    src = FileSource(str(path))
+    total = len(load_dataset("digits", seed=0).y_train)
+    assert src.n_features == 64 and src.n_samples == n
+    assert total // 4 <= n <= total // 4 + 1
+    src.close()
+
+
+@pytest.mark.parametrize(
+    ("text", "model", "message"),
+    [
+        ("digits:4/4", "mlp:64-32-10", "shard index"),
+        ("digits:0", "mlp:64-32-10", "--data-from must look like"),
+        ("digits", "logistic:64", "2 classes"),
+        ("digits", "softmax:32x10", "features"),
+        ("nosuch", "mlp:64-32-10", "unknown dataset"),
+    ],
+)
+def test_data_from_rejects_what_cannot_fit(tmp_path, text, model, message):
+    from edgeps.boards.shard import ShardSpec, write_shard
+
+    with pytest.raises(ValueError, match=message):
+        write_shard(ShardSpec.parse(text), model, tmp_path / "x.bin")
+    assert not (tmp_path / "x.bin").exists()

@@ -60,9 +60,13 @@ class FlashPlan:
 
 
 def check_inputs(
-    config_path: Path, firmware: Path | None, port: str
+    config_path: Path, firmware: Path | None, port: str, data_pending: bool = False
 ) -> tuple[dict[str, object], list[Path]]:
-    """Validate the config for a board and find the extra files it names."""
+    """Validate the config for a board and find the extra files it names.
+
+    ``data_pending``: the data file is written later (a dry run of
+    ``--data-from``), so it need not exist yet.
+    """
     if not port or not port.strip():
         raise ValueError("--port is required, e.g. /dev/ttyUSB0")
     if firmware is not None and not firmware.is_file():
@@ -78,7 +82,7 @@ def check_inputs(
             # the board keeps it next to main.py under this same name
             raise ValueError(f"data must be a file name next to the config: {data!r}")
         path = base / data
-        if not path.is_file():
+        if not path.is_file() and not data_pending:
             raise ValueError(f"data file {data!r} not found next to {config_path}")
         extras.append(path)
     sensor = str(cfg["sensor"])
@@ -100,6 +104,7 @@ def build_plan(
     baud: int = 460800,
     firmware_dir: Path | None = None,
     stage: Path | None = None,
+    data_pending: bool = False,
 ) -> FlashPlan:
     """Every command needed to flash ``chip`` on ``port``; raises ValueError."""
     if chip not in FIRMWARE_OFFSET:
@@ -112,7 +117,7 @@ def build_plan(
     pkg = fw_dir / "edgeps_worker"
     if not (fw_dir / "main.py").is_file() or not pkg.is_dir():
         raise ValueError(f"{fw_dir} does not hold main.py and edgeps_worker/")
-    cfg, extras = check_inputs(config_path, firmware, port)
+    cfg, extras = check_inputs(config_path, firmware, port, data_pending)
     plan = FlashPlan()
     if firmware is not None:
         esptool = [sys.executable, "-m", "esptool", "--chip", chip, "--port", port]
@@ -185,12 +190,40 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--firmware-dir", type=Path, help="worker sources (default: this checkout)"
     )
     parser.add_argument(
+        "--data-from",
+        metavar="DATASET[:I/N]",
+        help="first write the config's data file from a host dataset shard, "
+        "e.g. digits:0/4 (worker 0 of 4)",
+    )
+    parser.add_argument("--data-seed", type=int, default=0, help="split seed")
+    parser.add_argument(
         "--dry-run", action="store_true", help="print the commands only"
     )
 
 
+def prepare_data(args: argparse.Namespace) -> None:
+    """--data-from: write the shard where the config's ``data`` points."""
+    from edgeps.boards.shard import ShardSpec, write_shard
+
+    shard = ShardSpec.parse(args.data_from)
+    if not args.config.is_file():
+        raise ValueError(f"config file not found: {args.config}")
+    cfg = fwconfig.load(str(args.config), True)
+    name = str(cfg["data"])
+    if not name or Path(name).name != name:
+        raise ValueError("--data-from needs the config's data to be a file name")
+    dest = args.config.resolve().parent / name
+    if args.dry_run:
+        print(f"# write {dest}: {args.data_from} of the training split")
+        return
+    n = write_shard(shard, str(cfg["model"]), dest, seed=args.data_seed)
+    print(f"wrote {n} samples of {args.data_from} to {dest}")
+
+
 def run(args: argparse.Namespace) -> int:
     try:
+        if args.data_from:
+            prepare_data(args)
         plan = build_plan(
             port=args.port,
             config_path=args.config,
@@ -199,6 +232,7 @@ def run(args: argparse.Namespace) -> int:
             mpy=args.mpy,
             baud=args.baud,
             firmware_dir=args.firmware_dir,
+            data_pending=bool(args.data_from) and args.dry_run,
         )
     except ValueError as exc:
         print(f"edgeps flash: {exc}", file=sys.stderr)
