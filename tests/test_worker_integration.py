@@ -61,6 +61,8 @@ class ScriptedPS:
         self.incarnations: dict[str, list[int]] = {}
         self.losses: dict[str, list[float]] = {}
         self.duplicates = 0
+        # when set, updates are applied but nobody is released (a stuck host)
+        self.hold = False
         self._seen: set[tuple[str, int, int]] = set()
         self._rx = wire.Reassembler()
         self._inbox: queue.Queue[tuple[str, bytes]] = queue.Queue()
@@ -123,7 +125,8 @@ class ScriptedPS:
                 self.version += 1
                 self.updates[msg.wid] += 1
                 self.losses.setdefault(msg.wid, []).append(float(msg.loss))
-                self._release(msg.wid)
+                if not self.hold:
+                    self._release(msg.wid)
             elif msg.type == wire.BYE:
                 self.byes.append((msg.wid, str(msg.reason)))
 

@@ -189,7 +189,12 @@ def test_worker_resumes_with_a_restarted_host(mosquitto) -> None:  # type: ignor
     th.start()
     try:
         assert wait_until(lambda: first.updates["w1"] >= 3)
-        # Execute: the host goes away and a new one takes over the job
+        # the first host takes one more update and then goes away without
+        # releasing it, so only the worker's release timeout can resync it
+        first.hold = True
+        seen = first.updates["w1"]
+        assert wait_until(lambda: first.updates["w1"] > seen)
+        # Execute: a new host takes over the job
         first.close()
         second = ScriptedPS(mosquitto.port, "job1")
         try:
