@@ -1,4 +1,4 @@
-"""Shared fixtures: a real mosquitto on a fresh loopback port, the MicroPython binary."""
+"""Shared fixtures: a real mosquitto on a fresh loopback port; MicroPython."""
 
 from __future__ import annotations
 

@@ -1,3 +1,3 @@
-"""edgeps: train one model across many sensor boards with a parameter server over MQTT."""
+"""edgeps: one model trained across many sensor boards by an MQTT parameter server."""
 
 __version__ = "0.1.0"

@@ -19,7 +19,7 @@ from edgeps import __version__
 COMMANDS: dict[str, tuple[str, str]] = {
     "info": ("edgeps.info", "show versions and which kernel backend is active"),
     "bench": ("edgeps.bench.cli", "run a benchmark (kernels, throughput, ...)"),
-    "simulate": ("edgeps.sim.cli", "compare sync policies in a discrete-event simulator"),
+    "simulate": ("edgeps.sim.cli", "compare sync policies in a discrete-event sim"),
     "serve": ("edgeps.serve", "run the host coordinator (parameter server)"),
     "worker": ("edgeps.worker", "run a CPython worker (Raspberry Pi, any Linux box)"),
     "emulate": ("edgeps.emulate", "run N emulated sensor workers against a broker"),
