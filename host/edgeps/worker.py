@@ -20,7 +20,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from edgeps.transport.paho_worker import PahoTransport, TLSOptions, parse_broker_url
+from edgeps.transport.broker import parse_broker_url
+from edgeps.transport.paho_worker import PahoTransport, TLSOptions
 
 log = logging.getLogger("edgeps.worker")
 

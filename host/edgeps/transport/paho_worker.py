@@ -19,7 +19,6 @@ import threading
 import time
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlparse
 
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
@@ -35,30 +34,6 @@ class TLSOptions:
     cert: str | None = None
     key: str | None = None
     insecure: bool = False
-
-
-@dataclass(frozen=True)
-class BrokerAddress:
-    host: str
-    port: int
-    tls: bool
-
-
-def parse_broker_url(url: str) -> BrokerAddress:
-    """Parse ``mqtt://host[:port]`` or ``mqtts://host[:port]`` (TLS, 8883)."""
-    if not isinstance(url, str) or "://" not in url:
-        raise ValueError(f"broker URL must look like mqtt://host:port, got {url!r}")
-    parts = urlparse(url)
-    if parts.scheme not in ("mqtt", "mqtts"):
-        raise ValueError(f"broker URL scheme must be mqtt or mqtts, got {url!r}")
-    if not parts.hostname:
-        raise ValueError(f"broker URL has no host: {url!r}")
-    try:
-        port = parts.port
-    except ValueError as exc:
-        raise ValueError(f"broker URL has a bad port: {url!r}") from exc
-    tls = parts.scheme == "mqtts"
-    return BrokerAddress(parts.hostname, port or (8883 if tls else 1883), tls)
 
 
 class PahoTransport:
