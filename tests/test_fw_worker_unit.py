@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from array import array
 
 import numpy as np
@@ -296,10 +297,14 @@ def test_unknown_worker_reject_triggers_a_hello_and_heartbeats_go_on():
     trainer = make_trainer()
     ps = HoldingPS(trainer.n_params, "unknown_worker")
     polls = {"n": 0}
+    deadline = time.monotonic() + 10
 
     def stop() -> bool:
+        # heartbeats are due by the clock, not by the poll count: run until
+        # one went out (or a bounded wait ran out) and the loop polled a while
         polls["n"] += 1
-        return polls["n"] > 60
+        beat = ps.heartbeats >= 1 or time.monotonic() > deadline
+        return polls["n"] > 60 and beat
 
     w = Worker(ps, trainer, JOB, WID, stop=stop, heartbeat_ms=1, poll_ms=1,
                release_timeout_ms=100000)  # fmt: skip
