@@ -105,3 +105,68 @@ def test_two_board_workers_in_lockstep_under_bsp(micropython, mosquitto, tmp_pat
     assert summary["stop_reason"] == "target_accuracy", err
     clocks = [summary["workers"][f"mpy-{i}"]["clock"] for i in range(2)]
     assert min(clocks) > 0 and max(clocks) - min(clocks) <= 1
+
+
+def test_board_worker_trains_next_to_cpython_workers(micropython, mosquitto, tmp_path):
+    # Prepare: one board and two `edgeps worker` processes share one DSP job
+    ds = load_dataset("digits", seed=0)
+    X, y = ds.shard(partition_iid(len(ds.y_train), 4, seed=0)[0])
+    datafile.write_file(str(tmp_path / "data.bin"), X.tolist(), y.tolist())
+    cfg = write_worker_config(
+        tmp_path, mosquitto.port, job="mixed", model="mlp:64-32-10", batch=16,
+        max_iterations=0, verbose=False,
+    )  # fmt: skip
+    broker = f"mqtt://127.0.0.1:{mosquitto.port}"
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "edgeps", "serve", "--broker", broker, "--job",
+         "mixed", "--dataset", "digits", "--model", "mlp:64-32-10", "--policy",
+         "dsp", "--target-accuracy", "0.85", "--max-time", "120", "--quiet",
+         "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    env = dict(os.environ, MICROPYPATH=f"{FIRMWARE}:.frozen")
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "edgeps",
+                "worker",
+                "--broker",
+                broker,
+                "--job",
+                "mixed",
+                "--id",
+                f"py-{i}",
+                "--emulated",
+                f"digits:{i}/4",
+                "--batch",
+                "16",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        for i in (1, 2)
+    ]
+    try:
+        # Execute
+        board = subprocess.run(
+            [micropython, str(FIRMWARE / "main.py"), str(cfg)], capture_output=True,
+            text=True, timeout=180, env=env, cwd=tmp_path,
+        )  # fmt: skip
+        out, err = serve.communicate(timeout=60)
+        for p in procs:
+            p.wait(timeout=30)
+    finally:
+        for p in [*procs, serve]:
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=10)
+    # Assert: every worker's updates were accepted and counted in the summary
+    assert board.returncode == 0, board.stdout + board.stderr
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["stop_reason"] == "target_accuracy", err
+    workers = summary["workers"]
+    assert workers["mpy-1"]["accepted"] > 0 and workers["mpy-1"]["rejected"] == 0
+    assert workers["py-1"]["accepted"] > 0 and workers["py-2"]["accepted"] > 0
+    assert all(p.returncode == 0 for p in procs)
