@@ -113,6 +113,7 @@ class HostClient:
         client.on_connect = self._on_connect
         client.on_disconnect = self._on_disconnect
         client.on_message = self._on_message
+        client.on_subscribe = self._on_subscribe
         client.on_socket_open = _nodelay
         return client
 
@@ -125,9 +126,19 @@ class HostClient:
             log.warning("broker refused the connection: %s", reason)
             return
         self.connects += 1
-        # clean session: subscriptions must be renewed on every (re)connect
+        # clean session: subscriptions must be renewed on every (re)connect;
+        # the link counts as up once the broker granted them (SUBACK), so
+        # nothing published to us right after start() is lost
         if self.subscriptions:
             client.subscribe(self.subscriptions)
+        else:
+            self._connected.set()
+
+    def _on_subscribe(
+        self, client: mqtt.Client, userdata: Any, mid: int, reasons: Any, props: Any
+    ) -> None:
+        if any(r.is_failure for r in reasons):
+            log.warning("broker refused a subscription: %s", reasons)
         self._connected.set()
 
     def _on_disconnect(
@@ -171,7 +182,7 @@ class HostClient:
         self._client.will_set(topic, payload, qos=qos, retain=retain)
 
     def start(self, timeout: float = 10.0) -> None:
-        """Connect, start paho's network thread and wait (bounded) for the CONNACK."""
+        """Connect, start paho's thread, wait (bounded) for CONNACK and SUBACK."""
         try:
             self._client.connect(
                 self.address.host, self.address.port, keepalive=self.options.keepalive
@@ -185,7 +196,7 @@ class HostClient:
         while not self._connected.wait(0.05):
             if self._connect_error is not None or time.monotonic() > deadline:
                 self._client.loop_stop()
-                why = self._connect_error or "no CONNACK in time"
+                why = self._connect_error or "no CONNACK/SUBACK in time"
                 raise ConnectionError(f"broker {self.address.url} refused us: {why}")
 
     def wait_connected(self, timeout: float) -> bool:
