@@ -69,6 +69,13 @@ def test_micropython_kernels_match_numpy(micropython, tmp_path: Path, spec_text,
     raw = np.frombuffer(out.read_bytes(), dtype="<f4")
     grad, fwd = raw[: spec.n_params], raw[spec.n_params :]
     ref_loss, ref_grad, ref_fwd, ref_pred = reference(spec, params, X, y)
+    # the measured error, for reports (`pytest -s tests/test_fw_kernels.py`)
+    grad_err = float(np.max(np.abs(grad - ref_grad)))
+    scale = float(np.max(np.abs(ref_grad)))
+    print(
+        f"\n{spec_text} B={n}: loss rel err {abs(loss - ref_loss) / abs(ref_loss):.2e}"
+        f", grad max abs err {grad_err:.2e} (max |grad| {scale:.2e})"
+    )
     assert loss == pytest.approx(ref_loss, rel=1e-5)
     np.testing.assert_allclose(grad, ref_grad, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(fwd, np.ravel(ref_fwd), rtol=1e-4, atol=1e-6)
