@@ -329,3 +329,34 @@ def test_other_rejects_are_only_counted():
     w.run()
     assert w.reject_reasons == {"not_finite": 1}
     assert ps.hellos == 1 and w.stats["pushes"] == 1
+
+
+class LinkDropsMidUpdate(LoopbackPS):
+    """Drops the link once, in the middle of sending the given push's UPDATE."""
+
+    def __init__(self, n_params: int, fail_on_seq: int):
+        super().__init__(n_params)
+        self.fail_on_seq = fail_on_seq
+
+    def publish(self, topic, payload, qos=1, retain=False) -> None:
+        msg = wire.decode(payload)
+        if msg.type == wire.UPDATE and msg.seq == self.fail_on_seq:
+            self.fail_on_seq = -1
+            self.connected = False
+            raise OSError("link lost mid-update")
+        super().publish(topic, payload, qos, retain)
+
+
+def test_update_lost_mid_send_is_resent_and_counted_once():
+    # Prepare: the last allowed push fails on its first try
+    trainer = make_trainer()
+    ps = LinkDropsMidUpdate(trainer.n_params, fail_on_seq=3)
+    w = Worker(ps, trainer, JOB, WID, max_iterations=3, backoff_min_ms=1,
+               backoff_max_ms=2)  # fmt: skip
+    # Execute
+    reason = w.run()
+    # Assert: resent after the reconnect, not one push past the limit
+    assert reason == "iterations"
+    assert w.stats["reconnects"] == 1 and w.stats["resends"] == 1
+    assert w.stats["pushes"] == 3 and w.clock == 3
+    assert [u.seq for u in ps.updates] == [1, 2, 3]

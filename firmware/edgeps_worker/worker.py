@@ -165,6 +165,7 @@ class Worker:
         # header of the last UPDATE until its release; the trainer's grad buffer
         # holds its body, so a resend re-encodes instead of keeping the chunks
         self._unacked = None
+        self._sent_seq = 0  # seq of the last UPDATE published in full
         self._resent = False
         self._grad = None
         self._waiting = False  # joined and waiting for PARAMS
@@ -370,9 +371,6 @@ class Worker:
         self._waiting = True
         self._wait_since = clock.ticks_ms()
         self._send_update()
-        self.stats["pushes"] += 1
-        if self.max_iterations and self.clock >= self.max_iterations:
-            self.stop_reason = "iterations"
 
     def _send_update(self):
         """Encode and publish the last UPDATE one chunk at a time."""
@@ -397,6 +395,13 @@ class Worker:
         ):
             self._sample()
             self.t.publish(self.up, chunk, 1)
+        # counted once sent in full, so an update that failed mid-send and was
+        # resent after a reconnect is one push, and max_iterations is not passed
+        if seq != self._sent_seq:
+            self._sent_seq = seq
+            self.stats["pushes"] += 1
+            if self.max_iterations and clk >= self.max_iterations:
+                self.stop_reason = "iterations"
 
     # -- helpers --------------------------------------------------------
 
