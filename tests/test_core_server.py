@@ -16,6 +16,7 @@ from edgeps.core.types import (
     Release,
     WorkerLeft,
     WorkerState,
+    WorkerStats,
 )
 from edgeps.policy.bsp import BSP
 
@@ -329,6 +330,25 @@ def test_restore_sets_version_optimizer_state_and_params() -> None:
     acts = ps.join("a", 0.0)
     assert acts == [Release(("a",), 41)]
     assert np.all(ps.params_snapshot()[1] == 3.0) and ps.optimizer.t == 1
+
+
+def test_restore_carries_worker_counters_over_to_a_rejoin() -> None:
+    # Prepare: a checkpoint knew worker "a" with 7 accepted, 2 duplicates
+    ps = make_server("asp")
+    carried = WorkerStats(accepted=7, rejected={"duplicate": 2}, max_staleness=3)
+    ps.restore(version=5, worker_stats={"a": carried})
+    # Execute
+    a = Worker(ps, "a")
+    a.push(1.0)
+    b = Worker(ps, "b")
+    b.push(2.0)
+    # Assert: "a" goes on from its counters, a newcomer starts from zero
+    stats = ps.stats()
+    assert stats["a"].accepted == 8 and stats["a"].rejected == {"duplicate": 2}
+    assert stats["b"].accepted == 1 and stats["b"].rejected == {}
+    assert ps.max_staleness_seen >= 3
+    with pytest.raises(TypeError):
+        make_server("asp").restore(version=1, worker_stats={"a": {"accepted": 1}})  # type: ignore[dict-item]
 
 
 def test_restore_rejects_bad_input_and_late_calls() -> None:

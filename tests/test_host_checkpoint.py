@@ -6,7 +6,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from edgeps.core import ParameterServer
 from edgeps.host.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from edgeps.host.job import restore
 
 
 def test_round_trip_keeps_everything(tmp_path: Path) -> None:
@@ -65,3 +67,27 @@ def test_foreign_or_missing_file_is_a_clear_error(tmp_path: Path) -> None:
         load_checkpoint(junk)
     with pytest.raises(FileNotFoundError):
         load_checkpoint(tmp_path / "missing.npz")
+
+
+def test_resume_carries_worker_counters_through_a_saved_file(tmp_path: Path) -> None:
+    # Prepare: a checkpoint on disk with one worker's counters
+    params = np.zeros(4, np.float32)
+    stats = {"w1": {"accepted": 9, "rejected": {"replay": 1}, "max_staleness": 2}}
+    save_checkpoint(
+        tmp_path / "c.npz", Checkpoint(params=params, version=9, worker_stats=stats)
+    )
+    server = ParameterServer(params, policy="asp")
+    # Execute
+    restore(server, load_checkpoint(tmp_path / "c.npz"))
+    server.join("w1", 0.0)
+    # Assert
+    assert server.version == 9
+    assert server.stats()["w1"].accepted == 9
+    assert server.stats()["w1"].rejected == {"replay": 1}
+
+
+def test_resume_with_malformed_worker_counters_is_a_clear_error() -> None:
+    params = np.zeros(4, np.float32)
+    bad = Checkpoint(params=params, version=1, worker_stats={"w1": {"accepted": 1}})
+    with pytest.raises(ValueError, match="worker stats"):
+        restore(ParameterServer(params, policy="asp"), bad)

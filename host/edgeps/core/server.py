@@ -104,6 +104,7 @@ class ParameterServer:
         self.forced_releases = 0  # safety net firings: a policy left everyone waiting
         self.rejected_unregistered: dict[str, int] = {}
         self._workers: dict[str, WorkerRecord] = {}
+        self._carried_stats: dict[str, WorkerStats] = {}  # from a checkpoint
         self.view = ClusterView(self._workers, self.monitor, lambda: self.version)
 
     # ---- parameters -------------------------------------------------------
@@ -122,8 +123,13 @@ class ParameterServer:
         version: int,
         optimizer_state: dict[str, Any] | None = None,
         params: np.ndarray | None = None,
+        worker_stats: dict[str, WorkerStats] | None = None,
     ) -> None:
-        """Resume a checkpoint (version, optimizer state, params) before any join."""
+        """Resume a checkpoint (version, optimizer state, params) before any join.
+
+        ``worker_stats`` carries each worker's counters over: a worker id that
+        joins again continues from them.
+        """
         version = check_int("version", version)
         if any(r.live for r in self._workers.values()):
             raise ValueError("restore a checkpoint before workers join")
@@ -134,6 +140,13 @@ class ParameterServer:
         if params is not None:
             self._params[...] = params
         self.version = int(version)
+        for wid, carried in (worker_stats or {}).items():
+            if not isinstance(carried, WorkerStats):
+                raise TypeError(f"stats of {wid!r} must be WorkerStats")
+            self._carried_stats[check_worker_id(wid)] = carried
+            self.max_staleness_seen = max(
+                self.max_staleness_seen, carried.max_staleness
+            )
 
     # ---- membership -------------------------------------------------------
 
@@ -154,6 +167,7 @@ class ParameterServer:
         base = self._join_clock(worker_id)
         if rec is None:
             rec = WorkerRecord(worker_id, int(incarnation))
+            rec.stats = self._carried_stats.pop(worker_id, rec.stats)
             self._workers[worker_id] = rec
         elif incarnation != rec.incarnation:
             rec.incarnation = int(incarnation)

@@ -15,6 +15,7 @@ from typing import IO, Any
 import numpy as np
 from edgeps_worker import wire
 
+from edgeps.core.types import WorkerStats
 from edgeps.host.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from edgeps.host.config import ServeConfig
 from edgeps.host.coordinator import Coordinator, Settings, Summary
@@ -97,8 +98,23 @@ def build_server(cfg: ServeConfig, model: Model) -> tuple[Any, str]:
 
 
 def restore(server: Any, ckpt: Checkpoint) -> None:
-    """Put version and optimizer state of a checkpoint back into a fresh server."""
-    server.restore(version=ckpt.version, optimizer_state=ckpt.optimizer_state or None)
+    """Put version, optimizer state and worker counters back into a fresh server."""
+    try:
+        stats = {
+            str(wid): WorkerStats(
+                accepted=int(s["accepted"]),
+                rejected={str(k): int(v) for k, v in s["rejected"].items()},
+                max_staleness=int(s["max_staleness"]),
+            )
+            for wid, s in ckpt.worker_stats.items()
+        }
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ValueError(f"checkpoint has malformed worker stats: {exc!r}") from exc
+    server.restore(
+        version=ckpt.version,
+        optimizer_state=ckpt.optimizer_state or None,
+        worker_stats=stats,
+    )
 
 
 def make_checkpointer(cfg: ServeConfig, model: Model) -> Callable[[Coordinator], None]:
