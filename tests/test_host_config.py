@@ -74,3 +74,11 @@ def test_flag_and_toml_can_turn_reject_messages_off(tmp_path: Path) -> None:
 
     assert from_file.send_rejects is False and from_flag.send_rejects is False
     assert default.send_rejects is True
+
+
+def test_staleness_aware_step_is_opt_in(tmp_path: Path) -> None:
+    conf = tmp_path / "job.toml"
+    conf.write_text("staleness-aware = true\n")
+    assert merge({}).staleness_aware is False
+    assert merge({"staleness_aware": True}).staleness_aware is True
+    assert merge({}, str(conf)).staleness_aware is True

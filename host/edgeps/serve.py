@@ -64,10 +64,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     _flag(p, "--max-update-norm", "reject updates with a larger L2 norm", type=float)
     _flag(
         p,
-        "--no-staleness-aware",
-        "plain lr instead of lr/(staleness+1)",
-        action="store_false",
-        dest="staleness_aware",
+        "--staleness-aware",
+        "scale the step by 1/(staleness+1) (default: plain lr)",
+        action="store_true",
     )
     _flag(p, "--eval-interval", "seconds between test-set evaluations", type=float)
     _flag(p, "--metrics-interval", "seconds between metrics snapshots", type=float)
