@@ -20,7 +20,7 @@ DEMO_DEFAULTS: dict[str, Any] = {
     "job": "demo",
     "policy": "dsp",
     "dataset": "sensors",
-    "target_accuracy": 0.9,
+    "target_accuracy": 0.93,
     "max_time": 90.0,
     "lr": 0.1,
 }
