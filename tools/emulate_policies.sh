@@ -2,20 +2,23 @@
 # Sync policies on real MQTT: for each POLICY, a fresh `edgeps serve` and 8
 # emulated sensors (scenario "stragglers": 2 of 8 are 4x slower) on one local
 # mosquitto; prints time to the target accuracy and updates/s per policy.
-#   tools/emulate_policies.sh [-s SCENARIO] [-t TARGET] POLICY...
+#   tools/emulate_policies.sh [-s SCENARIO] [-t TARGET] [-a SERVE_ARGS] POLICY...
 #   e.g. tools/emulate_policies.sh bsp ssp:3 dsp asp
+#        tools/emulate_policies.sh -t 0.93 -a --staleness-aware dsp
 set -eu
 SCENARIO=stragglers
 TARGET=0.9
-while getopts "s:t:" opt; do
+EXTRA=""
+while getopts "s:t:a:" opt; do
     case "$opt" in
         s) SCENARIO=$OPTARG ;;
         t) TARGET=$OPTARG ;;
+        a) EXTRA=$OPTARG ;;
         *) exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { echo "usage: $0 [-s SCENARIO] [-t TARGET] POLICY..." >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: $0 [-s SCENARIO] [-t TARGET] [-a SERVE_ARGS] POLICY..." >&2; exit 2; }
 PY=${PYTHON:-python3}
 MOSQUITTO=$(command -v mosquitto || echo /usr/sbin/mosquitto)
 TMP=$(mktemp -d)
@@ -36,7 +39,7 @@ URL=mqtt://127.0.0.1:$PORT
 for POLICY in "$@"; do
     JOB=p$(printf '%s' "$POLICY" | tr -dc 'a-z0-9')
     "$PY" -m edgeps serve --broker "$URL" --job "$JOB" --policy "$POLICY" \
-        --target-accuracy "$TARGET" --max-time 60 --json --quiet \
+        --target-accuracy "$TARGET" --max-time 60 --json --quiet $EXTRA \
         > "$TMP/serve.json" 2>/dev/null &
     SERVE=$!
     sleep 1
