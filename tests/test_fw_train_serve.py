@@ -15,30 +15,40 @@ from edgeps_worker import datafile
 from fw_host import write_worker_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.firmware]
+MPY_ENV = dict(os.environ, MICROPYPATH=f"{FIRMWARE}:.frozen")
+
+
+def write_board_data(directory, shard: int) -> None:
+    """The board's data file: shard ``shard`` of 4 of the host's digits split."""
+    ds = load_dataset("digits", seed=0)
+    X, y = ds.shard(partition_iid(len(ds.y_train), 4, seed=0)[shard])
+    datafile.write_file(str(directory / "data.bin"), X.tolist(), y.tolist())
+
+
+def start_serve(port: int, job: str, policy: str, target: str) -> subprocess.Popen:
+    """`edgeps serve` on the digits MLP, printing its JSON summary at the end."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "edgeps", "serve", "--broker",
+         f"mqtt://127.0.0.1:{port}", "--job", job, "--dataset", "digits",
+         "--model", "mlp:64-32-10", "--policy", policy, "--target-accuracy",
+         target, "--max-time", "120", "--quiet", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
 
 
 def test_board_worker_reaches_the_target_accuracy(micropython, mosquitto, tmp_path):
     # Prepare: worker 0 of 4 holds a quarter of the host's training split
-    ds = load_dataset("digits", seed=0)
-    X, y = ds.shard(partition_iid(len(ds.y_train), 4, seed=0)[0])
-    datafile.write_file(str(tmp_path / "data.bin"), X.tolist(), y.tolist())
+    write_board_data(tmp_path, 0)
     cfg = write_worker_config(
         tmp_path, mosquitto.port, job="digits", model="mlp:64-32-10", batch=16,
         max_iterations=0, verbose=False,
     )  # fmt: skip
-    serve = subprocess.Popen(
-        [sys.executable, "-m", "edgeps", "serve", "--broker",
-         f"mqtt://127.0.0.1:{mosquitto.port}", "--job", "digits", "--dataset",
-         "digits", "--model", "mlp:64-32-10", "--policy", "asp",
-         "--target-accuracy", "0.85", "--max-time", "120", "--quiet", "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    env = dict(os.environ, MICROPYPATH=f"{FIRMWARE}:.frozen")
+    serve = start_serve(mosquitto.port, "digits", "asp", "0.85")
     try:
         # Execute
         worker = subprocess.run(
             [micropython, str(FIRMWARE / "main.py"), str(cfg)], capture_output=True,
-            text=True, timeout=180, env=env, cwd=tmp_path,
+            text=True, timeout=180, env=MPY_ENV, cwd=tmp_path,
         )  # fmt: skip
         out, err = serve.communicate(timeout=60)
     finally:
@@ -56,35 +66,25 @@ def test_board_worker_reaches_the_target_accuracy(micropython, mosquitto, tmp_pa
 
 def test_two_board_workers_in_lockstep_under_bsp(micropython, mosquitto, tmp_path):
     # Prepare: two boards, each with its own quarter of the training split
-    ds = load_dataset("digits", seed=0)
-    shards = partition_iid(len(ds.y_train), 4, seed=0)
     configs = []
     for i in range(2):
         d = tmp_path / f"w{i}"
         d.mkdir()
-        X, y = ds.shard(shards[i])
-        datafile.write_file(str(d / "data.bin"), X.tolist(), y.tolist())
+        write_board_data(d, i)
         configs.append(
             write_worker_config(
                 d, mosquitto.port, job="bsp", worker_id=f"mpy-{i}",
                 model="mlp:64-32-10", max_iterations=0, verbose=False, seed=i + 1,
             )
         )  # fmt: skip
-    serve = subprocess.Popen(
-        [sys.executable, "-m", "edgeps", "serve", "--broker",
-         f"mqtt://127.0.0.1:{mosquitto.port}", "--job", "bsp", "--dataset",
-         "digits", "--model", "mlp:64-32-10", "--policy", "bsp",
-         "--target-accuracy", "0.8", "--max-time", "120", "--quiet", "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    env = dict(os.environ, MICROPYPATH=f"{FIRMWARE}:.frozen")
+    serve = start_serve(mosquitto.port, "bsp", "bsp", "0.8")
     workers = [
         subprocess.Popen(
             [micropython, str(FIRMWARE / "main.py"), str(c)],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            env=env,
+            env=MPY_ENV,
             cwd=c.parent,
         )  # fmt: skip
         for c in configs
@@ -109,22 +109,13 @@ def test_two_board_workers_in_lockstep_under_bsp(micropython, mosquitto, tmp_pat
 
 def test_board_worker_trains_next_to_cpython_workers(micropython, mosquitto, tmp_path):
     # Prepare: one board and two `edgeps worker` processes share one DSP job
-    ds = load_dataset("digits", seed=0)
-    X, y = ds.shard(partition_iid(len(ds.y_train), 4, seed=0)[0])
-    datafile.write_file(str(tmp_path / "data.bin"), X.tolist(), y.tolist())
+    write_board_data(tmp_path, 0)
     cfg = write_worker_config(
         tmp_path, mosquitto.port, job="mixed", model="mlp:64-32-10", batch=16,
         max_iterations=0, verbose=False,
     )  # fmt: skip
     broker = f"mqtt://127.0.0.1:{mosquitto.port}"
-    serve = subprocess.Popen(
-        [sys.executable, "-m", "edgeps", "serve", "--broker", broker, "--job",
-         "mixed", "--dataset", "digits", "--model", "mlp:64-32-10", "--policy",
-         "dsp", "--target-accuracy", "0.85", "--max-time", "120", "--quiet",
-         "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    env = dict(os.environ, MICROPYPATH=f"{FIRMWARE}:.frozen")
+    serve = start_serve(mosquitto.port, "mixed", "dsp", "0.85")
     procs = [
         subprocess.Popen(
             [
@@ -152,7 +143,7 @@ def test_board_worker_trains_next_to_cpython_workers(micropython, mosquitto, tmp
         # Execute
         board = subprocess.run(
             [micropython, str(FIRMWARE / "main.py"), str(cfg)], capture_output=True,
-            text=True, timeout=180, env=env, cwd=tmp_path,
+            text=True, timeout=180, env=MPY_ENV, cwd=tmp_path,
         )  # fmt: skip
         out, err = serve.communicate(timeout=60)
         for p in procs:
