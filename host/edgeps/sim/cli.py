@@ -83,6 +83,18 @@ def _fmt_ratio(r: float | None) -> str:
     return "inf" if math.isinf(r) else f"{r:.2f}x"
 
 
+def summary_cells(s: Any, max_time: float) -> list[str]:
+    """The columns every policy table shares, after the policy and ratio columns."""
+    return [
+        _fmt_time(s.time_to_target, max_time),
+        f"{s.reached}/{s.seeds}",
+        f"{s.final_accuracy:.4f}",
+        f"{s.updates_per_s:.1f}",
+        f"{s.idle_fraction:.2f}",
+        f"{s.max_staleness:g}",
+    ]
+
+
 def table(header: list[str], rows: list[list[str]]) -> str:
     """Plain fixed-width table, first column left-aligned, the rest right-aligned."""
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
@@ -165,19 +177,10 @@ def run(args: argparse.Namespace) -> int:
         "idle",
         "max_stale",
     ]
-    rows = [
-        [
-            s.policy,
-            _fmt_time(s.time_to_target, cfg.max_time),
-            _fmt_ratio(ref[s.policy]),
-            f"{s.reached}/{s.seeds}",
-            f"{s.final_accuracy:.4f}",
-            f"{s.updates_per_s:.1f}",
-            f"{s.idle_fraction:.2f}",
-            f"{s.max_staleness:g}",
-        ]
-        for s in summaries
-    ]
+    rows = []
+    for s in summaries:
+        cells = summary_cells(s, cfg.max_time)
+        rows.append([s.policy, cells[0], _fmt_ratio(ref[s.policy]), *cells[1:]])
     print(table(header, rows))
     return 0
 

@@ -88,7 +88,7 @@ def check_goals(results: dict[str, list[PolicySummary]]) -> list[dict[str, Any]]
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgeps.sim.cli import table
+    from edgeps.sim.cli import summary_cells, table
 
     try:
         policies = split_policies(args.policies)
@@ -133,18 +133,7 @@ def run(args: argparse.Namespace) -> int:
             f"\n{sc}: {args.workers} workers, target accuracy "
             f"{base.target_accuracy:g}, medians over {args.seeds} seeds"
         )
-        rows = [
-            [
-                s.policy,
-                "-" if s.time_to_target is None else f"{s.time_to_target:.2f}",
-                f"{s.reached}/{s.seeds}",
-                f"{s.final_accuracy:.4f}",
-                f"{s.updates_per_s:.1f}",
-                f"{s.idle_fraction:.2f}",
-                f"{s.max_staleness:g}",
-            ]
-            for s in summaries
-        ]
+        rows = [[s.policy, *summary_cells(s, base.max_time)] for s in summaries]
         print(table(header, rows))
     if goals:
         print()
