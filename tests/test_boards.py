@@ -243,7 +243,7 @@ def test_flash_data_from_dry_run_announces_the_file_without_writing(tmp_path, ca
 def test_data_from_writes_a_shard_the_board_can_read(tmp_path):
     # Prepare
     from edgeps.boards.shard import ShardSpec, write_shard
-    from edgeps.datasets import load_dataset
+    from edgeps.workloads.datasets import load_dataset
     from edgeps_worker.data import FileSource
 
     path = tmp_path / "part.bin"

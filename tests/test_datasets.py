@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from edgeps import datasets
-from edgeps.datasets import (
+from edgeps.workloads import datasets
+from edgeps.workloads.datasets import (
     load_dataset,
     partition,
     partition_dirichlet,

@@ -13,10 +13,10 @@ from typing import Any
 
 import paho.mqtt.client as mqtt
 import pytest
-from edgeps.emulate import Emulation
-from edgeps.host.config import merge
-from edgeps.host.coordinator import Summary
-from edgeps.host.job import Job
+from edgeps.commands.emulate import Emulation
+from edgeps.commands.serve_config import merge
+from edgeps.runtime.coordinator import Summary
+from edgeps.runtime.job import Job
 from edgeps.transport.broker import open_broker
 from edgeps_worker import wire
 

@@ -6,10 +6,10 @@ import threading
 from typing import Any
 
 import pytest
-from edgeps.emulate import Emulation
-from edgeps.host.config import merge
-from edgeps.host.coordinator import Summary
-from edgeps.host.job import Job
+from edgeps.commands.emulate import Emulation
+from edgeps.commands.serve_config import merge
+from edgeps.runtime.coordinator import Summary
+from edgeps.runtime.job import Job
 from edgeps.transport.broker import open_broker
 
 pytestmark = pytest.mark.integration

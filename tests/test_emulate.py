@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 import pytest
-from edgeps.emulate import Emulation, profile_class
-from edgeps.scenarios import WorkerProfile
+from edgeps.commands.emulate import Emulation, profile_class
+from edgeps.workloads.scenarios import WorkerProfile
 from test_worker_integration import ScriptedPS, wait_until
 
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 from conftest import FIRMWARE
-from edgeps.datasets import load_dataset, partition_iid
+from edgeps.workloads.datasets import load_dataset, partition_iid
 from edgeps_worker import datafile
 from fw_host import write_worker_config
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from edgeps.core import ParameterServer
-from edgeps.host.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
-from edgeps.host.job import restore
+from edgeps.runtime.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from edgeps.runtime.job import restore
 
 
 def test_round_trip_keeps_everything(tmp_path: Path) -> None:

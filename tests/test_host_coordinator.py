@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 from edgeps.core import ParameterServer
-from edgeps.host.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
-from edgeps.host.coordinator import Coordinator, Settings
+from edgeps.runtime.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from edgeps.runtime.coordinator import Coordinator, Settings
 from edgeps_worker import wire
 
 JOB = "jc"
@@ -202,7 +202,7 @@ def test_with_a_key_everything_sent_is_signed_and_unsigned_input_dropped() -> No
 
 def test_metrics_records_carry_per_worker_state(tmp_path: Path) -> None:
     # Prepare
-    from edgeps.host.metrics import MetricsWriter
+    from edgeps.runtime.metrics import MetricsWriter
 
     out = tmp_path / "m.jsonl"
     coord, _ = _coordinator()

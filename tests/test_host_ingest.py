@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from edgeps.core.types import Push
-from edgeps.host.ingest import Bye, Heartbeat, Hello, Ingest
+from edgeps.runtime.ingest import Bye, Heartbeat, Hello, Ingest
 from edgeps_worker import wire
 
 JOB = "j1"

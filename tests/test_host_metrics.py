@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import math
 
-from edgeps.host.metrics import Progress, dumps, status_lines
+from edgeps.runtime.metrics import Progress, dumps, status_lines
 
 RECORD = {
     "elapsed": 3.5,

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from edgeps.monitor import PerformanceMonitor
+from edgeps.core.monitor import PerformanceMonitor
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from edgeps.scenarios import SCENARIOS, WorkerProfile, make_scenario, worker_ids
+from edgeps.workloads.scenarios import (
+    SCENARIOS,
+    WorkerProfile,
+    make_scenario,
+    worker_ids,
+)
 
 
 def test_every_named_scenario_builds_for_eight_workers() -> None:

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from edgeps.emulate import Emulation
-from edgeps.host.checkpoint import load_checkpoint
+from edgeps.commands.emulate import Emulation
+from edgeps.runtime.checkpoint import load_checkpoint
 
 
 def serve(*args: str, **kw: Any) -> subprocess.Popen[str]:

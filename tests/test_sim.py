@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from edgeps.sim.config import SimConfig
 from edgeps.sim.engine import EventLoop
 from edgeps.sim.simulator import Simulator, simulate
+from edgeps.sim.types import SimConfig
 
 SMALL = SimConfig(n_workers=4, max_time=8.0, eval_interval=0.5, lr=0.05)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from edgeps.workerdata import (
+from edgeps.worker.localdata import (
     load_csv,
     load_emulated,
     load_file,
@@ -133,7 +133,7 @@ def test_parse_emulated_spec() -> None:
 
 def test_emulated_shards_are_disjoint_and_cover_the_training_set() -> None:
     # Prepare
-    from edgeps.datasets import load_dataset
+    from edgeps.workloads.datasets import load_dataset
 
     full = load_dataset("sensors", 0)
     # Execute

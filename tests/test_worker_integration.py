@@ -25,9 +25,9 @@ import numpy as np
 import paho.mqtt.client as mqtt
 import pytest
 from edgeps.kernels import ModelSpec
-from edgeps.trainer import KernelTrainer
 from edgeps.transport.paho_worker import PahoTransport
-from edgeps.workerdata import load_emulated
+from edgeps.worker.localdata import load_emulated
+from edgeps.worker.trainer import NativeTrainer
 from edgeps_worker import wire
 from edgeps_worker.worker import Worker
 from paho.mqtt.enums import CallbackAPIVersion
@@ -153,7 +153,7 @@ def ps(mosquitto):  # type: ignore[no-untyped-def]
 
 def _worker(port: int, wid: str, part: int, **kw):  # type: ignore[no-untyped-def]
     data, spec = load_emulated(f"sensors:{part}/4", 0)
-    trainer = KernelTrainer(spec, data, batch=16, seed=part)
+    trainer = NativeTrainer(spec, data, batch=16, seed=part)
     transport = PahoTransport("127.0.0.1", port, wid, keepalive=5)
     kw.setdefault("backoff_min_ms", 50)
     kw.setdefault("backoff_max_ms", 400)

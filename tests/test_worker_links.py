@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 from conftest import free_port, mosquitto_path
+from edgeps.commands.worker import fetch_model
 from edgeps.transport.broker import parse_broker_url
 from edgeps.transport.paho_worker import PahoTransport, TLSOptions
-from edgeps.worker import fetch_model
 from test_worker_integration import ScriptedPS, _worker, wait_until
 
 

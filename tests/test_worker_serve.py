@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 import pytest
-from edgeps.emulate import Emulation
-from edgeps.scenarios import WorkerProfile
+from edgeps.commands.emulate import Emulation
+from edgeps.workloads.scenarios import WorkerProfile
 
 
 @pytest.mark.integration

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from edgeps import kernels
 from edgeps.kernels import ModelSpec
-from edgeps.trainer import EmulatedTrainer, KernelTrainer
-from edgeps.workerdata import LocalData
+from edgeps.worker.localdata import LocalData
+from edgeps.worker.trainer import EmulatedTrainer, NativeTrainer
 
 
 def _data(n: int, f: int, classes: int, seed: int = 0, linear: bool = False):
@@ -35,7 +35,7 @@ def test_step_gradient_equals_kernels_on_the_same_batch(
 ) -> None:
     # Prepare
     data = _data(50, 5, classes, linear=linear)
-    t = KernelTrainer(spec, data, batch=8, seed=1)
+    t = NativeTrainer(spec, data, batch=8, seed=1)
     t.params[:] = ModelSpec.parse(spec).init_params(3)
     for _ in range(3):
         # Execute
@@ -57,9 +57,9 @@ def test_batches_follow_a_seeded_shuffle_and_cover_each_epoch() -> None:
         np.zeros(10, dtype=np.int32),
         "t",
     )
-    a = KernelTrainer("logistic:1", data, batch=4, seed=5)
-    b = KernelTrainer("logistic:1", data, batch=4, seed=5)
-    c = KernelTrainer("logistic:1", data, batch=4, seed=6)
+    a = NativeTrainer("logistic:1", data, batch=4, seed=5)
+    b = NativeTrainer("logistic:1", data, batch=4, seed=5)
+    c = NativeTrainer("logistic:1", data, batch=4, seed=6)
     # Execute
     seen_a = [a.next_batch()[0][:, 0].copy() for _ in range(5)]  # 20 = 2 epochs
     seen_b = [b.next_batch()[0][:, 0].copy() for _ in range(5)]
@@ -75,7 +75,7 @@ def test_batches_follow_a_seeded_shuffle_and_cover_each_epoch() -> None:
 
 def test_buffers_are_reused_across_steps() -> None:
     # Prepare
-    t = KernelTrainer("softmax:5x3", _data(40, 5, 3), batch=16)
+    t = NativeTrainer("softmax:5x3", _data(40, 5, 3), batch=16)
     buf = t.params_buffer()
     _, _, g1 = t.step()
     # Execute
@@ -88,13 +88,13 @@ def test_buffers_are_reused_across_steps() -> None:
 
 
 def test_batch_larger_than_data_is_capped() -> None:
-    t = KernelTrainer("softmax:5x3", _data(6, 5, 3), batch=64)
+    t = NativeTrainer("softmax:5x3", _data(6, 5, 3), batch=64)
     _, samples, _ = t.step()
     assert samples == 6
 
 
 def test_set_params_checks_the_length() -> None:
-    t = KernelTrainer("softmax:5x3", _data(6, 5, 3))
+    t = NativeTrainer("softmax:5x3", _data(6, 5, 3))
     values = np.arange(t.n_params, dtype="<f4")
     t.set_params(values.tobytes())
     assert np.array_equal(t.params, values)
@@ -104,20 +104,20 @@ def test_set_params_checks_the_length() -> None:
 
 def test_feature_count_mismatch_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="5 features but model"):
-        KernelTrainer("softmax:6x3", _data(10, 5, 3))
+        NativeTrainer("softmax:6x3", _data(10, 5, 3))
 
 
 def test_labels_outside_the_model_classes_are_refused() -> None:
     with pytest.raises(ValueError, match="labels span"):
-        KernelTrainer("softmax:5x2", _data(30, 5, 3))
+        NativeTrainer("softmax:5x2", _data(30, 5, 3))
     with pytest.raises(ValueError, match="whole-number"):
-        KernelTrainer("logistic:5", _data(30, 5, 0, linear=True))
+        NativeTrainer("logistic:5", _data(30, 5, 0, linear=True))
 
 
 @pytest.mark.parametrize("batch", [0, -1, 2.5, True])
 def test_bad_batch_sizes_are_refused(batch: object) -> None:
     with pytest.raises(ValueError):
-        KernelTrainer("softmax:5x3", _data(10, 5, 3), batch=batch)  # type: ignore[arg-type]
+        NativeTrainer("softmax:5x3", _data(10, 5, 3), batch=batch)  # type: ignore[arg-type]
 
 
 class FixedProfile:
@@ -133,7 +133,7 @@ class FixedProfile:
 def test_emulated_trainer_sleeps_the_rest_of_the_drawn_time() -> None:
     # Prepare
     slept: list[float] = []
-    inner = KernelTrainer("softmax:5x3", _data(20, 5, 3), batch=4)
+    inner = NativeTrainer("softmax:5x3", _data(20, 5, 3), batch=4)
     t = EmulatedTrainer(
         inner, FixedProfile(0.5), np.random.default_rng(0), sleep=slept.append
     )
@@ -148,7 +148,7 @@ def test_emulated_trainer_sleeps_the_rest_of_the_drawn_time() -> None:
 
 def test_emulated_trainer_never_sleeps_when_compute_is_slower() -> None:
     slept: list[float] = []
-    inner = KernelTrainer("softmax:5x3", _data(20, 5, 3), batch=4)
+    inner = NativeTrainer("softmax:5x3", _data(20, 5, 3), batch=4)
     t = EmulatedTrainer(
         inner, FixedProfile(0.0), np.random.default_rng(0), slept.append
     )

@@ -17,13 +17,28 @@ from edgeps import __version__
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "info": ("edgeps.info", "show versions and which kernel backend is active"),
-    "bench": ("edgeps.bench.cli", "run a benchmark (kernels, throughput, ...)"),
-    "simulate": ("edgeps.sim.cli", "compare sync policies in a discrete-event sim"),
-    "serve": ("edgeps.serve", "run the host coordinator (parameter server)"),
-    "worker": ("edgeps.worker", "run a CPython worker (Raspberry Pi, any Linux box)"),
-    "emulate": ("edgeps.emulate", "run N emulated sensor workers against a broker"),
-    "demo": ("edgeps.demo", "embedded broker + host + 8 emulated sensors, end to end"),
+    "info": (
+        "edgeps.commands.info",
+        "show versions and which kernel backend is active",
+    ),
+    "bench": ("edgeps.commands.bench", "run a benchmark (kernels, throughput, ...)"),
+    "simulate": (
+        "edgeps.commands.simulate",
+        "compare sync policies in a discrete-event sim",
+    ),
+    "serve": ("edgeps.commands.serve", "run the host coordinator (parameter server)"),
+    "worker": (
+        "edgeps.commands.worker",
+        "run a CPython worker (Raspberry Pi, any Linux box)",
+    ),
+    "emulate": (
+        "edgeps.commands.emulate",
+        "run N emulated sensor workers against a broker",
+    ),
+    "demo": (
+        "edgeps.commands.demo",
+        "embedded broker + host + 8 emulated sensors, end to end",
+    ),
     "flash": ("edgeps.boards.flash", "flash MicroPython and the worker to an ESP32"),
     "deploy": ("edgeps.boards.deploy", "print install steps for a Raspberry Pi worker"),
 }

@@ -180,7 +180,7 @@ def measure_ps(host: str, port: int, n_params: int, n: int, chunk: int = 0) -> M
     from edgeps_worker import wire
 
     from edgeps.core import ParameterServer
-    from edgeps.host.coordinator import Coordinator, Settings
+    from edgeps.runtime.coordinator import Coordinator, Settings
     from edgeps.transport.broker import BrokerAddress
     from edgeps.transport.paho_host import HostClient
 

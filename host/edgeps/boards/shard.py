@@ -12,8 +12,8 @@ from pathlib import Path
 
 from edgeps_worker import datafile
 
-from edgeps.datasets import load_dataset, partition
 from edgeps.kernels import ModelSpec
+from edgeps.workloads.datasets import load_dataset, partition
 
 _SHARD = re.compile(r"^([A-Za-z_]+)(?::(\d+)/(\d+))?$")
 

@@ -21,8 +21,9 @@ from edgeps.core.args import (
     check_positive,
     check_worker_id,
 )
+from edgeps.core.monitor import PerformanceMonitor
 from edgeps.core.registry import WorkerRecord
-from edgeps.core.report import server_snapshot
+from edgeps.core.snapshot import server_snapshot
 from edgeps.core.types import (
     Action,
     Applied,
@@ -35,7 +36,6 @@ from edgeps.core.types import (
     WorkerStats,
 )
 from edgeps.core.validate import content_problem, identity_problem, sane_time
-from edgeps.monitor import PerformanceMonitor
 from edgeps.policy.base import ClusterView, Policy
 
 log = logging.getLogger(__name__)

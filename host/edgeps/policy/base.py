@@ -13,9 +13,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from edgeps.core.monitor import PerformanceMonitor
 from edgeps.core.registry import WorkerRecord
 from edgeps.core.types import Push, WorkerState
-from edgeps.monitor import PerformanceMonitor
 
 
 @dataclass(frozen=True)

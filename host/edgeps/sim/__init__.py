@@ -4,7 +4,7 @@
 ``edgeps.sim.compare.compare`` runs several policies over several seeds.
 """
 
-from edgeps.sim.config import SimConfig, SimResult
 from edgeps.sim.simulator import Simulator, simulate
+from edgeps.sim.types import SimConfig, SimResult
 
 __all__ = ["SimConfig", "SimResult", "Simulator", "simulate"]

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from edgeps.policy import parse_policy
-from edgeps.sim.config import SimConfig, SimResult
 from edgeps.sim.simulator import simulate
+from edgeps.sim.types import SimConfig, SimResult
 
 # short names accepted on the command line for policies that need an option
 ALIASES = {"kofn": "kofn:auto"}

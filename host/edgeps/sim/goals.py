@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 from edgeps.sim.compare import PolicySummary, compare, split_policies
-from edgeps.sim.config import SimConfig
+from edgeps.sim.types import SimConfig
 
 POLICIES = "bsp,asp,ssp:1,ssp:3,ssp:5,dsp,kofn,dssp"
 SCENARIOS = ("mixed", "homogeneous", "stragglers")
@@ -88,7 +88,7 @@ def check_goals(results: dict[str, list[PolicySummary]]) -> list[dict[str, Any]]
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgeps.sim.cli import summary_cells, table
+    from edgeps.commands.simulate import summary_cells, table
 
     try:
         policies = split_policies(args.policies)

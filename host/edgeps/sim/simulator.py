@@ -19,11 +19,11 @@ import numpy as np
 from edgeps import kernels
 from edgeps.core import ParameterServer
 from edgeps.core.types import Action, Applied, Push, Rejected, Release
-from edgeps.datasets import Dataset, load_dataset, partition
 from edgeps.policy import parse_policy
-from edgeps.scenarios import WorkerProfile, make_scenario
-from edgeps.sim.config import SimConfig, SimResult
 from edgeps.sim.engine import EventLoop
+from edgeps.sim.types import SimConfig, SimResult
+from edgeps.workloads.datasets import Dataset, load_dataset, partition
+from edgeps.workloads.scenarios import WorkerProfile, make_scenario
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 ``ImpairedTransport`` wraps any worker transport. Each outgoing publish waits
 ``delay`` seconds plus an exponential extra with mean ``jitter`` (the
-simulator's link model in edgeps.scenarios), drawn from a seeded RNG. A QoS1
+simulator's link model in edgeps.workloads.scenarios), drawn from a seeded RNG. A QoS1
 publish is never lost: each simulated drop costs one retransmission interval
 and the message is then sent again and delivered once, late, as on a live
 MQTT-over-TCP link where the lost packet is retransmitted until acknowledged

@@ -8,7 +8,7 @@ import math
 import sys
 from typing import Any
 
-from edgeps.sim.config import SimConfig
+from edgeps.sim.types import SimConfig
 
 DEFAULT_COMPARE = "bsp,asp,ssp:1,ssp:3,ssp:5,dsp,kofn:auto,dssp"
 
@@ -21,7 +21,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="LIST",
         help=f"comma-separated policies to compare, e.g. {DEFAULT_COMPARE}",
     )
-    parser.add_argument("--scenario", default=d.scenario, help="see edgeps.scenarios")
+    parser.add_argument(
+        "--scenario", default=d.scenario, help="see edgeps.workloads.scenarios"
+    )
     parser.add_argument("--workers", type=int, default=d.n_workers)
     parser.add_argument("--seed", type=int, default=d.seed, help="first seed")
     parser.add_argument(

@@ -22,9 +22,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from edgeps.core.types import Applied, Push, Rejected, Release
-from edgeps.host.ingest import Bye, Heartbeat, Hello, Ingest
-from edgeps.host.metrics import MetricsWriter, Progress
-from edgeps.host.outbox import Outbox
+from edgeps.runtime.ingest import Bye, Heartbeat, Hello, Ingest
+from edgeps.runtime.metrics import MetricsWriter, Progress
+from edgeps.runtime.outbox import Outbox
 
 log = logging.getLogger(__name__)
 

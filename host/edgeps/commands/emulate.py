@@ -2,7 +2,7 @@
 
 Each sensor is a thread that runs the shared ``Worker`` loop with a paho
 transport and the C-kernel trainer, shaped by a ``WorkerProfile`` from
-``edgeps.scenarios``: its compute is stretched to the profile's iteration
+``edgeps.workloads.scenarios``: its compute is stretched to the profile's iteration
 time (straggler factor, transient interference) by sleeping after the real
 gradient; its link delays, jitters and drops publishes (QoS1 drops become
 retransmissions); and it crashes (the TCP link is cut, so the broker fires
@@ -33,11 +33,11 @@ from typing import Any
 import numpy as np
 from edgeps_worker import wire
 
-from edgeps.scenarios import Scenario, WorkerProfile, make_scenario
-from edgeps.trainer import EmulatedTrainer, KernelTrainer
 from edgeps.transport.impair import ImpairedTransport, LinkProfile
+from edgeps.worker.trainer import EmulatedTrainer, NativeTrainer
+from edgeps.workloads.scenarios import Scenario, WorkerProfile, make_scenario
 
-log = logging.getLogger("edgeps.emulate")
+log = logging.getLogger("edgeps.commands.emulate")
 
 MAX_SENSORS = 256  # one thread and one broker connection each
 
@@ -122,7 +122,7 @@ class EmulationConfig:
     insecure: bool = False
     heartbeat_ms: int = 5000
     release_timeout_ms: int = 15000
-    max_chunk: int = 1 << 16  # whole-model messages, see edgeps.worker
+    max_chunk: int = 1 << 16  # whole-model messages, see edgeps.commands.worker
     hmac_key: bytes | None = None  # sign and verify every message
     # explicit worker id -> profile, instead of a named scenario
     profiles: dict[str, WorkerProfile] | None = None
@@ -146,8 +146,8 @@ class Emulation:
             raise ValueError("batch >= 1 and max_iterations >= 0 required")
         if not 256 <= cfg.max_chunk <= wire.MAX_MESSAGE // 2:
             raise ValueError(f"max_chunk must be in 256..{wire.MAX_MESSAGE // 2}")
-        from edgeps.worker import make_transport
-        from edgeps.workerdata import load_emulated
+        from edgeps.commands.worker import make_transport
+        from edgeps.worker.localdata import load_emulated
 
         # validate broker URL and TLS flags now rather than in N threads
         self._make_transport = lambda wid: make_transport(
@@ -242,7 +242,7 @@ class Emulation:
     ) -> None:
         from edgeps_worker.worker import Worker
 
-        from edgeps.worker import fetch_model, new_incarnation
+        from edgeps.commands.worker import fetch_model, new_incarnation
 
         cfg = self.config
         rng = np.random.default_rng([cfg.seed, index])
@@ -264,7 +264,7 @@ class Emulation:
                     return
                 model = job.model
             trainer = EmulatedTrainer(
-                KernelTrainer(model, self._shards[index], cfg.batch, cfg.seed + index),
+                NativeTrainer(model, self._shards[index], cfg.batch, cfg.seed + index),
                 profile,
                 rng,
                 sleep=self._stop.wait,
@@ -316,7 +316,7 @@ class Emulation:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from edgeps.scenarios import SCENARIOS
+    from edgeps.workloads.scenarios import SCENARIOS
 
     parser.add_argument("--broker", required=True, help="mqtt://host:port or mqtts://")
     parser.add_argument("--job", required=True)
@@ -363,7 +363,7 @@ def _table(emu: Emulation) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgeps.worker import read_key
+    from edgeps.commands.worker import read_key
 
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper()),

@@ -23,7 +23,7 @@ from typing import Any
 from edgeps.transport.broker import parse_broker_url
 from edgeps.transport.paho_worker import PahoTransport, TLSOptions
 
-log = logging.getLogger("edgeps.worker")
+log = logging.getLogger("edgeps.commands.worker")
 
 EXIT_OK = 0
 EXIT_CONFIG = 2  # bad flags, data or model mismatch: retrying will not help
@@ -242,8 +242,8 @@ def run(args: argparse.Namespace) -> int:
     )
 
     from edgeps.kernels import ModelSpec
-    from edgeps.trainer import KernelTrainer
-    from edgeps.workerdata import load_emulated, load_file
+    from edgeps.worker.localdata import load_emulated, load_file
+    from edgeps.worker.trainer import NativeTrainer
 
     try:
         _validate(args)
@@ -304,7 +304,7 @@ def run(args: argparse.Namespace) -> int:
             spec = ModelSpec.parse(job.model)
             if expected is not None and str(expected) != str(spec):
                 raise ValueError(f"job {args.job} trains {spec}, not {expected}")
-            trainer = KernelTrainer(spec, data, batch=args.batch, seed=args.seed)
+            trainer = NativeTrainer(spec, data, batch=args.batch, seed=args.seed)
         except ValueError as exc:
             log.error("%s", exc)
             return EXIT_CONFIG

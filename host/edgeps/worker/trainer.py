@@ -16,7 +16,7 @@ import numpy as np
 
 from edgeps import kernels
 from edgeps.kernels import ModelSpec
-from edgeps.workerdata import LocalData
+from edgeps.worker.localdata import LocalData
 
 
 def check_labels(spec: ModelSpec, y: np.ndarray, source: str = "data") -> np.ndarray:
@@ -35,7 +35,7 @@ def check_labels(spec: ModelSpec, y: np.ndarray, source: str = "data") -> np.nda
     return np.ascontiguousarray(y, dtype=np.int32)
 
 
-class KernelTrainer:
+class NativeTrainer:
     """Minibatch gradients on a local dataset, with buffers allocated once.
 
     Parameters
@@ -132,7 +132,7 @@ class KernelTrainer:
 class EmulatedTrainer:
     """Wrap a trainer so each step lasts as long as an emulated board's would.
 
-    ``profile.sample_compute(rng)`` (an ``edgeps.scenarios.WorkerProfile``)
+    ``profile.sample_compute(rng)`` (an ``edgeps.workloads.scenarios.WorkerProfile``)
     draws the iteration time; the real gradient runs first, and the rest of
     that time is slept, so stragglers and interference cost wall time only.
     """

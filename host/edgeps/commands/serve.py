@@ -20,7 +20,7 @@ def _flag(
     defaults: dict[str, object] | None = None,
     **kw: object,
 ) -> None:
-    from edgeps.host.config import ServeConfig
+    from edgeps.commands.serve_config import ServeConfig
 
     dest = str(kw.get("dest") or name.lstrip("-").replace("-", "_"))
     default = (defaults or {}).get(dest, getattr(ServeConfig, dest, None))
@@ -102,9 +102,9 @@ def run(args: argparse.Namespace) -> int:
         level=logging.DEBUG if getattr(args, "verbose", False) else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    from edgeps.host.config import merge
-    from edgeps.host.job import Job
-    from edgeps.host.report import summary_json, summary_table
+    from edgeps.commands.serve_config import merge
+    from edgeps.runtime.job import Job
+    from edgeps.runtime.summary import summary_json, summary_table
 
     try:
         cfg = merge(given(args), getattr(args, "config", None))

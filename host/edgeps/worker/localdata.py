@@ -159,7 +159,7 @@ def load_emulated(
     ``"dirichlet:ALPHA"`` (label-skewed). The same seed gives every worker the
     same split, so N workers started separately hold disjoint shards.
     """
-    from edgeps import datasets
+    from edgeps.workloads import datasets
 
     name, part, n = parse_emulated(spec)
     ds = datasets.load_dataset(name, seed)

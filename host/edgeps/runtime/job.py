@@ -15,11 +15,11 @@ from typing import IO, Any
 import numpy as np
 from edgeps_worker import wire
 
+from edgeps.commands.serve_config import ServeConfig
 from edgeps.core.types import WorkerStats
-from edgeps.host.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
-from edgeps.host.config import ServeConfig
-from edgeps.host.coordinator import Coordinator, Settings, Summary
-from edgeps.host.metrics import MetricsWriter, Progress
+from edgeps.runtime.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from edgeps.runtime.coordinator import Coordinator, Settings, Summary
+from edgeps.runtime.metrics import MetricsWriter, Progress
 from edgeps.transport.broker import BrokerHandle, open_broker
 from edgeps.transport.paho_host import HostClient, MqttOptions
 
@@ -42,8 +42,8 @@ class Model:
 
 def load_model(cfg: ServeConfig) -> Model:
     """The dataset's test split and the model spec (the dataset's unless given)."""
-    from edgeps.datasets import load_dataset
     from edgeps.kernels import ModelSpec
+    from edgeps.workloads.datasets import load_dataset
 
     ds = load_dataset(cfg.dataset, cfg.seed)
     spec = ModelSpec.parse(cfg.model or ds.model_spec)

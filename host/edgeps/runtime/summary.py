@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from edgeps.host.coordinator import Summary
-from edgeps.host.metrics import dumps
+from edgeps.runtime.coordinator import Summary
+from edgeps.runtime.metrics import dumps
 
 
 def summary_dict(summary: Summary) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import sys
 import threading
 from typing import Any
 
-from edgeps.serve import add_job_flags, given
+from edgeps.commands.serve import add_job_flags, given
 
 DEMO_DEFAULTS: dict[str, Any] = {
     "job": "demo",
@@ -55,12 +55,12 @@ def _merge_rows(summary: Any, emu: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
-    from edgeps.emulate import Emulation
-    from edgeps.host.config import merge
-    from edgeps.host.job import Job
-    from edgeps.host.report import summary_json, summary_table
-    from edgeps.scenarios import SCENARIOS
+    from edgeps.commands.emulate import Emulation
+    from edgeps.commands.serve_config import merge
+    from edgeps.runtime.job import Job
+    from edgeps.runtime.summary import summary_json, summary_table
     from edgeps.transport.broker import open_broker
+    from edgeps.workloads.scenarios import SCENARIOS
 
     try:
         if not 1 <= args.workers <= 64:

@@ -1,0 +1,1 @@
+"""The CPython worker's parts: trainers over the C kernels and local training data."""
