@@ -15,6 +15,7 @@ import threading
 from typing import Any
 
 from edgeps.commands.serve import add_job_flags, given
+from edgeps.observe import dashboard
 
 DEMO_DEFAULTS: dict[str, Any] = {
     "job": "demo",
@@ -23,6 +24,7 @@ DEMO_DEFAULTS: dict[str, Any] = {
     "target_accuracy": 0.93,
     "max_time": 90.0,
     "lr": 0.1,
+    "dashboard_linger": 120.0,  # time to look at the page after the target is hit
 }
 
 
@@ -41,6 +43,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "interference, mixed, churn",
     )
     add_job_flags(parser, DEMO_DEFAULTS)
+    dashboard.add_arguments(parser)
 
 
 def _merge_rows(summary: Any, emu: Any) -> None:
