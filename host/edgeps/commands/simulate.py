@@ -121,10 +121,11 @@ def run(args: argparse.Namespace) -> int:
         cfg = _config(args)
         policies = split_policies(args.compare) if args.compare else None
         if args.plot:
-            from edgeps.observe.plot import check_output
+            from edgeps.observe.plot import check_output, require_matplotlib
 
             check_output(args.plot)  # before minutes of simulation, not after
-    except (ValueError, FileNotFoundError) as exc:
+            require_matplotlib()
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:
         print(f"edgeps simulate: {exc}", file=sys.stderr)
         return 2
     try:

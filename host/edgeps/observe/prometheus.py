@@ -19,6 +19,7 @@ from prometheus_client.core import (
     Metric,
 )
 from prometheus_client.registry import Collector, CollectorRegistry
+from prometheus_client.utils import floatToGoString
 
 from edgeps.observe.state import LatestState
 
@@ -33,7 +34,9 @@ def staleness_histogram(counts: dict[str, int]) -> tuple[list[tuple[str, float]]
     pairs = sorted((int(k), int(v)) for k, v in counts.items())
     buckets: list[tuple[str, float]] = []
     for bound in STALENESS_BUCKETS:
-        buckets.append((str(bound), float(sum(v for s, v in pairs if s <= bound))))
+        buckets.append(
+            (floatToGoString(bound), float(sum(v for s, v in pairs if s <= bound)))
+        )
     buckets.append(("+Inf", float(sum(v for _, v in pairs))))
     return buckets, sum(s * v for s, v in pairs)
 
