@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -200,3 +202,24 @@ def test_bad_options_fail_at_start(tmp_path: Path) -> None:
         check_options(None, str(tmp_path / "missing"), 0.0)
     with pytest.raises(ValueError, match="linger"):
         check_options("8080", None, -1.0)
+
+
+def test_linger_ends_when_the_job_is_stopped() -> None:
+    # Prepare: a dashboard lingering for ten minutes after its job
+    dash = Dashboard("127.0.0.1:0")
+    stop = threading.Event()
+    out = io.StringIO()
+    waiter = threading.Thread(target=dash.linger, args=(600.0, stop, out))
+    try:
+        waiter.start()
+
+        # Execute: Ctrl-C (the job's stop event)
+        stop.set()
+        waiter.join(30)
+
+        # Assert
+        assert not waiter.is_alive()
+        assert f"stays at {dash.url} for 600 s" in out.getvalue()
+    finally:
+        stop.set()
+        dash.close()
