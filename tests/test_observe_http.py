@@ -223,3 +223,16 @@ def test_linger_ends_when_the_job_is_stopped() -> None:
     finally:
         stop.set()
         dash.close()
+
+
+def test_dashboard_keys_in_a_config_file_and_flags(tmp_path: Path) -> None:
+    from edgeps.commands.serve_config import merge
+
+    toml = tmp_path / "serve.toml"
+    toml.write_text('dashboard = "127.0.0.1:9100"\ndashboard-linger = 5\n')
+
+    cfg = merge({"dashboard_linger": 1.5}, str(toml))
+
+    assert cfg.dashboard == "127.0.0.1:9100" and cfg.dashboard_linger == 1.5
+    with pytest.raises(ValueError, match="--dashboard"):
+        merge({"dashboard": "localhost:http"})
