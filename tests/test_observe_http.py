@@ -236,3 +236,10 @@ def test_dashboard_keys_in_a_config_file_and_flags(tmp_path: Path) -> None:
     assert cfg.dashboard == "127.0.0.1:9100" and cfg.dashboard_linger == 1.5
     with pytest.raises(ValueError, match="--dashboard"):
         merge({"dashboard": "localhost:http"})
+
+
+def test_a_taken_port_is_a_clear_error(dashboard: Dashboard) -> None:
+    host, port = dashboard.address
+
+    with pytest.raises(RuntimeError, match="cannot listen"):
+        Dashboard(f"{host}:{port}")

@@ -184,7 +184,10 @@ class Dashboard:
     ) -> None:
         host, port = parse_address(address)
         self.state = state if state is not None else LatestState()
-        self._httpd = _Server((host, port), self.state, token)
+        try:
+            self._httpd = _Server((host, port), self.state, token)
+        except OSError as exc:  # port taken, address not on this machine, ...
+            raise RuntimeError(f"--dashboard {address}: cannot listen: {exc}") from exc
         self.token = token
         self._thread = threading.Thread(
             target=self._httpd.serve_forever,
