@@ -10,6 +10,11 @@ if ! command -v mosquitto >/dev/null 2>&1 && [ ! -x /usr/sbin/mosquitto ]; then
     $SUDO apt-get update -q
     $SUDO apt-get install -y -q mosquitto
 fi
+# the dashboard test opens the page in a real headless browser
+if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
+    $SUDO apt-get update -q
+    $SUDO apt-get install -y -q chromium
+fi
 
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip

@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "edgeps.commands.demo",
         "embedded broker + host + 8 emulated sensors, end to end",
     ),
+    "plot": ("edgeps.commands.plot", "draw metrics files: accuracy, rates, timeline"),
     "flash": ("edgeps.boards.flash", "flash MicroPython and the worker to an ESP32"),
     "deploy": ("edgeps.boards.deploy", "print install steps for a Raspberry Pi worker"),
 }

@@ -15,6 +15,7 @@ import threading
 from typing import Any
 
 from edgeps.commands.serve import add_job_flags, given
+from edgeps.observe import dashboard
 
 DEMO_DEFAULTS: dict[str, Any] = {
     "job": "demo",
@@ -23,6 +24,7 @@ DEMO_DEFAULTS: dict[str, Any] = {
     "target_accuracy": 0.93,
     "max_time": 90.0,
     "lr": 0.1,
+    "dashboard_linger": 120.0,  # time to look at the page after the target is hit
 }
 
 
@@ -41,6 +43,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "interference, mixed, churn",
     )
     add_job_flags(parser, DEMO_DEFAULTS)
+    dashboard.add_arguments(parser)
 
 
 def _merge_rows(summary: Any, emu: Any) -> None:
@@ -92,9 +95,15 @@ def run(args: argparse.Namespace) -> int:
             file=out,
         )
         result: dict[str, Any] = {}
-        host = threading.Thread(
-            target=lambda: result.update(summary=job.run()), name="edgeps-host"
-        )
+        done = threading.Event()
+
+        def host_main() -> None:
+            try:
+                result.update(summary=job.run())
+            finally:
+                done.set()
+
+        host = threading.Thread(target=host_main, name="edgeps-host")
         host.start()
         if not job.ready.wait(30) or job.coordinator is None:
             host.join(10)
@@ -108,12 +117,14 @@ def run(args: argparse.Namespace) -> int:
             seed=cfg.seed,
             duration=(cfg.max_time or 90.0) + 15.0,
         ).start()
+        # wait on an Event, not join(): on CPython < 3.13 a Ctrl-C inside join()
+        # can leave the thread looking finished while it is still running
         try:
-            while host.is_alive():
-                host.join(0.2)
+            while not done.wait(0.2):
+                pass
         except KeyboardInterrupt:
             job.stop()
-            host.join(30)
+            done.wait(30)
         emu.stop()
         emu.join(15)
         summary = result.get("summary")

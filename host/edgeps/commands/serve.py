@@ -10,6 +10,8 @@ import argparse
 import logging
 import sys
 
+from edgeps.observe import dashboard
+
 SUPPRESS = argparse.SUPPRESS
 
 
@@ -89,6 +91,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     _flag(p, "--tls-insecure", "skip broker certificate checks", action="store_true")
     _flag(p, "--hmac-key-file", "shared key: verify and sign messages (HMAC-SHA256)")
     _flag(p, "-v", "debug logging", action="store_true", dest="verbose")
+    dashboard.add_arguments(p)
 
 
 def given(args: argparse.Namespace) -> dict[str, object]:

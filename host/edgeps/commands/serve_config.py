@@ -8,6 +8,8 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, cast
 
+from edgeps.observe.dashboard import check_options as check_dashboard
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # Python 3.10: the same parser from PyPI
@@ -49,6 +51,9 @@ class ServeConfig:
     hmac_key_file: str | None = None
     max_chunk: int = 4096
     send_rejects: bool = True  # tell a worker why its push was dropped (REJECT)
+    dashboard: str | None = None  # [HOST:]PORT of the live dashboard
+    dashboard_token_file: str | None = None
+    dashboard_linger: float = 0.0  # seconds the dashboard outlives the job
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -141,6 +146,7 @@ def check(cfg: ServeConfig) -> None:
         raise ValueError(
             f"--target-accuracy must be in (0, 1], got {cfg.target_accuracy!r}"
         )
+    check_dashboard(cfg.dashboard, cfg.dashboard_token_file, cfg.dashboard_linger)
     if cfg.max_chunk < 256:
         raise ValueError(f"--max-chunk must be at least 256 bytes, got {cfg.max_chunk}")
     for name in ("resume", "hmac_key_file"):

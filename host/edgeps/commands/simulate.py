@@ -44,6 +44,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target-accuracy", type=float, default=d.target_accuracy)
     parser.add_argument("--max-time", type=float, default=d.max_time, help="seconds")
     parser.add_argument("--json", action="store_true", help="print JSON instead")
+    parser.add_argument("--plot", metavar="FILE", help="also draw it: .png, .svg")
 
 
 def _config(args: argparse.Namespace) -> SimConfig:
@@ -113,13 +114,18 @@ def table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgeps.sim.compare import compare, speedup, split_policies
+    from edgeps.sim.compare import compare, speedup, split_policies, summarize
     from edgeps.sim.simulator import simulate
 
     try:
         cfg = _config(args)
         policies = split_policies(args.compare) if args.compare else None
-    except ValueError as exc:
+        if args.plot:
+            from edgeps.observe.plot import check_output, require_matplotlib
+
+            check_output(args.plot)  # before minutes of simulation, not after
+            require_matplotlib()
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:
         print(f"edgeps simulate: {exc}", file=sys.stderr)
         return 2
     try:
@@ -136,6 +142,8 @@ def run(args: argparse.Namespace) -> int:
         f"target accuracy {cfg.target_accuracy:g}, {cfg.max_time:g} s virtual"
     )
     if summaries is None:
+        if args.plot and draw([summarize(cfg.policy, [result])], cfg, args.plot):
+            return 2
         if args.json:
             print(json.dumps(_json_safe({"config": vars_of(cfg), **result.to_dict()})))
             return 0
@@ -156,6 +164,8 @@ def run(args: argparse.Namespace) -> int:
             marks.append(result.trace[-1])
         print("accuracy: " + "  ".join(f"{t:g}s {a:.3f}" for t, a in marks))
         return 0
+    if args.plot and draw(summaries, cfg, args.plot):
+        return 2
     ref = speedup(summaries, "bsp")
     if args.json:
         out = {
@@ -184,6 +194,20 @@ def run(args: argparse.Namespace) -> int:
         cells = summary_cells(s, cfg.max_time)
         rows.append([s.policy, cells[0], _fmt_ratio(ref[s.policy]), *cells[1:]])
     print(table(header, rows))
+    return 0
+
+
+def draw(summaries: list[Any], cfg: SimConfig, path: str) -> int:
+    """Write the comparison figure; nonzero (after a message) if it cannot."""
+    from edgeps.observe.plot import PlotUnavailable, compare_figure, save
+
+    title = f"scenario {cfg.scenario}, {cfg.n_workers} workers, {cfg.dataset}"
+    try:
+        save(compare_figure(summaries, max_time=cfg.max_time, title=title), path)
+    except (PlotUnavailable, ValueError, FileNotFoundError) as exc:
+        print(f"edgeps simulate: {exc}", file=sys.stderr)
+        return 2
+    print(f"edgeps simulate: comparison drawn to {path}", file=sys.stderr)
     return 0
 
 

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from edgeps.core.types import Applied, Push, Rejected, Release
+from edgeps.observe.fields import add_run_fields
 from edgeps.runtime.ingest import Bye, Heartbeat, Hello, Ingest
 from edgeps.runtime.metrics import MetricsWriter, Progress
 from edgeps.runtime.outbox import Outbox
@@ -87,6 +88,7 @@ class Coordinator:
         on_checkpoint: Callable[[Coordinator], None] | None = None,
         metrics: MetricsWriter | None = None,
         progress: Progress | None = None,
+        observer: Callable[[dict[str, Any]], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.server = server
@@ -97,6 +99,7 @@ class Coordinator:
         self.on_checkpoint = on_checkpoint
         self.metrics = metrics
         self.progress = progress
+        self.observer = observer  # gets each snapshot (a dashboard's LatestState)
         self.clock = clock
         self.ingest = Ingest(
             job=settings.job, n_params=server.n_params, hmac_key=settings.hmac_key
@@ -112,6 +115,7 @@ class Coordinator:
             hmac_key=settings.hmac_key,
         )
         self.rejected: Counter[str] = Counter()
+        self.staleness_counts: Counter[int] = Counter()  # applied updates by staleness
         self.accuracy: float | None = None
         self.first_applied_at: float | None = None
         self.last_applied_at: float | None = None
@@ -143,6 +147,7 @@ class Coordinator:
                         release_to.append(wid)
             elif isinstance(action, Applied):
                 self.applied += 1
+                self.staleness_counts[action.staleness] += 1
                 self.last_applied_at = self.clock()
                 if self.first_applied_at is None:
                     self.first_applied_at = self.last_applied_at
@@ -233,7 +238,7 @@ class Coordinator:
         if now - t_prev > 0:
             self._rate = (self.applied - n_prev) / (now - t_prev)
         self._last_rate = (now, self.applied)
-        return {
+        record = {
             "time": round(time.time(), 3),  # wall clock, for joining with other logs
             "elapsed": round(self.elapsed(now), 3),
             "version": int(self.server.version),
@@ -244,6 +249,14 @@ class Coordinator:
             "workers": self.worker_rows(now),
             "dropped": self.dropped(),
         }
+        return add_run_fields(
+            record,
+            job=self.settings.job,
+            policy=self.policy_name,
+            server=self.server,
+            link=self.link,
+            staleness_counts=self.staleness_counts,
+        )
 
     def dropped(self) -> dict[str, int]:
         """Messages dropped by reason, including those the full inbox lost."""
@@ -339,6 +352,8 @@ class Coordinator:
                 self.metrics.write(record)
             if self.progress is not None:
                 self.progress.show(record, now, force=force)
+            if self.observer is not None:
+                self.observer(record)
         except Exception:
             log.exception("could not write metrics/progress")
 

@@ -17,6 +17,7 @@ from edgeps_worker import wire
 
 from edgeps.commands.serve_config import ServeConfig
 from edgeps.core.types import WorkerStats
+from edgeps.observe.dashboard import Dashboard, open_dashboard
 from edgeps.runtime.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from edgeps.runtime.coordinator import Coordinator, Settings, Summary
 from edgeps.runtime.metrics import MetricsWriter, Progress
@@ -227,7 +228,9 @@ class Job:
         cfg = self.cfg
         metrics = MetricsWriter(cfg.metrics_out) if cfg.metrics_out else None
         client: HostClient | None = None
+        dash: Dashboard | None = None
         try:
+            dash = open_dashboard(cfg.dashboard, cfg.dashboard_token_file, self.out)
             client = HostClient(
                 self.broker.address,
                 client_id=f"edgeps-host-{cfg.job}",
@@ -269,15 +272,20 @@ class Job:
                 ),
                 metrics=metrics,
                 progress=None if cfg.quiet else Progress(self.out),
+                observer=dash.publish if dash is not None else None,
             )
             self.coordinator = coord
             self.ready.set()
             with stop_on_signals(coord):
                 summary = coord.run()
+                if dash is not None:
+                    dash.linger(cfg.dashboard_linger, coord.stop_event, self.out)
             client.flush(5.0)  # let the final MODEL 'done' reach the broker
             return summary
         finally:
             self.ready.set()
+            if dash is not None:
+                dash.close()
             if client is not None:
                 client.stop()
             if metrics is not None:

@@ -1,0 +1,1 @@
+"""Seeing a run: the live state, a web dashboard, Prometheus metrics and plots."""
