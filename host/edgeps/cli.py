@@ -42,6 +42,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plot": ("edgeps.commands.plot", "draw metrics files: accuracy, rates, timeline"),
     "flash": ("edgeps.boards.flash", "flash MicroPython and the worker to an ESP32"),
     "deploy": ("edgeps.boards.deploy", "print install steps for a Raspberry Pi worker"),
+    "keys": ("edgeps.commands.keys", "make a master key; derive per-device keys"),
+    "broker-config": (
+        "edgeps.commands.broker_config",
+        "write a mosquitto config with per-worker users and ACLs",
+    ),
 }
 
 

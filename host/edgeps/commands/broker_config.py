@@ -1,0 +1,154 @@
+"""`edgeps broker-config`: a mosquitto setup that confines each worker to its topics.
+
+Writes ``DIR/mosquitto.conf``, ``DIR/passwd`` (mosquitto's password file),
+``DIR/acl`` (its ``acl_file``) and ``DIR/credentials/<user>.password`` (mode
+0600, one random password per worker and one for the host). A worker's MQTT
+user name is its worker id. See `edgeps.security.mosquitto` for the rules.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import os
+import pwd
+import secrets
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from edgeps.commands.keys import worker_list
+from edgeps.security.keys import write_private_file
+from edgeps.security.mosquitto import (
+    Listen,
+    acl_text,
+    check_user,
+    mosquitto_conf,
+    mosquitto_passwd_path,
+    parse_listen,
+    write_password_file,
+)
+
+EXIT_USAGE = 2
+DEFAULT_HOST_USER = "edgeps-host"
+
+
+@dataclass(frozen=True)
+class BrokerFiles:
+    """What `write_broker_config` wrote."""
+
+    conf: Path
+    passwd: Path
+    acl: Path
+    credentials: dict[str, Path]
+    hashed_by: str
+
+
+def default_run_as() -> str:
+    """Whom a root-started mosquitto should drop to: its own user when it exists."""
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam("mosquitto")
+            return "mosquitto"
+        except KeyError:
+            return "root"
+    return getpass.getuser()
+
+
+def write_broker_config(
+    out: Path,
+    *,
+    job: str,
+    workers: list[str],
+    listen: Listen,
+    host_user: str = DEFAULT_HOST_USER,
+    run_as: str | None = None,
+    hasher: str = "auto",
+    force: bool = False,
+) -> BrokerFiles:
+    """Write the whole setup under ``out``; FileExistsError unless ``force``.
+
+    ``hasher`` is ``"auto"`` (mosquitto_passwd when installed), ``"tool"`` or
+    ``"builtin"``. When run as root, the files mosquitto reads after dropping
+    to ``run_as`` (password file, ACL, the persistence directory ``out``) are
+    handed to that user; the credentials stay with the caller.
+    """
+    check_user(host_user)
+    run_as = default_run_as() if run_as is None else check_user(run_as)
+    acl = acl_text(job, workers, host_user)  # validates job, ids and the host user
+    tool = None if hasher == "builtin" else mosquitto_passwd_path()
+    if hasher == "tool" and tool is None:
+        raise FileNotFoundError("mosquitto_passwd is not installed")
+    conf_path = out / "mosquitto.conf"
+    if conf_path.exists() and not force:
+        raise FileExistsError(f"{conf_path} exists; pass --force to overwrite it")
+    out.mkdir(mode=0o700, parents=True, exist_ok=True)
+    cred_dir = out / "credentials"
+    cred_dir.mkdir(mode=0o700, exist_ok=True)
+    passwords = {user: secrets.token_urlsafe(24) for user in [host_user, *workers]}
+    credentials = {
+        user: write_private_file(cred_dir / f"{user}.password", pw + "\n", force=True)
+        for user, pw in passwords.items()
+    }
+    passwd_path = out / "passwd"
+    hashed_by = write_password_file(passwd_path, passwords, tool=tool)
+    acl_path = write_private_file(out / "acl", acl, force=True)
+    write_private_file(
+        conf_path, mosquitto_conf(listen, out, run_as=run_as, job=job), force=True
+    )
+    if os.geteuid() == 0 and run_as != "root":
+        entry = pwd.getpwnam(run_as)
+        for path in (out, passwd_path, acl_path):
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+    return BrokerFiles(conf_path, passwd_path, acl_path, credentials, hashed_by)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--job", required=True, help="the job id")
+    parser.add_argument(
+        "--workers", required=True, help="comma-separated worker ids (= user names)"
+    )
+    parser.add_argument("--out", required=True, help="directory to write into")
+    parser.add_argument(
+        "--listen", default="127.0.0.1:1883", help="HOST:PORT (default %(default)s)"
+    )
+    parser.add_argument(
+        "--host-user",
+        default=DEFAULT_HOST_USER,
+        help="the host's MQTT user (default %(default)s)",
+    )
+    parser.add_argument(
+        "--run-as",
+        help="system user a root-started mosquitto drops to "
+        "(default: mosquitto when run as root, else you)",
+    )
+    parser.add_argument(
+        "--hasher",
+        choices=("auto", "tool", "builtin"),
+        default="auto",
+        help="hash passwords with mosquitto_passwd (tool), in Python (builtin) "
+        "or the tool when installed (auto)",
+    )
+    parser.add_argument("--force", action="store_true", help="overwrite an old setup")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        files = write_broker_config(
+            Path(args.out),
+            job=args.job,
+            workers=worker_list(args.workers),
+            listen=parse_listen(args.listen),
+            host_user=args.host_user,
+            run_as=args.run_as,
+            hasher=args.hasher,
+            force=args.force,
+        )
+    except (ValueError, OSError, RuntimeError) as exc:
+        print(f"edgeps broker-config: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"wrote {files.conf} (start it: mosquitto -c {files.conf})")
+    print(f"wrote {files.passwd} (hashed by {files.hashed_by}) and {files.acl}")
+    for user, path in files.credentials.items():
+        print(f"  MQTT user {user}: password in {path}")
+    return 0

@@ -1,0 +1,1 @@
+"""Key and broker-credential tooling: per-device keys, mosquitto ACL configs."""
