@@ -94,6 +94,11 @@ ffibuilder.set_source(
     "edgeps._native",
     '#include "eps.h"',
     sources=[os.path.relpath(HERE / s) for s in SOURCES],
+    # headers and this builder: setuptools puts an extension's depends in the
+    # sdist, which must hold everything a wheel is built from
+    depends=[
+        os.path.relpath(p) for p in [*sorted(HERE.glob("*.h")), HERE / "eps_build.py"]
+    ],
     include_dirs=[os.path.relpath(HERE)],
     extra_compile_args=FLAGS,
     define_macros=[("EPS_BUILD_FLAGS", _c_string(" ".join(FLAGS)))],
