@@ -92,7 +92,7 @@ def test_sdist_holds_everything_a_wheel_needs(tmp_path: Path) -> None:
     name = res.stdout.strip().splitlines()[-1]
     safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
     with tarfile.open(tmp_path / "dist" / name) as tf:
-        tf.extractall(tmp_path / "unpacked", **safe)  # type: ignore[arg-type]
+        tf.extractall(tmp_path / "unpacked", **safe)
     (unpacked,) = (tmp_path / "unpacked").iterdir()
     # Execute: a wheel from the unpacked sdist alone
     wheel = build_wheel(unpacked, tmp_path / "w")
