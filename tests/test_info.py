@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
 import sys
 
 import pytest
-from edgeps.cli import main
-from edgeps.info import _selected
+from edgeps.cli import COMMANDS, main
 
 
 def test_info_json_reports_backend_and_flags(
@@ -94,6 +94,9 @@ def test_missing_extension_falls_back_to_numpy_with_reason() -> None:
 
 
 def test_selected_names_the_single_arm_build() -> None:
-    # what a Raspberry Pi reports: no dispatch, one build for its ISA
-    text = _selected({"running": "none", "isa": "aarch64 neon"})
+    # Prepare: the module behind `edgeps info`, wherever it lives
+    info = importlib.import_module(COMMANDS["info"][0])
+    # Execute: what a Raspberry Pi reports, one build for its ISA and no dispatch
+    text = info._selected({"running": "none", "isa": "aarch64 neon"})
+    # Assert
     assert "aarch64 neon" in text and "nothing is chosen at load time" in text
