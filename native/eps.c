@@ -1,4 +1,5 @@
 #include "eps.h"
+#include "eps_port.h"
 
 #ifndef EPS_BUILD_FLAGS
 #define EPS_BUILD_FLAGS "unknown"
@@ -16,6 +17,27 @@
 #define EPS_COMPILER "unknown"
 #endif
 
+/* The instruction set the compiler targeted (the baseline one where x86-64
+ * dispatch adds an AVX2+FMA copy). On ARM nothing is chosen at load time:
+ * aarch64 always has NEON and GCC vectorizes the kernels with it at -O3;
+ * on 32-bit ARM GCC keeps float math on the scalar VFP even with -mfpu=neon
+ * (NEON there flushes subnormals; only -funsafe-math-optimizations lets it). */
+#if defined(__aarch64__)
+#define EPS_ISA "aarch64 neon"
+#elif defined(__arm__) && defined(__ARM_NEON)
+#define EPS_ISA "armv" EPS_STR(__ARM_ARCH) " vfp (neon present, not used for float)"
+#elif defined(__arm__) && defined(__ARM_FP)
+#define EPS_ISA "armv" EPS_STR(__ARM_ARCH) " vfp"
+#elif defined(__arm__)
+#define EPS_ISA "armv" EPS_STR(__ARM_ARCH) " soft-float"
+#elif defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
+#define EPS_ISA "x86-64 avx2+fma"
+#elif defined(__x86_64__)
+#define EPS_ISA "x86-64 sse2"
+#else
+#define EPS_ISA "other"
+#endif
+
 static const char *const eps_status_strings[EpsStatusCount] = {
     [EpsOk] = "ok",
     [EpsErrLength] = "buffer length mismatch",
@@ -28,6 +50,6 @@ const char *eps_status_str(EpsStatus status) {
 }
 
 const char *eps_build_info(void) {
-    return "compiler=" EPS_COMPILER ";flags=" EPS_BUILD_FLAGS
+    return "compiler=" EPS_COMPILER ";flags=" EPS_BUILD_FLAGS ";isa=" EPS_ISA
            ";dispatch=" EPS_DISPATCH_NAME ";batch_chunk=" EPS_STR(EPS_BATCH_CHUNK);
 }

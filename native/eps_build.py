@@ -1,5 +1,8 @@
 """cffi (API mode) builder for the native kernels: `edgeps._native`.
 
+setup.py names it in `cffi_modules`. The cdef is eps.h run through the C
+preprocessor (public_cdef), so the binding declares exactly what the headers do.
+
 Flags: -O3 -std=c99 with -fno-math-errno (sqrt becomes one instruction, no
 errno) and -fno-trapping-math. Deliberately not -ffast-math: its
 -ffinite-math-only lets the compiler drop NaN checks, and -fassociative-math
@@ -12,7 +15,11 @@ AVX2+FMA) with one picked at load time (see eps_port.h).
 from __future__ import annotations
 
 import os
+import shlex
+import subprocess
 import sys
+import sysconfig
+import tempfile
 from pathlib import Path
 
 from cffi import FFI
@@ -28,61 +35,37 @@ SOURCES = [
     "eps_dispatch.c",
 ]
 
-CDEF = """
-typedef enum { EpsOk = 0, EpsErrLength, EpsErrValue, EpsStatusCount } EpsStatus;
-const char *eps_status_str(EpsStatus status);
-const char *eps_build_info(void);
-const char *eps_dispatch_target(void);
-
-float eps_expf(float x);
-float eps_logf(float x);
-float eps_tanhf(float x);
-void eps_math_apply(int32_t op, const float *x, float *out, int32_t length);
-
-typedef struct {
-    int32_t kind;
-    int32_t n_features;
-    int32_t n_classes;
-    int32_t n_hidden;
-    int32_t hidden[2];
-    int32_t activation;
-} EpsModel;
-EpsStatus eps_model_check(const EpsModel *model, int32_t params_length,
-                          int32_t scratch_length, int32_t batch);
-int32_t eps_model_n_params(const EpsModel *model);
-int32_t eps_model_scratch_length(const EpsModel *model, int32_t batch);
-EpsStatus eps_model_loss_grad(const EpsModel *model, const float *params,
-                              const float *x, int32_t batch,
-                              const int32_t *labels, const float *targets,
-                              float *grad, float *scratch, float *loss);
-void eps_model_forward(const EpsModel *model, const float *params,
-                       const float *x, int32_t batch, float *out,
-                       float *scratch);
-
-void eps_sgd_step(float *params, const float *grad, int32_t length, float lr);
-void eps_momentum_step(float *params, const float *grad, float *velocity,
-                       int32_t length, float lr, float momentum);
-void eps_adam_step(float *params, const float *grad, float *m, float *v,
-                   int32_t length, int32_t t, float lr, float beta1, float beta2,
-                   float eps);
-
-float eps_l2_norm(const float *x, int32_t length);
-void eps_scale(float *x, int32_t length, float scale);
-int32_t eps_all_finite(const float *x, int32_t length);
-void eps_fp16_quantize(const float *x, float *residual, uint16_t *out,
-                       int32_t length);
-void eps_fp16_dequantize(const uint16_t *q, float *out, int32_t length);
-int32_t eps_int8_n_blocks(int32_t length, int32_t block);
-EpsStatus eps_int8_check(int32_t length, int32_t block, int32_t q_length,
-                         int32_t scales_length);
-EpsStatus eps_int8_quantize(const float *x, float *residual, int8_t *q,
-                            float *scales, int32_t length, int32_t block);
-void eps_int8_dequantize(const int8_t *q, const float *scales, float *out,
-                         int32_t length, int32_t block);
-"""
+PUBLIC_HEADER = "eps.h"
 
 
-def compile_args() -> list[str]:
+def public_cdef(cc: str | None = None) -> str:
+    """The declarations of eps.h and the headers it includes, as cffi's cdef.
+
+    The C preprocessor expands the headers themselves, so every prototype is
+    written once. libc's stdint.h is replaced by an empty one: cffi knows the
+    fixed-width types, and cannot parse the compiler-specific C of libc.
+    """
+    if cc is None:
+        cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+    with tempfile.TemporaryDirectory() as stub:
+        Path(stub, "stdint.h").write_text("")
+        cmd = [*shlex.split(cc), "-E", "-P", "-nostdinc", "-isystem", stub]
+        try:
+            res = subprocess.run(
+                [*cmd, str(HERE / PUBLIC_HEADER)],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+        except OSError as exc:
+            raise RuntimeError(f"no C preprocessor ({cc}): {exc}") from exc
+    if res.returncode != 0:
+        raise RuntimeError(f"preprocessing {PUBLIC_HEADER} failed:\n{res.stderr}")
+    return res.stdout
+
+
+def compile_args(march: str = "") -> list[str]:
+    """Compiler flags of the extension; `march` (if any) adds -march=<march>."""
     args = [
         "-O3",
         "-std=c99",
@@ -90,7 +73,6 @@ def compile_args() -> list[str]:
         "-fno-trapping-math",
         "-ffp-contract=fast",
     ]
-    march = os.environ.get("EDGEPS_NATIVE_MARCH", "").strip()
     if march:
         # one target chosen by hand: no load-time dispatch needed
         args += ["-march=" + march, "-DEPS_NO_DISPATCH"]
@@ -103,15 +85,23 @@ def _c_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+CDEF = public_cdef()
+FLAGS = compile_args(os.environ.get("EDGEPS_NATIVE_MARCH", "").strip())
+
 ffibuilder = FFI()
 ffibuilder.cdef(CDEF)
 ffibuilder.set_source(
     "edgeps._native",
     '#include "eps.h"',
     sources=[os.path.relpath(HERE / s) for s in SOURCES],
+    # headers and this builder: setuptools puts an extension's depends in the
+    # sdist, which must hold everything a wheel is built from
+    depends=[
+        os.path.relpath(p) for p in [*sorted(HERE.glob("*.h")), HERE / "eps_build.py"]
+    ],
     include_dirs=[os.path.relpath(HERE)],
-    extra_compile_args=compile_args(),
-    define_macros=[("EPS_BUILD_FLAGS", _c_string(" ".join(compile_args())))],
+    extra_compile_args=FLAGS,
+    define_macros=[("EPS_BUILD_FLAGS", _c_string(" ".join(FLAGS)))],
 )
 
 if __name__ == "__main__":

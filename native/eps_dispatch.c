@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "eps.h"
+#include "eps_port.h"
 
 #if defined(EPS_X86_DISPATCH)
 

@@ -1,4 +1,5 @@
 #include "eps_math.h"
+#include "eps_math_inline.h"
 
 float eps_expf(float x) { return eps_expf_inline(x); }
 

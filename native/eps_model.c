@@ -1,6 +1,7 @@
 #include <string.h>
 
 #include "eps.h"
+#include "eps_math_inline.h"
 #include "eps_linalg.h"
 
 /* Widths from input to output; returns the number of layers. */

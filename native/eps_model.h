@@ -9,6 +9,8 @@
 #ifndef EPS_MODEL_H
 #define EPS_MODEL_H
 #include <stdint.h>
+
+#include "eps_status.h"
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -1,4 +1,5 @@
 #include "eps.h"
+#include "eps_math_inline.h"
 
 void EPS_FN(eps_sgd_step)(float *restrict params, const float *restrict grad, int32_t length,
                   float lr) {

@@ -1,4 +1,5 @@
 #include "eps.h"
+#include "eps_math_inline.h"
 #include "eps_linalg.h"
 
 /* blocks with max |v| below this are sent as zeros with scale 0: 127 / max

@@ -3,6 +3,8 @@
 #ifndef EPS_UPDATE_H
 #define EPS_UPDATE_H
 #include <stdint.h>
+
+#include "eps_status.h"
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -163,3 +163,28 @@ def test_portable_adam_and_norm_match_numpy(
     assert lib.eps_l2_norm(ffi.from_buffer("float[]", g), 300) == pytest.approx(
         float(np.linalg.norm(g)), rel=1e-5
     )
+
+
+def test_cdef_declares_exactly_the_exported_functions(
+    portable: tuple[Any, Any, list[Path]],
+) -> None:
+    # Prepare: the cdef is generated from the headers; the objects are the truth
+    _, lib, objects = portable
+    nm = shutil.which("nm")
+    if nm is None:
+        pytest.fail("nm (binutils) is needed to inspect the objects")
+    # Execute
+    exported = set()
+    for obj in objects:
+        res = subprocess.run(
+            [nm, "-g", "--defined-only", str(obj)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        exported |= {
+            line.split()[-1] for line in res.stdout.splitlines() if " T " in line
+        }
+    declared = {name for name in dir(lib) if name.startswith("eps_")}
+    # Assert
+    assert declared == exported

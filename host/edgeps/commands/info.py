@@ -17,6 +17,18 @@ def _version(dist: str) -> str:
         return "not installed"
 
 
+def _selected(info: dict[str, str]) -> str:
+    """In words: which copy of the kernels runs, and whether it was chosen."""
+    running, isa = info.get("running", ""), info.get("isa", "unknown")
+    if running == "avx2+fma":
+        return "the AVX2+FMA copy, chosen at load time (this CPU has both)"
+    if running == "baseline":
+        return f"the baseline {isa} copy, chosen at load time"
+    if running == "none":
+        return f"the only copy, built for {isa}; nothing is chosen at load time"
+    return "unknown (rebuild the extension)"
+
+
 def _native_build() -> dict[str, str]:
     """What the C extension says about itself, or why it could not load."""
     try:
@@ -34,6 +46,7 @@ def _native_build() -> dict[str, str]:
         key, _, value = part.partition("=")
         if key:
             info[key.strip()] = value.strip()
+    info["selected"] = _selected(info)
     return info
 
 

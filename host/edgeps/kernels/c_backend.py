@@ -21,12 +21,18 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised by the fallback path
     raise ImportError(f"edgeps._native is not built: {exc}") from exc
 
-_KIND = {"linear": 0, "logistic": 1, "softmax": 2, "mlp": 3}
-_ACT = {"relu": 0, "tanh": 1}
-_NEEDED = ("eps_model_loss_grad", "eps_int8_quantize", "eps_build_info")
+_NEEDED = ("eps_model_loss_grad", "eps_int8_quantize", "eps_build_info", "EpsMlp")
 for _name in _NEEDED:
     if not hasattr(lib, _name):
         raise ImportError(f"edgeps._native is stale (no {_name}); rebuild it")
+# the C enums, as the cdef generated from the headers declares them
+_KIND = {
+    "linear": lib.EpsLinear,
+    "logistic": lib.EpsLogistic,
+    "softmax": lib.EpsSoftmax,
+    "mlp": lib.EpsMlp,
+}
+_ACT = {"relu": lib.EpsRelu, "tanh": lib.EpsTanh}
 
 
 def _status(code: int, what: str) -> None:
