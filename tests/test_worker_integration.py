@@ -25,7 +25,8 @@ import numpy as np
 import paho.mqtt.client as mqtt
 import pytest
 from edgeps.kernels import ModelSpec
-from edgeps.transport.paho_worker import PahoTransport
+from edgeps.transport.options import ConnectionOptions
+from edgeps.transport.paho_link import MqttLink
 from edgeps.worker.localdata import load_emulated
 from edgeps.worker.trainer import NativeTrainer
 from edgeps_worker import wire
@@ -154,7 +155,9 @@ def ps(mosquitto):  # type: ignore[no-untyped-def]
 def _worker(port: int, wid: str, part: int, **kw):  # type: ignore[no-untyped-def]
     data, spec = load_emulated(f"sensors:{part}/4", 0)
     trainer = NativeTrainer(spec, data, batch=16, seed=part)
-    transport = PahoTransport("127.0.0.1", port, wid, keepalive=5)
+    transport = MqttLink(
+        ConnectionOptions(f"mqtt://127.0.0.1:{port}", keepalive=5), wid
+    )
     kw.setdefault("backoff_min_ms", 50)
     kw.setdefault("backoff_max_ms", 400)
     return Worker(transport, trainer, "job1", wid, incarnation=7, **kw)
@@ -291,7 +294,7 @@ def test_cli_refuses_data_that_does_not_fit_the_job_model(
         ["--data", "/nonexistent/file.csv"],
         ["--emulated", "sensors:5/2"],
         ["--emulated", "sensors", "--batch", "0"],
-        ["--emulated", "sensors", "--ca", "/tmp/x.pem"],
+        ["--emulated", "sensors", "--tls-ca", "/tmp/x.pem"],
         ["--emulated", "sensors", "--max-chunk", "10"],
         ["--emulated", "sensors", "--hmac-key-file", "/nonexistent/key"],
         ["--data", "x.csv", "--non-iid"],

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from edgeps.transport.paho_worker import PahoTransport
+from edgeps.transport.options import ConnectionOptions
+from edgeps.transport.paho_link import MqttLink
 
 
-def _transport(port: int, cid: str) -> PahoTransport:
-    return PahoTransport("127.0.0.1", port, cid, keepalive=5, connect_timeout=5)
+def _transport(port: int, cid: str) -> MqttLink:
+    opts = ConnectionOptions(f"mqtt://127.0.0.1:{port}", keepalive=5)
+    return MqttLink(opts, cid, connect_timeout=5)
 
 
-def _poll_for(t: PahoTransport, topic: str, tries: int = 50) -> bytes | None:
+def _poll_for(t: MqttLink, topic: str, tries: int = 50) -> bytes | None:
     """Poll (bounded) until a message on ``topic`` arrives."""
     for _ in range(tries):
         msg = t.poll(100)

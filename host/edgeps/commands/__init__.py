@@ -1,1 +1,1 @@
-"""One module per `edgeps` subcommand, each with ``configure(parser)`` and ``run(args)``."""
+"""One module per `edgeps` subcommand: ``configure(parser)`` and ``run(args)``."""
