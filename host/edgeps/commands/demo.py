@@ -29,9 +29,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     from edgeps.commands.connection import add_connection_flags
     from edgeps.commands.serve_config import ServeConfig
 
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = (
-        "examples: edgeps demo; edgeps demo --policy bsp --workers 4; "
-        "edgeps demo --broker mosquitto --model mlp:64 --json"
+        "examples:\n  edgeps demo\n  edgeps demo --policy bsp --workers 4\n"
+        "  edgeps demo --broker mosquitto --model mlp:64 --json"
     )
     add_connection_flags(
         parser,

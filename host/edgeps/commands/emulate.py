@@ -325,9 +325,10 @@ class Emulation:
 def configure(parser: argparse.ArgumentParser) -> None:
     from edgeps.workloads.scenarios import SCENARIOS
 
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = (
-        "example: edgeps emulate --broker mqtt://127.0.0.1:1883 --job lab "
-        "--workers 8 --scenario stragglers"
+        "example:\n  edgeps emulate --broker mqtt://127.0.0.1:1883 --job lab "
+        "--workers 8 --scenario stragglers --max-time 120"
     )
     add_connection_flags(parser)
     parser.add_argument("--job", required=True, help="job id, as given to serve")

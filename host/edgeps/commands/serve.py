@@ -61,7 +61,12 @@ def add_job_flags(
     _flag(p, "--lr", "learning rate", d, type=float)
     _flag(p, "--optimizer", "sgd, momentum or adam", d)
     _flag(p, "--target-accuracy", "stop at this test accuracy (0..1]", d, type=float)
-    _flag(p, "--max-time", "stop after this many seconds", d, type=float)
+    max_help = "stop after this many seconds"
+    if "max_time" not in (d or {}):
+        from edgeps.commands.serve_config import DEFAULT_MAX_TIME
+
+        max_help += f" (default: {DEFAULT_MAX_TIME:g} without --target-accuracy)"
+    _flag(p, "--max-time", max_help, d, type=float)
     _flag(p, "--metrics-out", "append JSON-lines metrics snapshots to this file", d)
     _flag(p, "--json", "print the final summary as JSON", d, action=on_off)
     _flag(p, "--quiet", "no live progress display", d, action=on_off)
@@ -80,6 +85,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "TOML file with any of these options, named as the flags without "
         f"dashes in front (e.g. target-accuracy = 0.93); flags override it. "
         f"Keys: {', '.join(KEYS)}",
+        metavar="FILE",
     )
     defaults = ServeConfig().to_dict()
     add_connection_flags(

@@ -126,9 +126,15 @@ def _sleep_unless(stop: Callable[[], bool], seconds: float) -> None:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = (
-        "example: edgeps worker --broker mqtt://192.168.1.10:1883 --job lab "
-        "--id pi-1 --data local.csv"
+        "examples:\n"
+        "  edgeps worker --broker mqtt://192.168.1.10:1883 --job lab --id pi-1 "
+        "--data local.csv\n"
+        "  edgeps worker --broker mqtts://broker.lan:8883 --tls-ca ca.pem "
+        "--username pi-1 \\\n"
+        "      --password-file /etc/edgeps/mqtt.pass --job lab --id pi-1 "
+        "--emulated sensors:0/4"
     )
     add_connection_flags(parser, defaults={"log_level": "info"})
     parser.add_argument("--job", required=True, help="job id, as given to serve")
