@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 from edgeps.transport.options import ConnectionOptions
 from edgeps.transport.paho_link import MqttLink
@@ -104,3 +106,20 @@ def test_reconnect_is_a_fresh_clean_session(mosquitto) -> None:  # type: ignore[
     # Assert
     assert after is None  # a clean session forgets the old subscription
     assert t.connects == 2
+
+
+@pytest.mark.integration
+def test_subscribe_waits_for_the_suback(mosquitto) -> None:  # type: ignore[no-untyped-def]
+    # Prepare: a connected link, then a broker that stops answering
+    opts = ConnectionOptions(mosquitto.url, keepalive=5)
+    t = MqttLink(opts, "sub", connect_timeout=1.0)
+    t.connect("will/sub", b"")
+    t.subscribe("answered/#", 1)  # a live broker grants it
+    mosquitto.proc.send_signal(signal.SIGSTOP)
+    try:
+        # Execute / Assert: no SUBACK within the bound is an error, not a hang
+        with pytest.raises(OSError, match="no SUBACK"):
+            t.subscribe("unanswered/#", 1)
+    finally:
+        mosquitto.proc.send_signal(signal.SIGCONT)
+        t.close()
