@@ -312,3 +312,21 @@ def test_cli_bad_flags_exit_2_without_a_broker(args: list[str]) -> None:
     # Assert
     assert proc.returncode == 2, err
     assert "error" in err.lower()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("model", "code", "message"),
+    [("mlp", 0, ""), ("mlp:32", 0, ""), ("softmax", 2, "not softmax:33x6")],
+)
+def test_cli_short_model_form_is_checked_against_the_job(  # type: ignore[no-untyped-def]
+    mosquitto, ps, model: str, code: int, message: str
+) -> None:
+    # Execute: the job trains mlp:33-32-6
+    proc = _cli(mosquitto.port, "m1", "--emulated", "sensors:0/2", "--model", model,
+                "--max-iterations", "3")  # fmt: skip
+    _, err = proc.communicate(timeout=60)
+    # Assert
+    assert proc.returncode == code, err
+    assert message in err
+    assert ps.updates["m1"] == (3 if code == 0 else 0)
