@@ -8,8 +8,8 @@ from typing import Any
 
 import paho.mqtt.client as mqtt
 import pytest
+from edgeps.transport.host_link import HostLink
 from edgeps.transport.options import ConnectionOptions
-from edgeps.transport.paho_link import HostLink
 
 pytestmark = pytest.mark.integration
 

@@ -120,8 +120,8 @@ def measure_echo(
     Both clients live in this process, so per message it does what the PS
     process does per update: one QoS1 publish and one QoS1 receive.
     """
+    from edgeps.transport.host_link import HostLink
     from edgeps.transport.options import ConnectionOptions
-    from edgeps.transport.paho_link import HostLink
 
     addr = ConnectionOptions(f"mqtt://{host}:{port}")
     rx = HostLink(
@@ -153,8 +153,8 @@ def measure_receive(
     host: str, port: int, n_params: int, n: int, chunk: int = 0
 ) -> Measure:
     """Receive only: a feeder process publishes, this process counts (msgs/s)."""
+    from edgeps.transport.host_link import HostLink
     from edgeps.transport.options import ConnectionOptions
-    from edgeps.transport.paho_link import HostLink
 
     link = HostLink(
         ConnectionOptions(f"mqtt://{host}:{port}"),
@@ -181,8 +181,8 @@ def measure_ps(host: str, port: int, n_params: int, n: int, chunk: int = 0) -> M
 
     from edgeps.core import ParameterServer
     from edgeps.runtime.coordinator import Coordinator, Settings
+    from edgeps.transport.host_link import HostLink
     from edgeps.transport.options import ConnectionOptions
-    from edgeps.transport.paho_link import HostLink
 
     params = np.zeros(n_params, dtype=np.float32)
     server = ParameterServer(params, policy="asp", lr=0.01, liveness_timeout=60.0)

@@ -23,7 +23,7 @@ from edgeps.runtime.checkpoint import Checkpoint, load_checkpoint, save_checkpoi
 from edgeps.runtime.coordinator import Coordinator, Settings, Summary
 from edgeps.runtime.metrics import MetricsWriter, Progress
 from edgeps.transport.broker import BrokerHandle, open_broker
-from edgeps.transport.paho_link import HostLink
+from edgeps.transport.host_link import HostLink
 
 log = logging.getLogger(__name__)
 
