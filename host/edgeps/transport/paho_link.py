@@ -166,6 +166,12 @@ class MqttLink:
     def _on_message(self, client: Any, userdata: Any, msg: Any) -> None:
         if not self._inbox.put((msg.topic, bytes(msg.payload))):
             self.dropped += 1
+            if self.dropped & (self.dropped - 1) == 0:  # 1, 2, 4, ...: no flood
+                log.warning(
+                    "%s: inbox full, %d received messages dropped so far",
+                    self.client_id,
+                    self.dropped,
+                )
 
     # -- the network thread --
 
