@@ -8,6 +8,7 @@ import sys
 
 import pytest
 from edgeps.commands.emulate import Emulation, profile_class
+from edgeps.transport.options import ConnectionOptions
 from edgeps.workloads.scenarios import WorkerProfile
 from test_worker_integration import ScriptedPS, wait_until
 
@@ -37,7 +38,6 @@ def test_profile_labels() -> None:
         ({"duration": 0}, "duration"),
         ({"batch": 0}, "batch"),
         ({"profiles": {"bad id": WorkerProfile()}}, "worker id"),
-        ({"ca": "/tmp/ca.pem"}, "mqtts"),
     ],
 )
 def test_bad_options_are_refused_before_starting(
@@ -45,6 +45,12 @@ def test_bad_options_are_refused_before_starting(
 ) -> None:
     with pytest.raises(ValueError, match=message):
         Emulation("mqtt://127.0.0.1:9", "job1", n_workers=2, **kwargs)
+
+
+def test_tls_options_without_mqtts_are_refused() -> None:
+    opts = ConnectionOptions("mqtt://127.0.0.1:9", tls_ca="/tmp/ca.pem")
+    with pytest.raises(ValueError, match="mqtts"):
+        Emulation(opts, "job1", n_workers=2)
 
 
 def test_bad_broker_url_is_refused() -> None:
@@ -133,7 +139,7 @@ def test_cli_prints_json_and_exits_by_itself(mosquitto, ps) -> None:  # type: ig
     # Prepare
     cmd = [sys.executable, "-m", "edgeps", "emulate", "--broker", mosquitto.url,
            "--job", "job1", "--workers", "3", "--scenario", "interference",
-           "--duration", "3", "--non-iid", "--json"]  # fmt: skip
+           "--max-time", "3", "--non-iid", "--json"]  # fmt: skip
     # Execute
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     # Assert
@@ -147,7 +153,7 @@ def test_cli_prints_json_and_exits_by_itself(mosquitto, ps) -> None:  # type: ig
 def test_cli_prints_a_table(mosquitto, ps) -> None:  # type: ignore[no-untyped-def]
     # Prepare
     cmd = [sys.executable, "-m", "edgeps", "emulate", "--broker", mosquitto.url,
-           "--job", "job1", "--workers", "2", "--duration", "2"]  # fmt: skip
+           "--job", "job1", "--workers", "2", "--max-time", "2"]  # fmt: skip
     # Execute
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     # Assert
@@ -159,7 +165,7 @@ def test_cli_prints_a_table(mosquitto, ps) -> None:  # type: ignore[no-untyped-d
 
 @pytest.mark.parametrize(
     "args",
-    [["--workers", "0"], ["--workers", "100000"], ["--duration", "-1"],
+    [["--workers", "0"], ["--workers", "100000"], ["--max-time", "-1"],
      ["--hmac-key-file", "/nonexistent/key"], ["--scenario", "nosuch"]],
 )  # fmt: skip
 def test_cli_bad_flags_exit_2(args: list[str]) -> None:

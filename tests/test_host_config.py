@@ -42,7 +42,7 @@ def test_serve_table_is_accepted(tmp_path: Path) -> None:
         ("lr = true\n", TypeError, "lr must be float"),
         ("lr = [\n", ValueError, "not valid TOML"),
         ("lr = -1.0\n", ValueError, "--lr must be a positive"),
-        ("target_accuracy = 1.5\n", ValueError, "target-accuracy"),
+        ("target-accuracy = 1.5\n", ValueError, "target-accuracy"),
     ],
 )
 def test_bad_config_values_are_clear_errors(

@@ -8,8 +8,8 @@ from typing import Any
 
 import paho.mqtt.client as mqtt
 import pytest
-from edgeps.transport.broker import BrokerAddress
-from edgeps.transport.paho_host import HostClient, MqttOptions
+from edgeps.transport.host_link import HostLink
+from edgeps.transport.options import ConnectionOptions
 
 pytestmark = pytest.mark.integration
 
@@ -21,7 +21,7 @@ def _publisher(broker: Any) -> mqtt.Client:
     return client
 
 
-def _drain(link: HostClient, n: int, timeout: float) -> list[tuple[str, bytes]]:
+def _drain(link: HostLink, n: int, timeout: float) -> list[tuple[str, bytes]]:
     out = []
     deadline = time.monotonic() + timeout
     while len(out) < n and time.monotonic() < deadline:
@@ -33,8 +33,8 @@ def _drain(link: HostClient, n: int, timeout: float) -> list[tuple[str, bytes]]:
 
 def test_full_inbox_drops_and_counts_instead_of_blocking(mosquitto: Any) -> None:
     # Prepare: an inbox of 5 that nobody reads
-    link = HostClient(
-        BrokerAddress(mosquitto.host, mosquitto.port),
+    link = HostLink(
+        ConnectionOptions(mosquitto.url),
         client_id="host-small",
         subscriptions=[("t/#", 1)],
         queue_size=5,
@@ -61,8 +61,8 @@ def test_full_inbox_drops_and_counts_instead_of_blocking(mosquitto: Any) -> None
 
 def test_reconnects_and_resubscribes_after_broker_restart(mosquitto: Any) -> None:
     # Prepare
-    link = HostClient(
-        BrokerAddress(mosquitto.host, mosquitto.port),
+    link = HostLink(
+        ConnectionOptions(mosquitto.url),
         client_id="host-re",
         subscriptions=[("r/#", 1)],
     )
@@ -89,35 +89,36 @@ def test_reconnects_and_resubscribes_after_broker_restart(mosquitto: Any) -> Non
 
 
 def test_wrong_credentials_or_files_are_clear_errors(tmp_path: Path) -> None:
-    addr = BrokerAddress("127.0.0.1", 9)
+    tls = "mqtts://127.0.0.1:9"
     cert = tmp_path / "cert.pem"
     cert.write_text("not checked before the key is given too")
     with pytest.raises(FileNotFoundError, match="--tls-ca"):
-        HostClient(
-            addr,
+        HostLink(
+            ConnectionOptions(tls, tls_ca=str(tmp_path / "ca.pem")),
             client_id="x",
             subscriptions=[],
-            options=MqttOptions(tls_ca=str(tmp_path / "ca.pem")),
         )
     with pytest.raises(ValueError, match="together"):
-        HostClient(
-            addr,
+        HostLink(
+            ConnectionOptions(tls, tls_cert=str(cert)),
             client_id="x",
             subscriptions=[],
-            options=MqttOptions(tls_cert=str(cert)),
         )
     with pytest.raises(ValueError, match="--username"):
-        HostClient(
-            addr, client_id="x", subscriptions=[], options=MqttOptions(password="p")
+        HostLink(
+            ConnectionOptions("mqtt://127.0.0.1:9", password="p"),
+            client_id="x",
+            subscriptions=[],
         )
     with pytest.raises(ConnectionError, match="cannot connect"):
-        HostClient(addr, client_id="x", subscriptions=[]).start(timeout=2)
+        plain = ConnectionOptions("mqtt://127.0.0.1:9")
+        HostLink(plain, client_id="x", subscriptions=[]).start(timeout=2)
 
 
 def test_inbox_is_bounded_in_bytes_too(mosquitto: Any) -> None:
     # Prepare: room for two 1000-byte payloads
-    link = HostClient(
-        BrokerAddress(mosquitto.host, mosquitto.port),
+    link = HostLink(
+        ConnectionOptions(mosquitto.url),
         client_id="host-bytes",
         subscriptions=[("b/#", 1)],
         queue_bytes=2500,

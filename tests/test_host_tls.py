@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from edgeps.transport.broker import free_port, mosquitto_path, wait_listening
+from edgeps.transport.options import PASSWORD_ENV
 
 pytestmark = pytest.mark.integration
 
@@ -102,7 +103,9 @@ def tls_broker(tmp_path: Path) -> Iterator[tuple[int, Path]]:
             proc.wait(5)
 
 
-def _serve(port: int, *extra: str) -> subprocess.CompletedProcess[str]:
+def _serve(port: int, *extra: str, password: str) -> subprocess.CompletedProcess[str]:
+    # the password comes from the environment, as a service would pass it
+    env = {**os.environ, PASSWORD_ENV: password}
     return subprocess.run(
         [
             sys.executable,
@@ -122,15 +125,14 @@ def _serve(port: int, *extra: str) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         timeout=60,
+        env=env,
     )
 
 
 def test_serve_connects_with_tls_and_password(tls_broker: tuple[int, Path]) -> None:
     port, ca = tls_broker
 
-    done = _serve(
-        port, "--tls-ca", str(ca), "--username", "edge", "--password", "s3cret"
-    )
+    done = _serve(port, "--tls-ca", str(ca), "--username", "edge", password="s3cret")
 
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["stop_reason"] == "max_time"
@@ -139,7 +141,7 @@ def test_serve_connects_with_tls_and_password(tls_broker: tuple[int, Path]) -> N
 def test_wrong_password_is_refused_clearly(tls_broker: tuple[int, Path]) -> None:
     port, ca = tls_broker
 
-    done = _serve(port, "--tls-ca", str(ca), "--username", "edge", "--password", "nope")
+    done = _serve(port, "--tls-ca", str(ca), "--username", "edge", password="nope")
 
     assert done.returncode == 2
     assert "refused" in done.stderr and "Traceback" not in done.stderr
@@ -148,7 +150,7 @@ def test_wrong_password_is_refused_clearly(tls_broker: tuple[int, Path]) -> None
 def test_untrusted_certificate_is_refused(tls_broker: tuple[int, Path]) -> None:
     port, _ = tls_broker
 
-    done = _serve(port, "--username", "edge", "--password", "s3cret")
+    done = _serve(port, "--username", "edge", password="s3cret")
 
     assert done.returncode == 2
     assert "Traceback" not in done.stderr

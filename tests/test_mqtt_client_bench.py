@@ -15,7 +15,7 @@ def test_fw_publish_json_report(capsys: pytest.CaptureFixture[str]) -> None:
     # Prepare
     parser = argparse.ArgumentParser()
     fw_publish.configure(parser)
-    args = parser.parse_args(["--json", "--count", "50", "--runs", "1"])
+    args = parser.parse_args(["--json", "--count", "50", "--repeat", "1"])
 
     # Execute
     rc = fw_publish.run(args)

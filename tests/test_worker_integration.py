@@ -25,7 +25,8 @@ import numpy as np
 import paho.mqtt.client as mqtt
 import pytest
 from edgeps.kernels import ModelSpec
-from edgeps.transport.paho_worker import PahoTransport
+from edgeps.transport.options import ConnectionOptions
+from edgeps.transport.paho_link import MqttLink
 from edgeps.worker.localdata import load_emulated
 from edgeps.worker.trainer import NativeTrainer
 from edgeps_worker import wire
@@ -154,7 +155,9 @@ def ps(mosquitto):  # type: ignore[no-untyped-def]
 def _worker(port: int, wid: str, part: int, **kw):  # type: ignore[no-untyped-def]
     data, spec = load_emulated(f"sensors:{part}/4", 0)
     trainer = NativeTrainer(spec, data, batch=16, seed=part)
-    transport = PahoTransport("127.0.0.1", port, wid, keepalive=5)
+    transport = MqttLink(
+        ConnectionOptions(f"mqtt://127.0.0.1:{port}", keepalive=5), wid
+    )
     kw.setdefault("backoff_min_ms", 50)
     kw.setdefault("backoff_max_ms", 400)
     return Worker(transport, trainer, "job1", wid, incarnation=7, **kw)
@@ -291,7 +294,7 @@ def test_cli_refuses_data_that_does_not_fit_the_job_model(
         ["--data", "/nonexistent/file.csv"],
         ["--emulated", "sensors:5/2"],
         ["--emulated", "sensors", "--batch", "0"],
-        ["--emulated", "sensors", "--ca", "/tmp/x.pem"],
+        ["--emulated", "sensors", "--tls-ca", "/tmp/x.pem"],
         ["--emulated", "sensors", "--max-chunk", "10"],
         ["--emulated", "sensors", "--hmac-key-file", "/nonexistent/key"],
         ["--data", "x.csv", "--non-iid"],
@@ -309,3 +312,21 @@ def test_cli_bad_flags_exit_2_without_a_broker(args: list[str]) -> None:
     # Assert
     assert proc.returncode == 2, err
     assert "error" in err.lower()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("model", "code", "message"),
+    [("mlp", 0, ""), ("mlp:32", 0, ""), ("softmax", 2, "not softmax:33x6")],
+)
+def test_cli_short_model_form_is_checked_against_the_job(  # type: ignore[no-untyped-def]
+    mosquitto, ps, model: str, code: int, message: str
+) -> None:
+    # Execute: the job trains mlp:33-32-6
+    proc = _cli(mosquitto.port, "m1", "--emulated", "sensors:0/2", "--model", model,
+                "--max-iterations", "3")  # fmt: skip
+    _, err = proc.communicate(timeout=60)
+    # Assert
+    assert proc.returncode == code, err
+    assert message in err
+    assert ps.updates["m1"] == (3 if code == 0 else 0)

@@ -14,7 +14,8 @@ import pytest
 from conftest import free_port, mosquitto_path
 from edgeps.commands.worker import fetch_model
 from edgeps.transport.broker import parse_broker_url
-from edgeps.transport.paho_worker import PahoTransport, TLSOptions
+from edgeps.transport.options import ConnectionOptions
+from edgeps.transport.paho_link import MqttLink
 from test_worker_integration import ScriptedPS, _worker, wait_until
 
 
@@ -94,15 +95,17 @@ def test_broker_urls() -> None:
 
 def test_transport_refuses_nonsense_settings() -> None:
     with pytest.raises(ValueError):
-        PahoTransport("h", 0, "c")
+        MqttLink(ConnectionOptions("mqtt://h:0"), "c")
     with pytest.raises(ValueError):
-        PahoTransport("h", 1883, "c", password="x")
+        MqttLink(ConnectionOptions("mqtt://h:1883", password="x"), "c")
     with pytest.raises(ValueError):
-        PahoTransport("h", 1883, "c", keepalive=0)
+        MqttLink(ConnectionOptions("mqtt://h:1883", keepalive=0), "c")
 
 
 def test_unreachable_broker_is_an_oserror() -> None:
-    t = PahoTransport("127.0.0.1", free_port(), "c", connect_timeout=2)
+    t = MqttLink(
+        ConnectionOptions(f"mqtt://127.0.0.1:{free_port()}"), "c", connect_timeout=2
+    )
     with pytest.raises(OSError):
         t.connect("edgeps/j/up/c", b"")
     assert not t.connected
@@ -118,7 +121,7 @@ def test_tls_worker_with_password_trains(secure_broker: SecureBroker) -> None:
     secret.write_text("s3cret\n")
     cmd = [sys.executable, "-m", "edgeps", "worker", "--broker",
            f"mqtts://127.0.0.1:{secure_broker.tls_port}", "--job", "job1",
-           "--id", "tls1", "--emulated", "sensors:0/2", "--ca",
+           "--id", "tls1", "--emulated", "sensors:0/2", "--tls-ca",
            str(secure_broker.ca), "--username", "sensor", "--password-file",
            str(secret), "--max-iterations", "8"]  # fmt: skip
     try:
@@ -137,18 +140,21 @@ def test_wrong_password_or_untrusted_ca_is_refused(
 ) -> None:
     # Prepare
     port = secure_broker.tls_port
-    wrong_pw = PahoTransport(
-        "127.0.0.1", port, "x1", username="sensor", password="nope",
-        tls=TLSOptions(ca=str(secure_broker.ca)), connect_timeout=5,
+    url = f"mqtts://127.0.0.1:{port}"
+    wrong_pw = MqttLink(
+        ConnectionOptions(url, username="sensor", password="nope",
+                          tls_ca=str(secure_broker.ca)),
+        "x1", connect_timeout=5,
     )  # fmt: skip
     other_ca = tmp_path / "other"
     other_ca.mkdir()
     _run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
          "k", "-out", "ca.pem", "-days", "1", "-subj", "/CN=other",
          cwd=other_ca)  # fmt: skip
-    untrusted = PahoTransport(
-        "127.0.0.1", port, "x2", username="sensor", password="s3cret",
-        tls=TLSOptions(ca=str(other_ca / "ca.pem")), connect_timeout=5,
+    untrusted = MqttLink(
+        ConnectionOptions(url, username="sensor", password="s3cret",
+                          tls_ca=str(other_ca / "ca.pem")),
+        "x2", connect_timeout=5,
     )  # fmt: skip
     # Execute / Assert
     with pytest.raises(OSError, match="refused"):
@@ -245,7 +251,9 @@ def test_persistent_worker_waits_for_the_next_run_of_the_job(mosquitto) -> None:
 
 
 def _publish_raw(port: int, topic: str, payload: bytes, retain: bool = False) -> None:
-    t = PahoTransport("127.0.0.1", port, "raw", connect_timeout=5)
+    t = MqttLink(
+        ConnectionOptions(f"mqtt://127.0.0.1:{port}"), "raw", connect_timeout=5
+    )
     t.connect("edgeps/raw/will", b"")
     try:
         t.publish(topic, payload, 1, retain)
@@ -258,7 +266,7 @@ def test_garbage_on_the_model_topic_is_skipped_until_a_real_model(mosquitto) -> 
     # Prepare: a retained junk message where the job's MODEL should be
     _publish_raw(mosquitto.port, "edgeps/job1/model", b"\x00junk" * 7, retain=True)
     result: list[object] = []
-    t = PahoTransport("127.0.0.1", mosquitto.port, "f1", connect_timeout=5)
+    t = MqttLink(ConnectionOptions(mosquitto.url), "f1", connect_timeout=5)
     th = threading.Thread(
         target=lambda: result.append(fetch_model(t, "job1", timeout=30)), daemon=True
     )

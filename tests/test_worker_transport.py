@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import signal
+
 import pytest
-from edgeps.transport.paho_worker import PahoTransport
+from edgeps.transport.options import ConnectionOptions
+from edgeps.transport.paho_link import MqttLink
 
 
-def _transport(port: int, cid: str) -> PahoTransport:
-    return PahoTransport("127.0.0.1", port, cid, keepalive=5, connect_timeout=5)
+def _transport(port: int, cid: str) -> MqttLink:
+    opts = ConnectionOptions(f"mqtt://127.0.0.1:{port}", keepalive=5)
+    return MqttLink(opts, cid, connect_timeout=5)
 
 
-def _poll_for(t: PahoTransport, topic: str, tries: int = 50) -> bytes | None:
+def _poll_for(t: MqttLink, topic: str, tries: int = 50) -> bytes | None:
     """Poll (bounded) until a message on ``topic`` arrives."""
     for _ in range(tries):
         msg = t.poll(100)
@@ -102,3 +106,20 @@ def test_reconnect_is_a_fresh_clean_session(mosquitto) -> None:  # type: ignore[
     # Assert
     assert after is None  # a clean session forgets the old subscription
     assert t.connects == 2
+
+
+@pytest.mark.integration
+def test_subscribe_waits_for_the_suback(mosquitto) -> None:  # type: ignore[no-untyped-def]
+    # Prepare: a connected link, then a broker that stops answering
+    opts = ConnectionOptions(mosquitto.url, keepalive=5)
+    t = MqttLink(opts, "sub", connect_timeout=1.0)
+    t.connect("will/sub", b"")
+    t.subscribe("answered/#", 1)  # a live broker grants it
+    mosquitto.proc.send_signal(signal.SIGSTOP)
+    try:
+        # Execute / Assert: no SUBACK within the bound is an error, not a hang
+        with pytest.raises(OSError, match="no SUBACK"):
+            t.subscribe("unanswered/#", 1)
+    finally:
+        mosquitto.proc.send_signal(signal.SIGCONT)
+        t.close()

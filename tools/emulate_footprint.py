@@ -64,24 +64,27 @@ def measure(mode: str, n: int, seconds: float, tmp: Path) -> dict[str, object]:
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     broker = subprocess.Popen([exe, "-c", str(conf)], **quiet)  # type: ignore[call-overload]
     procs: list[subprocess.Popen[bytes]] = []
+    serve_err = tmp / f"{mode}-serve.err"
     try:
         time.sleep(0.5)
         serve = subprocess.Popen(
             [py, "-m", "edgeps", "serve", "--broker", url, "--job", "fp",
              "--policy", "asp", "--max-time", str(seconds),
              "--target-accuracy", "0.9999", "--json", "--quiet"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=serve_err.open("wb"),
         )  # fmt: skip
         procs.append(serve)
         time.sleep(1.0)
+        logs = [tmp / f"{mode}-worker{i}.err" for i in range(n)]
+        keep = [{"stdout": subprocess.DEVNULL, "stderr": f.open("wb")} for f in logs]
         if mode == "threads":
-            workers = [subprocess.Popen([py, "-c", THREADS, url, str(n)], **quiet)]  # type: ignore[call-overload]
+            workers = [subprocess.Popen([py, "-c", THREADS, url, str(n)], **keep[0])]  # type: ignore[call-overload]
         else:
             workers = [
                 subprocess.Popen(
                     [py, "-m", "edgeps", "worker", "--broker", url, "--job", "fp",
                      "--id", f"w{i:02d}", "--emulated", f"sensors:{i}/{n}",
-                     "--log-level", "warning"], **quiet,
+                     "--log-level", "warning"], **keep[i],
                 )  # type: ignore[call-overload]
                 for i in range(n)
             ]  # fmt: skip
@@ -92,9 +95,19 @@ def measure(mode: str, n: int, seconds: float, tmp: Path) -> dict[str, object]:
             peak = max(peak, sum(s[0] for s in stats.values()))
             cpu.update({pid: s[1] for pid, s in stats.items() if s[1]})
             time.sleep(0.25)
-        out = json.loads(serve.communicate(timeout=30)[0] or b"{}")
-        for w in workers:
-            w.wait(timeout=30)
+        stdout = serve.communicate(timeout=30)[0]
+        if serve.returncode != 0 or not stdout:
+            raise SystemExit(
+                f"emulate_footprint: edgeps serve exited {serve.returncode}:\n"
+                + serve_err.read_text(errors="replace")
+            )
+        out = json.loads(stdout)
+        for w, log in zip(workers, logs, strict=False):
+            if w.wait(timeout=30) != 0:
+                raise SystemExit(
+                    f"emulate_footprint: a {mode} worker exited {w.returncode}:\n"
+                    + log.read_text(errors="replace")
+                )
     finally:
         for p in procs:
             if p.poll() is None:

@@ -28,7 +28,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[8, 64])
     parser.add_argument("--params", type=int, default=10_000, help="vector length")
     parser.add_argument("--pushes", type=int, default=3000, help="pushes per run")
-    parser.add_argument("--repeats", type=int, default=3, help="runs; median shown")
+    parser.add_argument(
+        "--repeat", dest="repeats", type=int, default=3, help="runs; median shown"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead")
 
 
@@ -85,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         if value < 1:
             raise SystemExit(f"{name} must be >= 1")
     if args.repeats < 1 or any(n < 1 for n in args.workers):
-        raise SystemExit("--repeats and --workers must be >= 1")
+        raise SystemExit("--repeat and --workers must be >= 1")
     step = statistics.median(
         time_optimizer(args.params, args.pushes) for _ in range(args.repeats)
     )

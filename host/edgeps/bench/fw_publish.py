@@ -11,7 +11,7 @@ publishes (each waits for its PUBACK, as the board worker does) with:
   packet in four writes with Nagle on, as umqtt.simple does (few messages:
   it is slow).
 
-Rates are medians over ``--runs`` runs in one broker session.
+Rates are medians over ``--repeat`` runs in one broker session.
 """
 
 from __future__ import annotations
@@ -36,7 +36,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--count", type=int, default=5000, help="publishes per run")
     parser.add_argument("--payload", type=int, default=256, help="payload bytes")
-    parser.add_argument("--runs", type=int, default=5, help="runs (median reported)")
+    parser.add_argument(
+        "--repeat", dest="runs", type=int, default=5, help="runs (median reported)"
+    )
     parser.add_argument(
         "--baseline",
         action="store_true",
@@ -132,7 +134,7 @@ def _summary(name: str, runtime: str, rates: list[float]) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     if args.count <= 0 or args.runs <= 0 or args.payload < 0:
-        raise ValueError("--count and --runs must be > 0, --payload >= 0")
+        raise ValueError("--count and --repeat must be > 0, --payload >= 0")
     from edgeps.transport.broker import start_mosquitto
 
     results: list[dict[str, Any]] = []

@@ -4,7 +4,7 @@ Both numbers come from one run on a private mosquitto (free loopback port),
 for the same payload size, measured the same way on the receiving process:
 
 - raw echo: a feeder process publishes QoS1 messages of the size of one
-  encoded UPDATE to a topic; this process (a `HostClient`, the coordinator's
+  encoded UPDATE to a topic; this process (a `HostLink`, the coordinator's
   own receive path) counts what arrives.
 - PS: the feeder publishes real UPDATE messages for several joined workers;
   the real `Coordinator` (ASP, so every push is released at once) decodes,
@@ -89,7 +89,7 @@ def _rate(first: float | None, last: float | None, n: int) -> float:
 
 
 def _count(link: Any, n: int, alive: Any, per_update: int = 1) -> Measure:
-    """Drain `n` messages from a HostClient inbox; rate between first and last.
+    """Drain `n` messages from a HostLink inbox; rate between first and last.
 
     With ``per_update`` chunks per update, rate and CPU are per update.
     """
@@ -120,18 +120,18 @@ def measure_echo(
     Both clients live in this process, so per message it does what the PS
     process does per update: one QoS1 publish and one QoS1 receive.
     """
-    from edgeps.transport.broker import BrokerAddress
-    from edgeps.transport.paho_host import HostClient
+    from edgeps.transport.host_link import HostLink
+    from edgeps.transport.options import ConnectionOptions
 
-    addr = BrokerAddress(host, port)
-    rx = HostClient(
+    addr = ConnectionOptions(f"mqtt://{host}:{port}")
+    rx = HostLink(
         addr,
         client_id="bench-echo-rx",
         subscriptions=[(RAW_TOPIC, 1)],
         queue_size=n + 10,
         queue_bytes=_inbox_bytes(n_params, n),
     )
-    tx = HostClient(addr, client_id="bench-echo-tx", subscriptions=[])
+    tx = HostLink(addr, client_id="bench-echo-tx", subscriptions=[])
     rx.start()
     tx.start()
     chunks = update_payloads(n_params, 1, chunk)[0]
@@ -153,11 +153,11 @@ def measure_receive(
     host: str, port: int, n_params: int, n: int, chunk: int = 0
 ) -> Measure:
     """Receive only: a feeder process publishes, this process counts (msgs/s)."""
-    from edgeps.transport.broker import BrokerAddress
-    from edgeps.transport.paho_host import HostClient
+    from edgeps.transport.host_link import HostLink
+    from edgeps.transport.options import ConnectionOptions
 
-    link = HostClient(
-        BrokerAddress(host, port),
+    link = HostLink(
+        ConnectionOptions(f"mqtt://{host}:{port}"),
         client_id="bench-raw-rx",
         subscriptions=[(RAW_TOPIC, 1)],
         queue_size=n + 10,
@@ -181,13 +181,13 @@ def measure_ps(host: str, port: int, n_params: int, n: int, chunk: int = 0) -> M
 
     from edgeps.core import ParameterServer
     from edgeps.runtime.coordinator import Coordinator, Settings
-    from edgeps.transport.broker import BrokerAddress
-    from edgeps.transport.paho_host import HostClient
+    from edgeps.transport.host_link import HostLink
+    from edgeps.transport.options import ConnectionOptions
 
     params = np.zeros(n_params, dtype=np.float32)
     server = ParameterServer(params, policy="asp", lr=0.01, liveness_timeout=60.0)
-    link = HostClient(
-        BrokerAddress(host, port),
+    link = HostLink(
+        ConnectionOptions(f"mqtt://{host}:{port}"),
         client_id="bench-ps",
         subscriptions=[(wire.topic_up_wildcard(JOB), 1)],
         queue_size=n + 100,

@@ -9,7 +9,6 @@ accuracy or the time limit, then prints one table.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 import threading
 from typing import Any
@@ -29,18 +28,29 @@ DEMO_DEFAULTS: dict[str, Any] = {
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--broker",
-        default="auto",
-        help="auto (embedded amqtt first, then mosquitto), amqtt, mosquitto, "
-        "or mqtt[s]://host:port",
+    from edgeps.commands.connection import add_connection_flags
+    from edgeps.commands.serve_config import ServeConfig
+
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = (
+        "examples:\n  edgeps demo\n  edgeps demo --policy bsp --workers 4\n"
+        "  edgeps demo --broker mosquitto --model mlp:64 --json"
     )
-    parser.add_argument("--workers", type=int, default=8, help="emulated sensors")
+    add_connection_flags(
+        parser,
+        broker_help="auto (embedded amqtt first, then mosquitto), amqtt, "
+        "mosquitto, or mqtt[s]://HOST[:PORT] of a running broker",
+        defaults={**ServeConfig().to_dict(), **DEMO_DEFAULTS},
+        layered=True,
+    )
+    parser.add_argument(
+        "--workers", type=int, default=8, help="emulated sensors (default: 8)"
+    )
     parser.add_argument(
         "--scenario",
         default="stragglers",
         help="sensor behaviour: stragglers (2 of 8 are 4x slower), homogeneous, "
-        "interference, mixed, churn",
+        "interference, mixed, churn (default: stragglers)",
     )
     add_job_flags(parser, DEMO_DEFAULTS)
     dashboard.add_arguments(parser)
@@ -57,7 +67,7 @@ def _merge_rows(summary: Any, emu: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+    from edgeps.commands.connection import read_key, setup_logging
     from edgeps.commands.emulate import Emulation
     from edgeps.commands.serve_config import merge
     from edgeps.runtime.job import Job
@@ -77,9 +87,10 @@ def run(args: argparse.Namespace) -> int:
         flags.update(given(args))
         flags.pop("workers", None)
         flags.pop("scenario", None)
-        flags["broker"] = args.broker
         cfg = merge(flags)
-        broker = open_broker(args.broker, prefer="amqtt")
+        setup_logging(cfg.log_level, timestamps=False)
+        hmac_key = read_key(cfg.hmac_key_file)
+        broker = open_broker(cfg.broker, prefer="amqtt")
     except (ValueError, TypeError, FileNotFoundError, RuntimeError) as exc:
         print(f"edgeps demo: error: {exc}", file=sys.stderr)
         return 2
@@ -109,13 +120,14 @@ def run(args: argparse.Namespace) -> int:
             host.join(10)
             raise RuntimeError("the host coordinator did not start")
         emu = Emulation(
-            broker.url,
+            job.options.at(broker.url),
             cfg.job,
             n_workers=args.workers,
             scenario=args.scenario,
             dataset=cfg.dataset,
             seed=cfg.seed,
             duration=(cfg.max_time or 90.0) + 15.0,
+            hmac_key=hmac_key,
         ).start()
         # wait on an Event, not join(): on CPython < 3.13 a Ctrl-C inside join()
         # can leave the thread looking finished while it is still running

@@ -33,7 +33,16 @@ from typing import Any
 import numpy as np
 from edgeps_worker import wire
 
+from edgeps.commands.connection import (
+    add_connection_flags,
+    connection_options,
+    read_key,
+    setup_logging,
+)
+from edgeps.commands.model_forms import EXAMPLES, complete_model
 from edgeps.transport.impair import ImpairedTransport, LinkProfile
+from edgeps.transport.options import ConnectionOptions
+from edgeps.transport.paho_link import MqttLink
 from edgeps.worker.trainer import EmulatedTrainer, NativeTrainer
 from edgeps.workloads.scenarios import Scenario, WorkerProfile, make_scenario
 
@@ -103,7 +112,7 @@ class SensorReport:
 
 @dataclass(frozen=True)
 class EmulationConfig:
-    broker: str
+    connection: ConnectionOptions
     job: str
     n_workers: int = 8
     scenario: str = "homogeneous"
@@ -114,12 +123,6 @@ class EmulationConfig:
     batch: int = 32
     model: str | None = None  # None: take the job's MODEL
     max_iterations: int = 0
-    username: str | None = None
-    password: str | None = None
-    ca: str | None = None
-    cert: str | None = None
-    key: str | None = None
-    insecure: bool = False
     heartbeat_ms: int = 5000
     release_timeout_ms: int = 15000
     max_chunk: int = 1 << 16  # whole-model messages, see edgeps.commands.worker
@@ -131,11 +134,16 @@ class EmulationConfig:
 class Emulation:
     """N emulated sensors against one broker and job: start(), stop(), join().
 
+    ``broker`` is a URL or the full `ConnectionOptions` (TLS, credentials).
     Ends by itself when every sensor stopped (MODEL "done", max_iterations)
     or ``duration`` seconds after ``start()``.
     """
 
-    def __init__(self, broker: str, job: str, **options: Any) -> None:
+    def __init__(
+        self, broker: str | ConnectionOptions, job: str, **options: Any
+    ) -> None:
+        if isinstance(broker, str):
+            broker = ConnectionOptions(broker=broker)
         self.config = EmulationConfig(broker, job, **options)
         cfg = self.config
         if not 1 <= cfg.n_workers <= MAX_SENSORS:
@@ -146,20 +154,10 @@ class Emulation:
             raise ValueError("batch >= 1 and max_iterations >= 0 required")
         if not 256 <= cfg.max_chunk <= wire.MAX_MESSAGE // 2:
             raise ValueError(f"max_chunk must be in 256..{wire.MAX_MESSAGE // 2}")
-        from edgeps.commands.worker import make_transport
         from edgeps.worker.localdata import load_emulated
 
         # validate broker URL and TLS flags now rather than in N threads
-        self._make_transport = lambda wid: make_transport(
-            cfg.broker,
-            wid,
-            username=cfg.username,
-            password=cfg.password,
-            ca=cfg.ca,
-            cert=cfg.cert,
-            key=cfg.key,
-            insecure=cfg.insecure,
-        )
+        self._make_transport = lambda wid: MqttLink(cfg.connection, wid)
         self._make_transport("probe")
         if cfg.profiles is not None:
             if not 1 <= len(cfg.profiles) <= MAX_SENSORS:
@@ -177,6 +175,15 @@ class Emulation:
             data, spec = load_emulated(f"{cfg.dataset}:{i}/{n}", cfg.seed, scheme)
             self._shards.append(data)
         self.dataset_model = spec
+        self.model: str | None = None  # None: each sensor takes the job's MODEL
+        if cfg.model is not None:
+            from edgeps.kernels import ModelSpec
+
+            sizes = ModelSpec.parse(spec)
+            n_classes = max(2, sizes.n_classes)
+            self.model = str(
+                ModelSpec.parse(complete_model(cfg.model, sizes.n_features, n_classes))
+            )
         self.reports = {
             wid: SensorReport(wid, profile_class(p))
             for wid, p in self.scenario.profiles.items()
@@ -249,7 +256,7 @@ class Emulation:
         incarnation = 0
         crash_at = profile.crash_at
         while not self._should_end():
-            model = cfg.model
+            model = self.model
             if model is None:
                 job = fetch_model(
                     self._make_transport(wid),
@@ -318,30 +325,44 @@ class Emulation:
 def configure(parser: argparse.ArgumentParser) -> None:
     from edgeps.workloads.scenarios import SCENARIOS
 
-    parser.add_argument("--broker", required=True, help="mqtt://host:port or mqtts://")
-    parser.add_argument("--job", required=True)
-    parser.add_argument("--workers", type=int, default=8)
-    parser.add_argument("--scenario", default="homogeneous", choices=SCENARIOS)
-    parser.add_argument("--dataset", default="sensors")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = (
+        "example:\n  edgeps emulate --broker mqtt://127.0.0.1:1883 --job lab "
+        "--workers 8 --scenario stragglers --max-time 120"
+    )
+    add_connection_flags(parser)
+    parser.add_argument("--job", required=True, help="job id, as given to serve")
+    parser.add_argument(
+        "--workers", type=int, default=8, help="emulated sensors (default: 8)"
+    )
+    parser.add_argument(
+        "--scenario",
+        default="homogeneous",
+        choices=SCENARIOS,
+        help="sensor behaviour (default: homogeneous)",
+    )
+    parser.add_argument(
+        "--dataset", default="sensors", help="built-in dataset (default: sensors)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="data split (default: 0)")
     iid = parser.add_mutually_exclusive_group()
     iid.add_argument("--iid", dest="iid", action="store_true", default=True)
     iid.add_argument("--non-iid", dest="iid", action="store_false")
-    parser.add_argument("--duration", type=float, help="seconds (default: until done)")
-    parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--model", help="model spec (default: the job's MODEL)")
-    parser.add_argument("--max-iterations", type=int, default=0)
-    parser.add_argument("--username")
-    parser.add_argument("--password")
-    parser.add_argument("--ca")
-    parser.add_argument("--cert")
-    parser.add_argument("--key")
-    parser.add_argument("--insecure", action="store_true")
-    parser.add_argument("--hmac-key-file", help="shared key: sign every message")
-    parser.add_argument("--json", action="store_true", help="print JSON, not a table")
     parser.add_argument(
-        "--log-level", default="warning", choices=("debug", "info", "warning", "error")
+        "--max-time",
+        dest="duration",
+        type=float,
+        metavar="S",
+        help="stop after this many seconds (default: when the job is done)",
     )
+    parser.add_argument("--batch", type=int, default=32, help="minibatch (default: 32)")
+    parser.add_argument(
+        "--model", help=f"train this instead of the job's MODEL ({EXAMPLES})"
+    )
+    parser.add_argument(
+        "--max-iterations", type=int, default=0, help="per sensor (default 0: never)"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON, not a table")
 
 
 def _table(emu: Emulation) -> str:
@@ -363,24 +384,17 @@ def _table(emu: Emulation) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgeps.commands.worker import read_key
-
-    logging.basicConfig(
-        level=getattr(logging, args.log_level.upper()),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    setup_logging(args.log_level)
     try:
         emu = Emulation(
-            args.broker, args.job, n_workers=args.workers, scenario=args.scenario,
-            dataset=args.dataset, seed=args.seed, iid=args.iid,
-            duration=args.duration, batch=args.batch, model=args.model,
-            max_iterations=args.max_iterations, username=args.username,
-            password=args.password, ca=args.ca, cert=args.cert, key=args.key,
-            insecure=args.insecure, hmac_key=read_key(args.hmac_key_file),
+            connection_options(args), args.job, n_workers=args.workers,
+            scenario=args.scenario, dataset=args.dataset, seed=args.seed,
+            iid=args.iid, duration=args.duration, batch=args.batch,
+            model=args.model, max_iterations=args.max_iterations,
+            hmac_key=read_key(args.hmac_key_file),
         )  # fmt: skip
-    except ValueError as exc:
-        log.error("%s", exc)
-        print(f"edgeps emulate: {exc}", file=sys.stderr)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"edgeps emulate: error: {exc}", file=sys.stderr)
         return 2
     stop_signal = threading.Event()
     if threading.current_thread() is threading.main_thread():

@@ -7,12 +7,20 @@ defaults, then ``--config FILE.toml``, then the flags on the command line.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 from edgeps.observe import dashboard
 
 SUPPRESS = argparse.SUPPRESS
+
+
+EXAMPLES = """examples:
+  edgeps serve --job lab --target-accuracy 0.93 --max-time 300
+  edgeps serve --broker mqtts://broker.lan:8883 --tls-ca ca.pem --username host \\
+      --password-file host.pass --job lab --policy ssp:3 --model mlp:64
+  edgeps serve --config lab.toml --max-time 60   (flags override the file)
+
+Without --target-accuracy and --max-time the run stops after 600 s."""
 
 
 def _flag(
@@ -27,7 +35,9 @@ def _flag(
     dest = str(kw.get("dest") or name.lstrip("-").replace("-", "_"))
     default = (defaults or {}).get(dest, getattr(ServeConfig, dest, None))
     if default is not None and not isinstance(default, bool):
-        help_text = f"{help_text} (default {default})"
+        help_text = f"{help_text} (default: {default})"
+    elif isinstance(default, bool) and default:
+        help_text = f"{help_text} (default: on)"
     p.add_argument(name, default=SUPPRESS, help=help_text, **kw)  # type: ignore[arg-type]
 
 
@@ -35,28 +45,60 @@ def add_job_flags(
     p: argparse.ArgumentParser, defaults: dict[str, object] | None = None
 ) -> None:
     """Flags shared by `serve` and `demo`: what to train and how to synchronize."""
+    from edgeps.commands.model_forms import EXAMPLES as MODEL_EXAMPLES
+
     d = defaults
+    on_off = argparse.BooleanOptionalAction
     _flag(p, "--job", "job id: 1-32 of [A-Za-z0-9_-]", d)
     _flag(p, "--policy", "sync policy: bsp, asp, ssp:3, dsp, dsp:w=8, kofn:k=6, ...", d)
-    _flag(p, "--model", "model spec, e.g. mlp:30-32-6 (default: the dataset's)", d)
+    _flag(
+        p,
+        "--model",
+        f"model: a short form the dataset completes ({MODEL_EXAMPLES}) or a "
+        "full spec like mlp:30-32-6 (default: the dataset's)",
+        d,
+    )
     _flag(p, "--dataset", "sensors (built in), digits, breast_cancer (scikit-learn)", d)
     _flag(p, "--seed", "seed for data split and initial parameters", d, type=int)
     _flag(p, "--lr", "learning rate", d, type=float)
     _flag(p, "--optimizer", "sgd, momentum or adam", d)
     _flag(p, "--target-accuracy", "stop at this test accuracy (0..1]", d, type=float)
-    _flag(p, "--max-time", "stop after this many seconds", d, type=float)
+    max_help = "stop after this many seconds"
+    if "max_time" not in (d or {}):
+        from edgeps.commands.serve_config import DEFAULT_MAX_TIME
+
+        max_help += f" (default: {DEFAULT_MAX_TIME:g} without --target-accuracy)"
+    _flag(p, "--max-time", max_help, d, type=float)
     _flag(p, "--metrics-out", "append JSON-lines metrics snapshots to this file", d)
-    _flag(p, "--json", "print the final summary as JSON", d, action="store_true")
-    _flag(p, "--quiet", "no live progress display", d, action="store_true")
+    _flag(p, "--json", "print the final summary as JSON", d, action=on_off)
+    _flag(p, "--quiet", "no live progress display", d, action=on_off)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from edgeps.commands.connection import add_connection_flags
+    from edgeps.commands.serve_config import KEYS, ServeConfig
+
     p = parser
-    _flag(p, "--config", "TOML file with any of these options (flags override it)")
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = EXAMPLES
     _flag(
-        p, "--broker", "auto (start mosquitto or amqtt), mosquitto, amqtt, mqtt[s]://"
+        p,
+        "--config",
+        "TOML file with any of these options, named as the flags without "
+        f"dashes in front (e.g. target-accuracy = 0.93); flags override it. "
+        f"Keys: {', '.join(KEYS)}",
+        metavar="FILE",
+    )
+    defaults = ServeConfig().to_dict()
+    add_connection_flags(
+        p,
+        broker_help="auto (start mosquitto, else amqtt), mosquitto, amqtt, or "
+        "mqtt[s]://HOST[:PORT] of a running broker",
+        defaults=defaults,
+        layered=True,
     )
     add_job_flags(p)
+    on_off = argparse.BooleanOptionalAction
     _flag(
         p,
         "--liveness-timeout",
@@ -68,7 +110,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         p,
         "--staleness-aware",
         "scale the step by 1/(staleness+1) (default: plain lr)",
-        action="store_true",
+        action=on_off,
     )
     _flag(p, "--eval-interval", "seconds between test-set evaluations", type=float)
     _flag(p, "--metrics-interval", "seconds between metrics snapshots", type=float)
@@ -78,39 +120,33 @@ def configure(parser: argparse.ArgumentParser) -> None:
     _flag(p, "--max-chunk", "chunk size for workers that announce none", type=int)
     _flag(
         p,
-        "--no-reject-messages",
-        "count dropped pushes without sending REJECT to the worker",
-        action="store_false",
-        dest="send_rejects",
+        "--send-rejects",
+        "send REJECT to a worker whose push was dropped (--no-send-rejects: "
+        "only count it)",
+        action=on_off,
     )
-    _flag(p, "--username", "MQTT user name")
-    _flag(p, "--password", "MQTT password")
-    _flag(p, "--tls-ca", "CA bundle for the broker's certificate")
-    _flag(p, "--tls-cert", "client certificate (with --tls-key)")
-    _flag(p, "--tls-key", "client private key")
-    _flag(p, "--tls-insecure", "skip broker certificate checks", action="store_true")
-    _flag(p, "--hmac-key-file", "shared key: verify and sign messages (HMAC-SHA256)")
-    _flag(p, "-v", "debug logging", action="store_true", dest="verbose")
     dashboard.add_arguments(p)
 
 
 def given(args: argparse.Namespace) -> dict[str, object]:
     """Only the options that were on the command line (everything else is absent)."""
-    skip = {"command", "config", "verbose", "_run", "benchmark", "_bench_module"}
+    skip = {"command", "config", "_run", "benchmark", "_bench_module"}
     return {k: v for k, v in vars(args).items() if k not in skip}
 
 
+def _note(text: str) -> None:
+    print(f"edgeps serve: {text}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(
-        level=logging.DEBUG if getattr(args, "verbose", False) else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    from edgeps.commands.connection import setup_logging
     from edgeps.commands.serve_config import merge
     from edgeps.runtime.job import Job
     from edgeps.runtime.summary import summary_json, summary_table
 
     try:
-        cfg = merge(given(args), getattr(args, "config", None))
+        cfg = merge(given(args), getattr(args, "config", None), note=_note)
+        setup_logging(cfg.log_level, timestamps=False)
         job = Job(cfg)
         summary = job.run()
     except (

@@ -1,19 +1,29 @@
-"""Serve settings from defaults, a TOML file and flags (flags win), checked once."""
+"""Serve settings from defaults, a TOML file and flags (flags win), checked once.
+
+The TOML keys are the flags' names without the leading dashes, spelled with
+dashes as on the command line (``target-accuracy = 0.93``); an underscore
+spelling is refused with the right name. Without ``target-accuracy`` and
+``max-time`` a run stops after `DEFAULT_MAX_TIME` seconds.
+"""
 
 from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, cast
 
 from edgeps.observe.dashboard import check_options as check_dashboard
+from edgeps.transport.options import ConnectionOptions
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # Python 3.10: the same parser from PyPI
     import tomli as tomllib
+
+DEFAULT_MAX_TIME = 600.0  # seconds, when neither a target nor a time limit is set
 
 
 @dataclass
@@ -43,12 +53,14 @@ class ServeConfig:
     json: bool = False
     quiet: bool = False
     username: str | None = None
-    password: str | None = None
+    password_file: str | None = None
     tls_ca: str | None = None
     tls_cert: str | None = None
     tls_key: str | None = None
     tls_insecure: bool = False
+    keepalive: int = 20
     hmac_key_file: str | None = None
+    log_level: str = "warning"
     max_chunk: int = 4096
     send_rejects: bool = True  # tell a worker why its push was dropped (REJECT)
     dashboard: str | None = None  # [HOST:]PORT of the live dashboard
@@ -70,7 +82,7 @@ for _f in fields(ServeConfig):
         _FIELD_TYPES[_f.name] = (float, int)
     else:
         _FIELD_TYPES[_f.name] = (str,)
-KEYS = tuple(_FIELD_TYPES)
+KEYS = tuple(k.replace("_", "-") for k in _FIELD_TYPES)
 
 
 def _coerce(key: str, value: Any, source: str) -> Any:
@@ -88,7 +100,10 @@ def _coerce(key: str, value: Any, source: str) -> Any:
 
 
 def load_toml(path: str | Path) -> dict[str, Any]:
-    """Read a TOML config (keys as in `--help`, dashes or underscores; or [serve])."""
+    """Read a TOML config: keys are the flags' names (``max-time``); or a [serve] table.
+
+    Returns the values under the settings' field names (``max_time``).
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"--config: no such file: {path}")
@@ -102,25 +117,48 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     unknown = []
     for raw_key, value in data.items():
         key = raw_key.replace("-", "_")
-        if key not in _FIELD_TYPES:
+        if "_" in raw_key or key not in _FIELD_TYPES:
             unknown.append(raw_key)
             continue
         out[key] = _coerce(key, value, f"--config {path}")
     if unknown:
+        hints = [
+            f"{k} -> {k.replace('_', '-')}"
+            for k in unknown
+            if k.replace("_", "-") in KEYS
+        ]
+        hint = f" (spell keys as the flags: {', '.join(hints)})" if hints else ""
         raise ValueError(
-            f"--config {path}: unknown keys {sorted(unknown)}; known: {', '.join(KEYS)}"
+            f"--config {path}: unknown keys {sorted(unknown)}{hint}; "
+            f"known: {', '.join(KEYS)}"
         )
     return out
 
 
-def merge(flags: dict[str, Any], config_path: str | None = None) -> ServeConfig:
-    """Defaults, then the TOML file, then the flags that were given; then checked."""
+def merge(
+    flags: dict[str, Any],
+    config_path: str | None = None,
+    *,
+    note: Callable[[str], None] | None = None,
+) -> ServeConfig:
+    """Defaults, then the TOML file, then the flags that were given; then checked.
+
+    Without a target accuracy or a time limit anywhere, ``max_time`` becomes
+    `DEFAULT_MAX_TIME`, and ``note`` (if given) is told so.
+    """
     values: dict[str, Any] = {}
     if config_path is not None:
         values.update(load_toml(config_path))
     for key, value in flags.items():
         if key in _FIELD_TYPES:
             values[key] = _coerce(key, value, f"--{key.replace('_', '-')}")
+    if values.get("target_accuracy") is None and values.get("max_time") is None:
+        values["max_time"] = DEFAULT_MAX_TIME
+        if note is not None:
+            note(
+                "no --target-accuracy or --max-time given: the run stops after "
+                f"{DEFAULT_MAX_TIME:g} s (Ctrl-C ends it sooner, with a checkpoint)"
+            )
     cfg = ServeConfig(**values)
     check(cfg)
     return cfg
@@ -149,7 +187,22 @@ def check(cfg: ServeConfig) -> None:
     check_dashboard(cfg.dashboard, cfg.dashboard_token_file, cfg.dashboard_linger)
     if cfg.max_chunk < 256:
         raise ValueError(f"--max-chunk must be at least 256 bytes, got {cfg.max_chunk}")
-    for name in ("resume", "hmac_key_file"):
+    if cfg.password_file is not None and cfg.username is None:
+        raise ValueError("--password-file needs --username")
+    ConnectionOptions(
+        broker=cfg.broker,
+        username=cfg.username,
+        tls_ca=cfg.tls_ca,
+        tls_cert=cfg.tls_cert,
+        tls_key=cfg.tls_key,
+        tls_insecure=cfg.tls_insecure,
+        keepalive=cfg.keepalive,
+    ).check()
+    if cfg.log_level not in ("debug", "info", "warning", "error"):
+        raise ValueError(
+            f"--log-level must be debug, info, warning or error, got {cfg.log_level!r}"
+        )
+    for name in ("resume", "hmac_key_file", "password_file"):
         path = getattr(cfg, name)
         if path is not None and not Path(path).is_file():
             raise FileNotFoundError(f"--{name.replace('_', '-')}: no such file: {path}")

@@ -32,7 +32,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset", default=d.dataset)
     parser.add_argument("--model", default=None, help="model spec, e.g. mlp:33-32-6")
     parser.add_argument("--partition", default=d.partition, help="iid | dirichlet:A")
-    parser.add_argument("--batch-size", type=int, default=d.batch_size)
+    parser.add_argument(
+        "--batch", dest="batch_size", type=int, default=d.batch_size, help="minibatch"
+    )
     parser.add_argument("--optimizer", default=d.optimizer)
     parser.add_argument("--lr", type=float, default=d.lr)
     parser.add_argument(

@@ -10,18 +10,23 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import signal
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from edgeps.transport.broker import parse_broker_url
-from edgeps.transport.paho_worker import PahoTransport, TLSOptions
+from edgeps.commands.connection import (
+    add_connection_flags,
+    connection_options,
+    read_key,
+    setup_logging,
+)
+from edgeps.commands.model_forms import EXAMPLES, complete_model
+from edgeps.transport.backoff import Backoff
+from edgeps.transport.paho_link import MqttLink
 
 log = logging.getLogger("edgeps.commands.worker")
 
@@ -50,63 +55,13 @@ def new_incarnation() -> int:
     return max(1, int((time.time() - INCARNATION_EPOCH) * 10) % (1 << 32))
 
 
-def make_transport(
-    broker: str,
-    client_id: str,
-    *,
-    username: str | None = None,
-    password: str | None = None,
-    ca: str | None = None,
-    cert: str | None = None,
-    key: str | None = None,
-    insecure: bool = False,
-    keepalive: int = 20,
-) -> PahoTransport:
-    """A paho transport for ``mqtt://`` or ``mqtts://`` URLs (TLS flags need mqtts)."""
-    addr = parse_broker_url(broker)
-    tls_flags = any(x is not None for x in (ca, cert, key)) or insecure
-    if tls_flags and not addr.tls:
-        raise ValueError("TLS options need an mqtts:// broker URL")
-    if (cert is None) != (key is None):
-        raise ValueError("a client certificate needs its key, and a key its cert")
-    for path in (ca, cert, key):
-        if path is not None and not os.path.isfile(path):
-            raise ValueError(f"TLS file not found: {path}")
-    tls = TLSOptions(ca=ca, cert=cert, key=key, insecure=insecure) if addr.tls else None
-    return PahoTransport(
-        addr.host,
-        addr.port,
-        client_id,
-        keepalive=keepalive,
-        username=username,
-        password=password,
-        tls=tls,
-    )
-
-
-def read_secret(path: str, what: str) -> bytes:
-    """A secret from a file, surrounding whitespace ignored; ValueError if unusable."""
-    try:
-        secret = Path(path).read_bytes().strip()
-    except OSError as exc:
-        raise ValueError(f"cannot read the {what} file {path}: {exc}") from None
-    if not secret:
-        raise ValueError(f"the {what} file {path} is empty")
-    return secret
-
-
-def read_key(path: str | None) -> bytes | None:
-    """The shared HMAC key from a file, or None without one."""
-    return None if path is None else read_secret(path, "HMAC key")
-
-
 def fetch_model(
     transport: Any,
     job: str,
     *,
     stop: Callable[[], bool] = lambda: False,
     timeout: float | None = None,
-    backoff_max: float = 16.0,
+    backoff: Backoff | None = None,
     key: bytes | None = None,
     want_running: bool = False,
 ) -> JobModel | None:
@@ -119,7 +74,7 @@ def fetch_model(
 
     topic = wire.topic_model(job)
     deadline = None if timeout is None else time.monotonic() + timeout
-    backoff = 0.25
+    backoff = backoff or Backoff(initial=0.25, maximum=16.0, jitter=0.2)
     waited_note = time.monotonic() + 5.0
     while not stop():
         if deadline is not None and time.monotonic() >= deadline:
@@ -128,13 +83,13 @@ def fetch_model(
             if not transport.connected:
                 transport.connect(None, b"")
                 transport.subscribe(topic, 1)
-                backoff = 0.25
+                backoff.reset()
             msg = transport.poll(200)
         except OSError as exc:
-            log.info("broker not reachable (%s); retrying in %.2fs", exc, backoff)
+            delay = backoff.next()
+            log.info("broker not reachable (%s); retrying in %.2fs", exc, delay)
             transport.close()
-            _sleep_unless(stop, backoff)
-            backoff = min(backoff * 2, backoff_max)
+            _sleep_unless(stop, delay)
             continue
         if msg is None:
             if time.monotonic() > waited_note:
@@ -171,8 +126,18 @@ def _sleep_unless(stop: Callable[[], bool], seconds: float) -> None:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--broker", required=True, help="mqtt://host:port or mqtts://")
-    parser.add_argument("--job", required=True, help="job id")
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = (
+        "examples:\n"
+        "  edgeps worker --broker mqtt://192.168.1.10:1883 --job lab --id pi-1 "
+        "--data local.csv\n"
+        "  edgeps worker --broker mqtts://broker.lan:8883 --tls-ca ca.pem "
+        "--username pi-1 \\\n"
+        "      --password-file /etc/edgeps/mqtt.pass --job lab --id pi-1 "
+        "--emulated sensors:0/4"
+    )
+    add_connection_flags(parser, defaults={"log_level": "info"})
+    parser.add_argument("--job", required=True, help="job id, as given to serve")
     parser.add_argument("--id", dest="worker_id", required=True, help="worker id")
     src = parser.add_mutually_exclusive_group(required=True)
     src.add_argument("--data", help="CSV (label last) or NPZ (arrays X, y)")
@@ -180,40 +145,30 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--emulated", metavar="DATASET[:PART/N]", help="a shard of a built-in dataset"
     )
     parser.add_argument("--non-iid", action="store_true", help="label-skewed shards")
-    parser.add_argument("--seed", type=int, default=0, help="data split and shuffle")
-    parser.add_argument("--batch", type=int, default=32, help="minibatch size")
-    parser.add_argument("--model", help="expected model spec (default: the job's)")
-    parser.add_argument("--username")
-    secret = parser.add_mutually_exclusive_group()
-    secret.add_argument("--password", help="visible in ps: prefer --password-file")
-    secret.add_argument("--password-file", help="file holding the MQTT password")
-    parser.add_argument("--ca", help="CA bundle for mqtts://")
-    parser.add_argument("--cert", help="client certificate (PEM)")
-    parser.add_argument("--key", help="client key (PEM)")
     parser.add_argument(
-        "--insecure", action="store_true", help="skip TLS certificate checks"
+        "--seed", type=int, default=0, help="data split and shuffle (default: 0)"
+    )
+    parser.add_argument("--batch", type=int, default=32, help="minibatch (default: 32)")
+    parser.add_argument(
+        "--model",
+        help=f"refuse a job that trains another model; full or short ({EXAMPLES})",
     )
     parser.add_argument(
-        "--hmac-key-file", help="shared key: sign and verify every message"
+        "--max-iterations", type=int, default=0, help="stop after N (default 0: never)"
     )
-    parser.add_argument("--max-iterations", type=int, default=0, help="0: until done")
     parser.add_argument(
         "--persist",
         action="store_true",
         help="after the job is done, wait for its next run (for services)",
     )
-    parser.add_argument("--incarnation", type=int, default=0, help="default: new")
-    parser.add_argument("--keepalive", type=int, default=20, help="MQTT keepalive, s")
+    parser.add_argument(
+        "--incarnation", type=int, default=0, help="default: new from the clock"
+    )
     parser.add_argument(
         "--max-chunk",
         type=int,
         default=CPYTHON_MAX_CHUNK,
-        help="largest message to send or receive, bytes",
-    )
-    parser.add_argument(
-        "--log-level",
-        default="info",
-        choices=("debug", "info", "warning", "error"),
+        help=f"largest message to send or receive (default: {CPYTHON_MAX_CHUNK} B)",
     )
 
 
@@ -236,10 +191,7 @@ def _validate(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(
-        level=getattr(logging, args.log_level.upper()),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    setup_logging(args.log_level)
 
     from edgeps.kernels import ModelSpec
     from edgeps.worker.localdata import load_emulated, load_file
@@ -252,23 +204,11 @@ def run(args: argparse.Namespace) -> int:
         else:
             scheme = "dirichlet:0.5" if args.non_iid else "iid"
             data, _ = load_emulated(args.emulated, args.seed, scheme)
-        password = args.password
-        if args.password_file:
-            password = read_secret(args.password_file, "password").decode()
-        transport = make_transport(
-            args.broker,
-            args.worker_id,
-            username=args.username,
-            password=password,
-            ca=args.ca,
-            cert=args.cert,
-            key=args.key,
-            insecure=args.insecure,
-            keepalive=args.keepalive,
-        )
-        expected = ModelSpec.parse(args.model) if args.model else None
+        transport = MqttLink(connection_options(args), args.worker_id)
         key = read_key(args.hmac_key_file)
-    except ValueError as exc:
+        if args.model:  # a full spec fails early; a short one waits for the job
+            ModelSpec.parse(complete_model(args.model, data.n_features, 2))
+    except (ValueError, FileNotFoundError) as exc:
         log.error("%s", exc)
         return EXIT_CONFIG
 
@@ -302,8 +242,12 @@ def run(args: argparse.Namespace) -> int:
             continue
         try:
             spec = ModelSpec.parse(job.model)
-            if expected is not None and str(expected) != str(spec):
-                raise ValueError(f"job {args.job} trains {spec}, not {expected}")
+            if args.model:
+                n_classes = max(2, spec.n_classes)
+                want = complete_model(args.model, spec.n_features, n_classes)
+                expected = ModelSpec.parse(want)
+                if str(expected) != str(spec):
+                    raise ValueError(f"job {args.job} trains {spec}, not {expected}")
             trainer = NativeTrainer(spec, data, batch=args.batch, seed=args.seed)
         except ValueError as exc:
             log.error("%s", exc)
@@ -320,7 +264,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _train(
     args: argparse.Namespace,
-    transport: PahoTransport,
+    transport: MqttLink,
     trainer: Any,
     stop: threading.Event,
     key: bytes | None,

@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 
 
 class Link(Protocol):
-    """What the coordinator needs from its MQTT client (HostClient has it)."""
+    """What the coordinator needs from its MQTT client (HostLink has it)."""
 
     def get(self, timeout: float) -> tuple[str, bytes] | None: ...
     def get_nowait(self) -> tuple[str, bytes] | None: ...

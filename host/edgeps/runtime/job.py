@@ -15,6 +15,8 @@ from typing import IO, Any
 import numpy as np
 from edgeps_worker import wire
 
+from edgeps.commands.connection import connection_options
+from edgeps.commands.model_forms import complete_model
 from edgeps.commands.serve_config import ServeConfig
 from edgeps.core.types import WorkerStats
 from edgeps.observe.dashboard import Dashboard, open_dashboard
@@ -22,7 +24,7 @@ from edgeps.runtime.checkpoint import Checkpoint, load_checkpoint, save_checkpoi
 from edgeps.runtime.coordinator import Coordinator, Settings, Summary
 from edgeps.runtime.metrics import MetricsWriter, Progress
 from edgeps.transport.broker import BrokerHandle, open_broker
-from edgeps.transport.paho_host import HostClient, MqttOptions
+from edgeps.transport.host_link import HostLink
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +49,10 @@ def load_model(cfg: ServeConfig) -> Model:
     from edgeps.workloads.datasets import load_dataset
 
     ds = load_dataset(cfg.dataset, cfg.seed)
-    spec = ModelSpec.parse(cfg.model or ds.model_spec)
+    text = ds.model_spec
+    if cfg.model:
+        text = complete_model(cfg.model, ds.n_features, ds.n_classes)
+    spec = ModelSpec.parse(text)
     if spec.n_features != ds.n_features:
         raise ValueError(
             f"--model {spec} takes {spec.n_features} features but dataset "
@@ -154,17 +159,6 @@ def make_checkpointer(cfg: ServeConfig, model: Model) -> Callable[[Coordinator],
     return write
 
 
-def mqtt_options(cfg: ServeConfig) -> MqttOptions:
-    return MqttOptions(
-        username=cfg.username,
-        password=cfg.password,
-        tls_ca=cfg.tls_ca,
-        tls_cert=cfg.tls_cert,
-        tls_key=cfg.tls_key,
-        tls_insecure=cfg.tls_insecure,
-    )
-
-
 @contextmanager
 def stop_on_signals(coord: Coordinator) -> Iterator[None]:
     """SIGINT/SIGTERM ask the loop to finish (final checkpoint included)."""
@@ -202,8 +196,7 @@ class Job:
         if not wire.valid_id(cfg.job):
             raise ValueError(f"--job must match [A-Za-z0-9_-]{{1,32}}, got {cfg.job!r}")
         self.hmac_key = read_hmac_key(cfg.hmac_key_file)
-        self.options = mqtt_options(cfg)
-        self.options.check()
+        self.options = connection_options(cfg)
         self.model = load_model(cfg)
         self.server, self.policy_name = build_server(cfg, self.model)
         self._own_broker = broker is None
@@ -227,15 +220,14 @@ class Job:
     def run(self) -> Summary:
         cfg = self.cfg
         metrics = MetricsWriter(cfg.metrics_out) if cfg.metrics_out else None
-        client: HostClient | None = None
+        client: HostLink | None = None
         dash: Dashboard | None = None
         try:
             dash = open_dashboard(cfg.dashboard, cfg.dashboard_token_file, self.out)
-            client = HostClient(
-                self.broker.address,
+            client = HostLink(
+                self.options.at(self.broker.url),
                 client_id=f"edgeps-host-{cfg.job}",
                 subscriptions=[(wire.topic_up_wildcard(cfg.job), 1)],
-                options=self.options,
             )
             client.start()
             if self.banner:

@@ -59,6 +59,8 @@ def parse_broker_url(url: str) -> BrokerAddress:
         port = parts.port
     except ValueError as exc:
         raise ValueError(f"broker URL has a bad port: {url!r}") from exc
+    if port == 0:
+        raise ValueError(f"broker URL has a bad port: {url!r}")
     tls = parts.scheme == "mqtts"
     return BrokerAddress(parts.hostname, port or (8883 if tls else 1883), tls)
 

@@ -1,0 +1,92 @@
+"""How to reach a broker: URL, TLS and credentials, one type for every command.
+
+`edgeps serve`, `worker`, `emulate` and `demo` all build a `ConnectionOptions`
+from the same flags (see `edgeps.commands.connection`) and hand it to the one
+paho layer in `edgeps.transport.paho_link`. The error messages name the flags.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from edgeps.transport.broker import BROKER_KINDS, BrokerAddress, parse_broker_url
+
+PASSWORD_ENV = "EDGEPS_MQTT_PASSWORD"
+
+
+@dataclass(frozen=True)
+class ConnectionOptions:
+    """One MQTT connection's settings.
+
+    Parameters
+    ----------
+    broker: ``mqtt://host[:port]`` or ``mqtts://host[:port]``; `serve` and
+        `demo` also take ``auto``, ``mosquitto`` or ``amqtt`` (a broker they
+        start), replaced by its URL with `at` once it runs.
+    username, password: MQTT credentials (the password never from a flag).
+    tls_ca, tls_cert, tls_key: PEM files; TLS needs an ``mqtts://`` URL.
+    tls_insecure: skip the broker certificate's checks (tests, lab setups).
+    keepalive: seconds between pings; the broker fires a last will after
+        1.5x this without traffic.
+    """
+
+    broker: str = "auto"
+    username: str | None = None
+    password: str | None = None
+    tls_ca: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    tls_insecure: bool = False
+    keepalive: int = 20
+
+    @property
+    def starts_broker(self) -> bool:
+        """True when `broker` names a broker to launch rather than a URL."""
+        return self.broker in BROKER_KINDS
+
+    @property
+    def address(self) -> BrokerAddress:
+        """The parsed URL; ValueError for ``auto`` and friends or a bad URL."""
+        return parse_broker_url(self.broker)
+
+    @property
+    def wants_tls(self) -> bool:
+        return (
+            self.tls_ca is not None
+            or self.tls_cert is not None
+            or self.tls_key is not None
+            or self.tls_insecure
+        )
+
+    def at(self, url: str) -> ConnectionOptions:
+        """The same options for the broker at ``url`` (one we started)."""
+        return replace(self, broker=url)
+
+    def check(self) -> None:
+        """Raise ValueError/FileNotFoundError naming the flag that is wrong."""
+        tls = False
+        if not self.starts_broker:
+            tls = self.address.tls  # ValueError for a bad URL
+        if self.wants_tls and not tls:
+            raise ValueError(
+                "TLS options (--tls-ca/--tls-cert/--tls-key/--tls-insecure) need "
+                f"an mqtts:// broker URL, got --broker {self.broker}"
+            )
+        for flag, path in (
+            ("--tls-ca", self.tls_ca),
+            ("--tls-cert", self.tls_cert),
+            ("--tls-key", self.tls_key),
+        ):
+            if path is not None and not Path(path).is_file():
+                raise FileNotFoundError(f"{flag}: no such file: {path}")
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("--tls-cert and --tls-key must be given together")
+        if self.password is not None and self.username is None:
+            raise ValueError(
+                f"a password (--password-file or ${PASSWORD_ENV}) needs --username"
+            )
+        if not isinstance(self.keepalive, int) or not 1 <= self.keepalive <= 65535:
+            raise ValueError(
+                f"--keepalive must be 1..65535 seconds, got {self.keepalive!r}"
+            )
