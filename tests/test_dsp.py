@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from edgeps.core import ParameterServer
-from edgeps.core.types import Action, Push, Release
+from edgeps.core import ParameterServer, Policy
+from edgeps.core.types import Action, Join, Push, Release, Tick
 from edgeps.policy import parse_policy
-from edgeps.policy.base import Policy
 from edgeps.policy.dsp import DSP
 from edgeps.sim.engine import EventLoop
 
@@ -28,7 +27,7 @@ class TimedCluster:
         self.silent: set[str] = set()
         self.max_measure = 0.0
         for wid in durations:
-            self._carry_out(self.server.join(wid, 0.0))
+            self._carry_out(self.server.handle(Join(wid), 0.0))
 
     def _carry_out(self, actions: list[Action]) -> None:
         for act in actions:
@@ -55,10 +54,10 @@ class TimedCluster:
             update=np.full(N_PARAMS, 0.1, np.float32),
             compute_time=duration,
         )
-        self._carry_out(self.server.handle_push(push, self.loop.now))
+        self._carry_out(self.server.handle(push, self.loop.now))
 
     def _tick(self, every: float) -> None:
-        self._carry_out(self.server.tick(self.loop.now))
+        self._carry_out(self.server.handle(Tick(), self.loop.now))
         self.loop.after(every, self._tick, every)
 
     def run(self, until: float, tick_every: float = 0.05) -> None:

@@ -7,7 +7,19 @@ from dataclasses import dataclass
 
 import numpy as np
 from edgeps.core import ParameterServer
-from edgeps.core.types import Action, Applied, Held, Push, Rejected, Release, WorkerLeft
+from edgeps.core.types import (
+    Action,
+    Applied,
+    Heartbeat,
+    Held,
+    Join,
+    Leave,
+    Push,
+    Rejected,
+    Release,
+    Tick,
+    WorkerLeft,
+)
 from edgeps.policy.dsp import DSP
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -46,7 +58,7 @@ class DspHarness:
         self.n_applied = 0
         self.boards = {f"w{i}": BoardModel(f"w{i}") for i in range(n)}
         for b in self.boards.values():
-            self.carry_out(self.server.join(b.wid, self.now, 0))
+            self.carry_out(self.server.handle(Join(b.wid, 0), self.now))
 
     def carry_out(
         self, actions: list[Action], pusher: BoardModel | None = None
@@ -101,7 +113,7 @@ class DspHarness:
             compute_time=0.01,
             incarnation=b.incarnation,
         )
-        self.carry_out(self.server.handle_push(b.last, self.now), pusher=b)
+        self.carry_out(self.server.handle(b.last, self.now), pusher=b)
 
     def step(self, kind: str, b: BoardModel, dt: float) -> None:
         self.now += dt
@@ -109,28 +121,28 @@ class DspHarness:
             self.push(b)
         elif kind == "dup" and b.last is not None:
             before = self.n_applied
-            self.carry_out(self.server.handle_push(b.last, self.now), pusher=b)
+            self.carry_out(self.server.handle(b.last, self.now), pusher=b)
             assert self.n_applied == before  # a replay is never applied
         elif kind == "leave" and b.state != "dead":
-            self.carry_out(self.server.leave(b.wid, self.now, "bye"))
+            self.carry_out(self.server.handle(Leave(b.wid, "bye"), self.now))
             b.state = "dead"
         elif kind == "restart":
             b.incarnation += 1
             b.seq = b.clock = 0
             b.last = None
-            self.carry_out(self.server.join(b.wid, self.now, b.incarnation))
+            self.carry_out(self.server.handle(Join(b.wid, b.incarnation), self.now))
             # a (re)joining board gets the current parameters at once
             assert b.state == "computing"
             assert b.base_version == self.server.version
         elif kind == "rehello" and b.state != "dead":
-            self.carry_out(self.server.join(b.wid, self.now, b.incarnation))
+            self.carry_out(self.server.handle(Join(b.wid, b.incarnation), self.now))
         elif kind == "beat":
-            self.carry_out(self.server.heartbeat(b.wid, self.now))
+            self.carry_out(self.server.handle(Heartbeat(b.wid), self.now))
         elif kind == "nap":
             self.now += TIMEOUT  # long silence: computing boards time out
-            self.carry_out(self.server.tick(self.now))
+            self.carry_out(self.server.handle(Tick(), self.now))
         else:
-            self.carry_out(self.server.tick(self.now))
+            self.carry_out(self.server.handle(Tick(), self.now))
 
 
 ops = st.lists(
@@ -163,7 +175,7 @@ def test_dsp_invariants_hold_for_random_event_orders(
     # Assert: a board that is held is released once the others leave
     for b in h.boards.values():
         if b.state != "dead":
-            h.carry_out(h.server.leave(b.wid, h.now, "bye"))
+            h.carry_out(h.server.handle(Leave(b.wid, "bye"), h.now))
             b.state = "dead"
     assert h.server.view.n_live == 0
 

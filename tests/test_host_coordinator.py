@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 from edgeps.core import ParameterServer
+from edgeps.policy import parse_policy
 from edgeps.runtime.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from edgeps.runtime.coordinator import Coordinator, Settings
 from edgeps_worker import wire
@@ -39,7 +40,9 @@ class RecordingLink:
 
 
 def _coordinator(policy: str = "asp", **kw) -> tuple[Coordinator, RecordingLink]:
-    server = ParameterServer(np.ones(N, np.float32), policy=policy, lr=0.5)
+    server = ParameterServer(
+        np.ones(N, np.float32), policy=parse_policy(policy), lr=0.5
+    )
     link = RecordingLink()
     settings = Settings(job=JOB, model=f"linear:{N - 1}", **kw)
     return Coordinator(server, link, settings, policy_name=policy), link

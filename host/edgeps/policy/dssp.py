@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 
+from edgeps.core.policy_api import Policy
 from edgeps.core.types import Push
-from edgeps.policy.base import ClusterView, Policy
+from edgeps.core.view import ClusterView
 
 
 class DSSP(Policy):
