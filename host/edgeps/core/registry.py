@@ -41,7 +41,6 @@ class WorkerRecord:
         "answer",
         "last_push_clock",
         "waiting",
-        "joined_at",
         "last_seen",
         "released_at",
         "last_push_at",
@@ -60,7 +59,6 @@ class WorkerRecord:
         self.answer: int | None = None
         self.last_push_clock = 0  # the worker's own clock of its last handled push
         self.waiting = False
-        self.joined_at = 0.0
         self.last_seen = 0.0
         self.released_at = 0.0
         self.last_push_at: float | None = None

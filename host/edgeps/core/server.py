@@ -208,7 +208,7 @@ class ParameterServer:
         rec.clock = base
         rec.answer = None
         rec.waiting = False
-        rec.joined_at = rec.last_seen = rec.released_at = now
+        rec.last_seen = rec.released_at = now
         rec.last_push_at = None
         rec.joins += 1
         self.policy.on_joined(self.view, worker_id, now)

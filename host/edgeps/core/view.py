@@ -4,24 +4,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
 from edgeps.core.monitor import PerformanceMonitor
 from edgeps.core.registry import WorkerRecord
-from edgeps.core.types import WorkerState
-
-
-@dataclass(frozen=True)
-class WorkerInfo:
-    """A frozen copy of one worker's PS-side state."""
-
-    worker_id: str
-    state: WorkerState
-    incarnation: int
-    clock: int
-    waiting: bool
-    released_at: float
-    last_push_at: float | None
 
 
 class ClusterView:
@@ -73,9 +58,6 @@ class ClusterView:
             return list(self._cached_live)
         return [w for w, r in self._workers.items() if r.live]
 
-    def waiting_ids(self) -> list[str]:
-        return [w for w, r in self._workers.items() if r.live and r.waiting]
-
     @property
     def n_live(self) -> int:
         return self._aggregate()[0]
@@ -97,26 +79,8 @@ class ClusterView:
     def is_waiting(self, worker_id: str) -> bool:
         return self._workers[worker_id].waiting
 
-    def incarnation(self, worker_id: str) -> int:
-        return self._workers[worker_id].incarnation
-
-    def last_push_at(self, worker_id: str) -> float | None:
-        return self._workers[worker_id].last_push_at
-
     def released_at(self, worker_id: str) -> float:
         return self._workers[worker_id].released_at
-
-    def worker(self, worker_id: str) -> WorkerInfo:
-        r = self._workers[worker_id]
-        return WorkerInfo(
-            r.worker_id,
-            r.state,
-            r.incarnation,
-            r.clock,
-            r.waiting,
-            r.released_at,
-            r.last_push_at,
-        )
 
     def predicted_push_at(self, worker_id: str) -> float:
         """When this worker's next push should arrive (NaN if the monitor lacks data).

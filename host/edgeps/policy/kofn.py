@@ -43,7 +43,6 @@ class KofN(Policy):
         self.k = k
         self.cap = cap
         self.round = 1
-        self.rounds_closed = 0
         self.max_applied_lag = 0
         self._assigned: dict[str, int] = {}
         self._pushed: set[str] = set()
@@ -111,7 +110,6 @@ class KofN(Policy):
         count = sum(1 for w in self._pushed if view.is_live(w))
         if count >= self.k_effective(view, now):
             self.round += 1
-            self.rounds_closed += 1
             self._pushed.clear()
 
     def refresh(self, view: ClusterView, now: float) -> None:

@@ -61,7 +61,6 @@ class Ingest:
         self.max_message = max_message or (self.max_bytes + 4096)
         self.reassembler = wire.Reassembler(self.max_bytes, max_age, max_pending)
         self.dropped: Counter[str] = Counter()
-        self.received = 0
 
     def drop(self, reason: str, detail: str = "") -> None:
         """Count and log one dropped message (logged at debug after the first few)."""
@@ -85,7 +84,6 @@ class Ingest:
 
     def feed(self, topic: str, payload: bytes, now: float) -> Event | Rejected | None:
         """One raw message in; a complete event out, or None (partial or dropped)."""
-        self.received += 1
         try:
             return self._feed(topic, payload, now)
         except wire.WireError as exc:
