@@ -67,6 +67,11 @@ class DSP(Policy):
     straggler's gradient is many versions old when it lands; the
     staleness-aware step size (lr / (staleness + 1)) is available in the core
     to damp it.
+
+    Per-worker state kept here, not in the core's record: ``P_i`` (a dict by
+    worker id). It is in this policy's own units, changes by rules only this
+    policy knows, and is dropped when the worker leaves; the core's clocks stay
+    plain counts for every other policy.
     """
 
     name = "dsp"

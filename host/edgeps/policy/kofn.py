@@ -31,6 +31,10 @@ class KofN(Policy):
     for R) and the worker is released at once; beyond ``cap`` it is dropped as
     "too_stale" and the worker is resynced with the current parameters. Bound:
     every applied push lags the current round by at most ``cap`` rounds.
+
+    Per-worker state kept here, not in the core's record: each worker's
+    assigned round and whether it pushed for the current one. Rounds exist only
+    under this policy, and both are dropped when the worker leaves.
     """
 
     name = "kofn"
