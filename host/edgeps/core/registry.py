@@ -43,7 +43,6 @@ class WorkerRecord:
         "waiting",
         "last_seen",
         "released_at",
-        "last_push_at",
         "last_staleness",
         "joins",
         "stats",
@@ -61,7 +60,6 @@ class WorkerRecord:
         self.waiting = False
         self.last_seen = 0.0
         self.released_at = 0.0
-        self.last_push_at: float | None = None
         self.last_staleness = 0
         self.joins = 0
         self.stats = WorkerStats()

@@ -209,7 +209,6 @@ class ParameterServer:
         rec.answer = None
         rec.waiting = False
         rec.last_seen = rec.released_at = now
-        rec.last_push_at = None
         rec.joins += 1
         self.policy.on_joined(self.view, worker_id, now)
         self.policy.on_released(self.view, worker_id, now)
@@ -325,7 +324,6 @@ class ParameterServer:
             now=now,
         )
         rec.clock += 1
-        rec.last_push_at = now
         rec.answer = int(push.seq)
         rec.waiting = True
         rec.stats.accepted += 1
