@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from edgeps.core.types import Heartbeat, Join, Leave, Push, Rejected
 from edgeps.runtime.ingest import Ingest
+from edgeps.runtime.peers import Peers
 from edgeps_worker import wire
 
 JOB = "j1"
@@ -140,3 +141,21 @@ def test_stale_partials_expire_and_are_counted() -> None:
     ingest.expire(100.0)
 
     assert ingest.dropped["expired"] == 1
+
+
+def test_peers_past_the_limit_are_served_but_not_kept() -> None:
+    # Prepare
+    peers = Peers(JOB, max_chunk=512, max_peers=2)
+    topics = {w: wire.topic_up(JOB, w) for w in ("a", "b", "c")}
+
+    # Execute
+    got = {w: peers.get(w, t) for w, t in topics.items()}
+
+    # Assert: every id gets its down topic and the default chunk size; only two
+    # are remembered, so made-up ids cannot grow the table without bound
+    assert {w: (p.down_topic, p.max_chunk) for w, p in got.items()} == {
+        w: (wire.topic_down(JOB, w), 512) for w in topics
+    }
+    assert len(peers) == 2
+    assert peers.of_topic(topics["a"]) is got["a"]
+    assert peers.of_topic(topics["c"]) is None
