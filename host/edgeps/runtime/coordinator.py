@@ -6,6 +6,7 @@ them into core events, hands each to ``ParameterServer.handle`` with
 the MQTT ``ActionSink``: a Release publishes its parameters to each named
 worker's down topic. Errors of the core are bugs and raise: only network
 input is counted and dropped, at ingest.
+
 Around that it evaluates, snapshots metrics, checkpoints and decides when the
 job is over (target accuracy, time limit, or a stop request).
 """
