@@ -10,14 +10,19 @@ from edgeps import kernels
 from edgeps.core import ParameterServer
 from edgeps.core.types import (
     Applied,
+    Heartbeat,
     Held,
+    Join,
+    Leave,
     Push,
     Rejected,
     Release,
+    Tick,
     WorkerLeft,
     WorkerState,
     WorkerStats,
 )
+from edgeps.policy import parse_policy
 from edgeps.policy.bsp import BSP
 
 N = 3
@@ -28,7 +33,8 @@ def grad(value: float = 1.0) -> np.ndarray:
 
 
 def make_server(policy: str = "bsp", **kw: object) -> ParameterServer:
-    return ParameterServer(np.zeros(N, np.float32), policy=policy, **kw)  # type: ignore[arg-type]
+    """A server over N zeros; the policy's text form is read here, at the edge."""
+    return ParameterServer(np.zeros(N, np.float32), policy=parse_policy(policy), **kw)  # type: ignore[arg-type]
 
 
 class Worker:
@@ -37,7 +43,7 @@ class Worker:
     def __init__(self, ps: ParameterServer, wid: str, now: float = 0.0, inc: int = 0):
         self.ps, self.wid, self.inc = ps, wid, inc
         self.clock, self.seq, self.base = 0, -1, 0
-        acts = ps.join(wid, now, inc)
+        acts = ps.handle(Join(wid, inc), now)
         self.base = released_version(acts, wid)
 
     def push(self, now: float, g: np.ndarray | None = None, compute: float = 0.0):
@@ -48,7 +54,7 @@ class Worker:
             grad() if g is None else g, compute, 1, self.inc,
         )  # fmt: skip
         self.last = p
-        acts = self.ps.handle_push(p, now)
+        acts = self.ps.handle(p, now)
         v = released_version(acts, self.wid)
         if v is not None:
             self.base = v
@@ -70,7 +76,7 @@ def test_join_releases_the_new_worker_with_the_current_version() -> None:
     ps = make_server("asp")
     a = Worker(ps, "a")
     a.push(1.0)
-    acts = ps.join("b", 2.0)
+    acts = ps.handle(Join("b"), 2.0)
     assert acts == [Release(("b",), 1)]
 
 
@@ -96,8 +102,8 @@ def test_duplicate_and_replayed_pushes_are_counted_and_dropped() -> None:
     a.push(1.0)
     first = a.last
     a.push(2.0)
-    dup = ps.handle_push(a.last, 3.0)
-    replay = ps.handle_push(first, 3.0)
+    dup = ps.handle(a.last, 3.0)
+    replay = ps.handle(first, 3.0)
     assert reasons(dup) == ["duplicate"] and reasons(replay) == ["stale_seq"]
     assert ps.version == 2
     assert ps.stats()["a"].rejected == {"duplicate": 1, "stale_seq": 1}
@@ -107,7 +113,7 @@ def test_redelivered_rejected_push_is_not_released_twice() -> None:
     ps = make_server("bsp")
     a = Worker(ps, "a")
     bad = a.push(1.0, np.full(N, np.nan, np.float32))
-    again = ps.handle_push(a.last, 1.5)
+    again = ps.handle(a.last, 1.5)
     assert reasons(bad) == ["non_finite"] and released_version(bad, "a") == 0
     assert again == [Rejected("a", 0, "duplicate")]
 
@@ -140,9 +146,9 @@ def test_unknown_dead_and_wrong_incarnation_pushes_are_rejected() -> None:
     a = Worker(ps, "a")
     ghost = Push("ghost", 1, 0, 0, grad())
     future = Push("a", 1, 0, 0, grad(), incarnation=5)
-    r1 = ps.handle_push(ghost, 1.0)
-    r2 = ps.handle_push(future, 1.0)
-    ps.leave("a", 2.0, "bye")
+    r1 = ps.handle(ghost, 1.0)
+    r2 = ps.handle(future, 1.0)
+    ps.handle(Leave("a", "bye"), 2.0)
     r3 = a.push(3.0)
     assert reasons(r1) == ["unknown_worker"]
     assert reasons(r2) == ["unknown_incarnation"]
@@ -155,8 +161,8 @@ def test_bad_clock_and_version_are_rejected() -> None:
     Worker(ps, "a")
     zero_clock = Push("a", 0, 0, 0, grad())
     future_base = Push("a", 1, 1, 99, grad())
-    assert reasons(ps.handle_push(zero_clock, 1.0)) == ["bad_clock"]
-    assert reasons(ps.handle_push(future_base, 1.0)) == ["bad_version"]
+    assert reasons(ps.handle(zero_clock, 1.0)) == ["bad_clock"]
+    assert reasons(ps.handle(future_base, 1.0)) == ["bad_version"]
     assert ps.version == 0
 
 
@@ -182,7 +188,9 @@ def test_staleness_aware_step_divides_lr_by_staleness_plus_one() -> None:
 
 def test_optimizer_object_is_used() -> None:
     opt = kernels.make_optimizer("momentum", N, momentum=0.9)
-    ps = ParameterServer(np.zeros(N, np.float32), policy="asp", optimizer=opt, lr=1.0)
+    ps = ParameterServer(
+        np.zeros(N, np.float32), policy=parse_policy("asp"), optimizer=opt, lr=1.0
+    )
     a = Worker(ps, "a")
     a.push(1.0)
     a.push(2.0)
@@ -194,7 +202,7 @@ def test_leave_frees_workers_waiting_on_the_leaver() -> None:
     a = Worker(ps, "a")
     Worker(ps, "b")
     a.push(1.0)
-    acts = ps.leave("b", 2.0, "last_will")
+    acts = ps.handle(Leave("b", "last_will"), 2.0)
     assert acts == [WorkerLeft("b", "last_will"), Release(("a",), 1)]
 
 
@@ -203,8 +211,8 @@ def test_silent_worker_times_out_and_releases_the_barrier() -> None:
     a = Worker(ps, "a")
     Worker(ps, "b")
     a.push(1.0)
-    early = ps.tick(6.0)
-    late = ps.tick(10.5)
+    early = ps.handle(Tick(), 6.0)
+    late = ps.handle(Tick(), 10.5)
     assert early == [] and ps.worker_state("b") is WorkerState.DEAD
     assert late == [WorkerLeft("b", "timeout"), Release(("a",), 1)]
 
@@ -212,9 +220,9 @@ def test_silent_worker_times_out_and_releases_the_barrier() -> None:
 def test_silence_past_half_the_timeout_is_suspected_until_heard_again() -> None:
     ps = make_server("bsp", liveness_timeout=10.0)
     Worker(ps, "a")
-    ps.tick(6.0)
+    ps.handle(Tick(), 6.0)
     suspected = ps.worker_state("a")
-    ps.heartbeat("a", 7.0)
+    ps.handle(Heartbeat("a"), 7.0)
     assert suspected is WorkerState.SUSPECTED
     assert ps.worker_state("a") is WorkerState.LIVE
 
@@ -223,8 +231,8 @@ def test_held_worker_is_not_timed_out() -> None:
     ps = make_server("bsp", liveness_timeout=10.0)
     a, b = Worker(ps, "a"), Worker(ps, "b")
     a.push(1.0)
-    ps.heartbeat("b", 9.0)
-    acts = ps.tick(15.0)
+    ps.handle(Heartbeat("b"), 9.0)
+    acts = ps.handle(Tick(), 15.0)
     assert acts == [] and ps.worker_state("a") is WorkerState.LIVE
     assert b.push(16.0)[-1] == Release(("a", "b"), 2)
 
@@ -238,15 +246,15 @@ def test_rejoin_with_new_incarnation_resets_seq_and_gets_current_version() -> No
     acts = again.push(4.0)
     assert again.base == 3 and acts[0] == Applied("a", 0, 3, 0)
     assert ps.stats()["a"].accepted == 3  # stats survive the restart
-    assert reasons(ps.handle_push(a.last, 5.0)) == ["stale_seq"]
+    assert reasons(ps.handle(a.last, 5.0)) == ["stale_seq"]
 
 
 def test_rehello_of_held_worker_stays_held_and_lost_release_is_resent() -> None:
     ps = make_server("bsp")
     a, b = Worker(ps, "a"), Worker(ps, "b")
     a.push(1.0)
-    held = ps.join("a", 2.0, 0)
-    resent = ps.join("b", 2.0, 0)
+    held = ps.handle(Join("a", 0), 2.0)
+    resent = ps.handle(Join("b", 0), 2.0)
     assert held == [Held("a", 1)] and resent == [Release(("b",), 1)]
     assert b.push(3.0)[-1] == Release(("a", "b"), 2)
 
@@ -254,7 +262,7 @@ def test_rehello_of_held_worker_stays_held_and_lost_release_is_resent() -> None:
 def test_stale_hello_from_an_earlier_life_is_rejected() -> None:
     ps = make_server("asp")
     Worker(ps, "a", inc=3)
-    assert reasons(ps.join("a", 1.0, 2)) == ["stale_incarnation"]
+    assert reasons(ps.handle(Join("a", 2), 1.0)) == ["stale_incarnation"]
 
 
 def test_joiner_starts_level_with_the_slowest_live_worker() -> None:
@@ -307,27 +315,37 @@ def test_constructor_rejects_bad_arguments(kwargs: dict, error: type) -> None:
     args: dict = {"params": np.zeros(N, np.float32), "policy": "bsp"} | kwargs
     params = args.pop("params")
     with pytest.raises(error):
+        # text forms are read at the edge, as the CLI and the simulator do
+        if isinstance(args["policy"], str):
+            args["policy"] = parse_policy(args["policy"])
         ParameterServer(params, **args)
+
+
+def test_the_core_takes_a_policy_object_not_its_text() -> None:
+    with pytest.raises(TypeError, match="must be a Policy"):
+        ParameterServer(np.zeros(N, np.float32), policy="bsp")  # type: ignore[arg-type]
 
 
 def test_public_entry_points_reject_caller_mistakes() -> None:
     ps = make_server("bsp")
     with pytest.raises(TypeError):
-        ps.join(5, 0.0)  # type: ignore[arg-type]
+        ps.handle(Join(5), 0.0)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
-        ps.join("a", float("nan"))
+        ps.handle(Join("a"), float("nan"))
     with pytest.raises(ValueError):
-        ps.join("a", 0.0, -1)
+        ps.handle(Join("a", -1), 0.0)
     with pytest.raises(TypeError):
-        ps.handle_push("not a push", 0.0)  # type: ignore[arg-type]
+        ps.handle("not a push", 0.0)  # type: ignore[arg-type]
 
 
 def test_restore_sets_version_optimizer_state_and_params() -> None:
     src = kernels.make_optimizer("momentum", N)
     src.step(np.zeros(N, np.float32), grad(), 1.0)
-    ps = ParameterServer(np.zeros(N, np.float32), policy="asp", optimizer="momentum")
+    ps = ParameterServer(
+        np.zeros(N, np.float32), policy=parse_policy("asp"), optimizer="momentum"
+    )
     ps.restore(version=41, optimizer_state=src.state_dict(), params=grad(3.0))
-    acts = ps.join("a", 0.0)
+    acts = ps.handle(Join("a"), 0.0)
     assert acts == [Release(("a",), 41)]
     assert np.all(ps.params_snapshot()[1] == 3.0) and ps.optimizer.t == 1
 

@@ -1,4 +1,4 @@
-"""The shared worker loop on CPython against a small in-process PS (no network)."""
+"""The shared worker loop on CPython against the real host PS, in process."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ from array import array
 
 import numpy as np
 import pytest
+from edgeps.core import Join, ParameterServer
+from edgeps.policy.asp import ASP
+from edgeps.runtime.coordinator import Coordinator, Settings
 from edgeps_worker import wire
 from edgeps_worker.data import RingBuffer
 from edgeps_worker.trainer import KernelTrainer
@@ -15,29 +18,70 @@ from edgeps_worker.worker import Worker
 JOB = "job1"
 WID = "w1"
 SPEC = "mlp:6-5-3"
+BIG_SPEC = "mlp:6-24-3"  # 243 params: 972 bytes, several 256-byte chunks
 
 
-class LoopbackPS:
-    """A transport whose far side is a tiny PS: HELLO/UPDATE -> PARAMS (chunked)."""
+class Downlink:
+    """The broker's side towards the worker: retained MODEL, queued messages."""
 
-    def __init__(self, n_params: int, max_chunk: int = 64, drop_updates: int = 0):
-        self.n_params = n_params
-        self.max_chunk = max_chunk
-        self.params = (np.arange(n_params, dtype=np.float32) - n_params / 2) / 50
-        self.version = 0
+    def __init__(self) -> None:
         self.inbox: list[tuple[str, bytes]] = []
+        self.model = b""  # the retained MODEL message
+
+    def publish(self, topic, payload, qos=1, retain=False) -> None:
+        if retain:
+            self.model = bytes(payload)
+        else:
+            self.inbox.append((topic, bytes(payload)))
+
+    def get(self, timeout: float) -> None:
+        return None  # the PS is driven by InProcessPS.publish, not by its loop
+
+    def get_nowait(self) -> None:
+        return None
+
+
+class InProcessPS:
+    """A transport whose far side is the real host PS in process: the
+    coordinator's ingest, ParameterServer (ASP, SGD lr 0.1) and outbox.
+
+    What it records about the worker's messages (``updates``: the UPDATEs the
+    PS applied; ``hello_incarnations``: HELLOs it did not refuse) is read from
+    what the PS did, not decided here.
+    """
+
+    def __init__(self, n_params: int, spec: str = SPEC, drop_updates: int = 0):
+        self.n_params = n_params
+        self.params = (np.arange(n_params, dtype=np.float32) - n_params / 2) / 50
+        self.server = ParameterServer(self.params.copy(), policy=ASP(), lr=0.1)
+        self.down = Downlink()
+        self.inbox = self.down.inbox  # the same list: what the PS sends lands here
+        self.coord = Coordinator(
+            self.server, self.down, Settings(job=JOB, model=spec), policy_name="asp"
+        )
+        self.coord.publish_model("running")
         self.connected = False
         self.updates: list[wire.Message] = []
         self.hellos = 0
         self.byes: list[str] = []
-        self.seen: set[tuple[int, int]] = set()
-        self.drop_updates = drop_updates  # lose this many whole UPDATEs
+        self.drop_updates = drop_updates  # the link loses this many whole UPDATEs
+        self._dropping = 0  # chunks of the UPDATE being lost still to come
         self.fail_connects = 0
-        self.min_incarnation = 0  # HELLOs below this are refused as stale
         self.hello_incarnations: list[int] = []
         self.connects = 0
-        self.asm = wire.Reassembler(1 << 20, 60, 8)
-        self.model = wire.encode_model(JOB, "running", SPEC, 0, n_params)
+        self.seen = wire.Reassembler(1 << 20, 60, 8)  # what reached the PS
+
+    @property
+    def model(self) -> bytes:
+        return self.down.model
+
+    @model.setter
+    def model(self, payload: bytes) -> None:
+        self.down.model = payload
+
+    def remember_later_life(self, incarnation: int) -> None:
+        """The host already knows this worker id at a later incarnation."""
+        self.server.handle(Join(WID, incarnation), time.monotonic())
 
     def connect(self, will_topic: str, will_payload: bytes) -> None:
         self.connects += 1
@@ -54,46 +98,32 @@ class LoopbackPS:
         if not self.connected:
             raise OSError("not connected")
         msg = wire.decode(payload)
+        if msg.type == wire.UPDATE and self._lose(msg):
+            return
+        sent, applied = len(self.inbox), self.coord.applied
+        self.coord.handle(topic, bytes(payload), time.monotonic())
+        answers = [wire.decode(p) for _, p in self.inbox[sent:]]
+        refused = any(m.type == wire.REJECT for m in answers)
         if msg.type == wire.HELLO:
             self.hellos += 1
-            if msg.incarnation < self.min_incarnation:
-                self.inbox.append(
-                    (wire.topic_down(JOB, WID),
-                     wire.encode_reject(JOB, WID, 0, "stale_incarnation"))
-                )  # fmt: skip
-                return
-            self.hello_incarnations.append(msg.incarnation)
-            self._release()
+            if not refused:
+                self.hello_incarnations.append(msg.incarnation)
         elif msg.type == wire.UPDATE:
-            done = self.asm.add(msg, 0.0)
-            if done is None:
-                return
-            if self.drop_updates:
-                self.drop_updates -= 1
-                return
-            key = (done.incarnation, done.seq)
-            if key in self.seen:
-                self.inbox.append(
-                    (
-                        topic.replace("/up/", "/down/"),
-                        wire.encode_reject(JOB, WID, done.seq, "duplicate"),
-                    )
-                )
-                return
-            self.seen.add(key)
-            self.updates.append(done)
-            grad = np.frombuffer(bytes(done.data), dtype="<f4")
-            self.params -= 0.1 * grad
-            self.version += 1
-            self._release()
+            whole = self.seen.add(msg, 0.0)
+            if whole is not None and self.coord.applied > applied:
+                self.updates.append(whole)
         elif msg.type == wire.BYE:
             self.byes.append(msg.reason)
 
-    def _release(self) -> None:
-        for chunk in wire.encode_params(
-            JOB, WID, self.version, self.params.tobytes(), self.max_chunk
-        ):
-            self.inbox.append((wire.topic_down(JOB, WID), chunk))
+    def _lose(self, msg: wire.Message) -> bool:
+        """The link drops every chunk of the next ``drop_updates`` UPDATEs."""
+        if msg.chunk_index == 0 and self.drop_updates and not self._dropping:
+            self.drop_updates -= 1
+            self._dropping = msg.chunk_count
+        if self._dropping:
+            self._dropping -= 1
+            return True
+        return False
 
     def poll(self, timeout_ms: int):
         if not self.connected:
@@ -104,19 +134,19 @@ class LoopbackPS:
         self.connected = False
 
 
-def make_trainer(seed: int = 3) -> KernelTrainer:
+def make_trainer(seed: int = 3, spec: str = SPEC) -> KernelTrainer:
     rng = np.random.default_rng(seed)
     ring = RingBuffer(32, 6, seed=seed)
     for _ in range(32):
         x = rng.normal(size=6)
         ring.add(list(x), int(x[0] > 0) + int(x[1] > 0))
-    return KernelTrainer(SPEC, ring, batch=8)
+    return KernelTrainer(spec, ring, batch=8)
 
 
 def test_worker_joins_pushes_and_stops_after_max_iterations():
     # Prepare
     trainer = make_trainer()
-    ps = LoopbackPS(trainer.n_params)
+    ps = InProcessPS(trainer.n_params)
     w = Worker(ps, trainer, JOB, WID, incarnation=7, max_iterations=5)
     # Execute
     reason = w.run()
@@ -131,10 +161,11 @@ def test_worker_joins_pushes_and_stops_after_max_iterations():
 
 
 def test_params_are_reassembled_into_the_trainer_buffer():
-    # Prepare: a chunk size that does not divide the body
-    trainer = make_trainer()
-    ps = LoopbackPS(trainer.n_params, max_chunk=72)
-    w = Worker(ps, trainer, JOB, WID, max_iterations=2)
+    # Prepare: a chunk size that does not divide the body (the host sends
+    # chunks of at least 256 bytes, so the model is larger here)
+    trainer = make_trainer(spec=BIG_SPEC)
+    ps = InProcessPS(trainer.n_params, BIG_SPEC)
+    w = Worker(ps, trainer, JOB, WID, max_iterations=2, max_chunk=256)
     # Execute
     w.run()
     # Assert: the buffer holds exactly what the PS sent for version 1
@@ -150,7 +181,7 @@ def test_params_are_reassembled_into_the_trainer_buffer():
 def test_gradient_matches_the_kernel_on_the_received_params():
     # Prepare
     trainer = make_trainer()
-    ps = LoopbackPS(trainer.n_params)
+    ps = InProcessPS(trainer.n_params)
     w = Worker(ps, trainer, JOB, WID, max_iterations=1)
     # Execute
     w.run()
@@ -164,7 +195,7 @@ def test_gradient_matches_the_kernel_on_the_received_params():
 def test_reconnects_with_backoff_after_refused_connects():
     # Prepare
     trainer = make_trainer()
-    ps = LoopbackPS(trainer.n_params)
+    ps = InProcessPS(trainer.n_params)
     ps.fail_connects = 3
     w = Worker(
         ps, trainer, JOB, WID, max_iterations=2, backoff_min_ms=1, backoff_max_ms=4
@@ -179,7 +210,7 @@ def test_reconnects_with_backoff_after_refused_connects():
 def test_lost_update_is_resent_after_release_timeout_and_deduped():
     # Prepare: the PS loses the first UPDATE entirely
     trainer = make_trainer()
-    ps = LoopbackPS(trainer.n_params, drop_updates=1)
+    ps = InProcessPS(trainer.n_params, drop_updates=1)
     w = Worker(
         ps, trainer, JOB, WID, max_iterations=3, release_timeout_ms=20, poll_ms=5
     )
@@ -195,7 +226,7 @@ def test_lost_update_is_resent_after_release_timeout_and_deduped():
 def test_stop_callback_ends_the_loop_and_done_model_stops():
     # Prepare
     trainer = make_trainer()
-    ps = LoopbackPS(trainer.n_params)
+    ps = InProcessPS(trainer.n_params)
     calls = {"n": 0}
 
     def stop() -> bool:
@@ -207,7 +238,7 @@ def test_stop_callback_ends_the_loop_and_done_model_stops():
     assert w.run() == "stopped"
     # Assert
     assert len(ps.updates) == 2
-    ps2 = LoopbackPS(trainer.n_params)
+    ps2 = InProcessPS(trainer.n_params)
     ps2.model = wire.encode_model(JOB, "done", SPEC, 9, trainer.n_params)
     assert Worker(ps2, make_trainer(), JOB, WID).run() == "done"
     assert ps2.updates == []
@@ -216,7 +247,7 @@ def test_stop_callback_ends_the_loop_and_done_model_stops():
 def test_model_mismatch_stops_without_pushing():
     # Prepare
     trainer = make_trainer()
-    ps = LoopbackPS(trainer.n_params)
+    ps = InProcessPS(trainer.n_params)
     ps.model = wire.encode_model(JOB, "running", "mlp:64-32-10", 0, 2410)
     # Execute
     reason = Worker(ps, trainer, JOB, WID).run()
@@ -227,7 +258,7 @@ def test_model_mismatch_stops_without_pushing():
 def test_garbage_and_wrong_length_params_are_counted_not_fatal():
     # Prepare
     trainer = make_trainer()
-    ps = LoopbackPS(trainer.n_params)
+    ps = InProcessPS(trainer.n_params)
     down = wire.topic_down(JOB, WID)
     ps.inbox += [
         (down, b"\x00garbage"),
@@ -245,7 +276,7 @@ def test_garbage_and_wrong_length_params_are_counted_not_fatal():
 
 def test_bad_arguments_raise():
     trainer = make_trainer()
-    ps = LoopbackPS(trainer.n_params)
+    ps = InProcessPS(trainer.n_params)
     with pytest.raises(ValueError):
         Worker(ps, trainer, "bad job", WID)
     with pytest.raises(ValueError):
@@ -257,8 +288,8 @@ def test_bad_arguments_raise():
 def test_stale_incarnation_jumps_ahead_and_rejoins():
     # Prepare: the host remembers a later life of this worker id
     trainer = make_trainer()
-    ps = LoopbackPS(trainer.n_params)
-    ps.min_incarnation = 1000
+    ps = InProcessPS(trainer.n_params)
+    ps.remember_later_life(1000)
     saved: list[int] = []
     w = Worker(ps, trainer, JOB, WID, incarnation=5, max_iterations=2,
                save_incarnation=saved.append)  # fmt: skip
@@ -272,7 +303,7 @@ def test_stale_incarnation_jumps_ahead_and_rejoins():
     assert w.reject_reasons == {"stale_incarnation": 8}
 
 
-class HoldingPS(LoopbackPS):
+class HoldingPS(InProcessPS):
     """Never releases after the first push; answers pushes with a REJECT."""
 
     def __init__(self, n_params: int, reason: str):
@@ -331,7 +362,7 @@ def test_other_rejects_are_only_counted():
     assert ps.hellos == 1 and w.stats["pushes"] == 1
 
 
-class LinkDropsMidUpdate(LoopbackPS):
+class LinkDropsMidUpdate(InProcessPS):
     """Drops the link once, in the middle of sending the given push's UPDATE."""
 
     def __init__(self, n_params: int, fail_on_seq: int):

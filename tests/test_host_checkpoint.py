@@ -7,6 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from edgeps.core import ParameterServer
+from edgeps.core.types import Join
+from edgeps.policy.asp import ASP
 from edgeps.runtime.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from edgeps.runtime.job import restore
 
@@ -76,10 +78,10 @@ def test_resume_carries_worker_counters_through_a_saved_file(tmp_path: Path) -> 
     save_checkpoint(
         tmp_path / "c.npz", Checkpoint(params=params, version=9, worker_stats=stats)
     )
-    server = ParameterServer(params, policy="asp")
+    server = ParameterServer(params, policy=ASP())
     # Execute
     restore(server, load_checkpoint(tmp_path / "c.npz"))
-    server.join("w1", 0.0)
+    server.handle(Join("w1"), 0.0)
     # Assert
     assert server.version == 9
     assert server.stats()["w1"].accepted == 9
@@ -90,4 +92,4 @@ def test_resume_with_malformed_worker_counters_is_a_clear_error() -> None:
     params = np.zeros(4, np.float32)
     bad = Checkpoint(params=params, version=1, worker_stats={"w1": {"accepted": 1}})
     with pytest.raises(ValueError, match="worker stats"):
-        restore(ParameterServer(params, policy="asp"), bad)
+        restore(ParameterServer(params, policy=ASP()), bad)

@@ -6,7 +6,10 @@ import queue
 from pathlib import Path
 
 import numpy as np
+import pytest
 from edgeps.core import ParameterServer
+from edgeps.policy import parse_policy
+from edgeps.policy.asp import ASP
 from edgeps.runtime.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from edgeps.runtime.coordinator import Coordinator, Settings
 from edgeps_worker import wire
@@ -39,7 +42,9 @@ class RecordingLink:
 
 
 def _coordinator(policy: str = "asp", **kw) -> tuple[Coordinator, RecordingLink]:
-    server = ParameterServer(np.ones(N, np.float32), policy=policy, lr=0.5)
+    server = ParameterServer(
+        np.ones(N, np.float32), policy=parse_policy(policy), lr=0.5
+    )
     link = RecordingLink()
     settings = Settings(job=JOB, model=f"linear:{N - 1}", **kw)
     return Coordinator(server, link, settings, policy_name=policy), link
@@ -251,3 +256,41 @@ def test_hello_from_an_older_life_is_rejected_without_breaking_the_loop() -> Non
     ]
     assert [(m.seq, m.reason) for m in rejects] == [(0, "stale_incarnation")]
     assert coord.ingest.dropped == {} and coord.outbox.errors == 0
+
+
+def test_params_seq_is_the_seq_of_the_update_the_release_answers() -> None:
+    # Prepare
+    coord, link = _coordinator()
+    up, down = wire.topic_up(JOB, "w1"), wire.topic_down(JOB, "w1")
+
+    # Execute: a hello, then pushes with seq 7 and 8
+    coord.handle(up, wire.encode_hello(JOB, "w1", 1), 0.0)
+    _push(coord, "w1", 7, 0, 0.1, chunk=4096)
+    _push(coord, "w1", 8, 1, 0.2, chunk=4096)
+
+    # Assert: 0 answers the hello (no UPDATE), then each UPDATE's own seq
+    params = [m for m in link.decoded(down) if m.type == wire.PARAMS]
+    assert [(m.version, m.seq) for m in params] == [(0, 0), (1, 7), (2, 8)]
+
+
+class BrokenPolicy(ASP):
+    """A policy with a bug: it looks up a worker that is not there."""
+
+    def may_proceed(self, view, worker_id, now):  # type: ignore[no-untyped-def]
+        return {}[worker_id]
+
+
+def test_a_bug_in_the_core_raises_instead_of_being_counted() -> None:
+    # Prepare
+    server = ParameterServer(np.ones(N, np.float32), policy=BrokenPolicy())
+    coord = Coordinator(
+        server, RecordingLink(), Settings(job=JOB, model=""), policy_name="broken"
+    )
+    up = wire.topic_up(JOB, "w1")
+    coord.handle(up, wire.encode_hello(JOB, "w1", 1), 0.0)
+
+    # Execute / Assert: the KeyError surfaces; network input was fine, so
+    # nothing is counted as dropped
+    with pytest.raises(KeyError):
+        _push(coord, "w1", 1, 0, 0.1)
+    assert coord.ingest.dropped == {}

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from edgeps.core.types import Push
-from edgeps.runtime.ingest import Bye, Heartbeat, Hello, Ingest
+from edgeps.core.types import Heartbeat, Join, Leave, Push, Rejected
+from edgeps.runtime.ingest import Ingest
+from edgeps.runtime.peers import Peers
 from edgeps_worker import wire
 
 JOB = "j1"
@@ -50,16 +51,35 @@ def test_chunked_update_becomes_one_push() -> None:
 
 
 def test_control_messages() -> None:
-    ingest = Ingest(job=JOB, n_params=N)
+    ingest = Ingest(job=JOB, n_params=N, model="mlp:4-3-2")
     up = wire.topic_up(JOB, "w2")
 
     hello = ingest.feed(up, wire.encode_hello(JOB, "w2", 9, "mlp:4-3-2", 512), 0.0)
     beat = ingest.feed(up, wire.encode_heartbeat(JOB, "w2", 9, 12), 0.0)
     bye = ingest.feed(up, wire.encode_bye(JOB, "w2", 9, "lost"), 0.0)
 
-    assert hello == Hello("w2", 9, 512, "mlp:4-3-2")
+    # the HELLO's model was checked here; its chunk size went to the worker's peer
+    assert hello == Join("w2", 9) and ingest.peers.get("w2").max_chunk == 512
     assert beat == Heartbeat("w2", 12)
-    assert bye == Bye("w2", "last_will")
+    assert bye == Leave("w2", "last_will")
+
+
+def test_hello_for_another_model_is_refused_at_ingest() -> None:
+    # Prepare
+    ingest = Ingest(job=JOB, n_params=N, model="mlp:4-3-2")
+    up = wire.topic_up(JOB, "w2")
+
+    # Execute: another model, then our model spelled another way
+    other = ingest.feed(up, wire.encode_hello(JOB, "w2", 1, "mlp:4-5-2"), 0.0)
+    spelled = ingest.feed(up, wire.encode_hello(JOB, "w2", 1, " mlp:4-3-2:relu"), 0.0)
+
+    # Assert
+    assert other == Rejected("w2", 0, "model_mismatch")
+    assert ingest.dropped == {"model_mismatch": 1}
+    assert (
+        spelled == Join("w2", 1)
+        and ingest.peers.get("w2").model_ok == " mlp:4-3-2:relu"
+    )
 
 
 @pytest.mark.parametrize(
@@ -121,3 +141,21 @@ def test_stale_partials_expire_and_are_counted() -> None:
     ingest.expire(100.0)
 
     assert ingest.dropped["expired"] == 1
+
+
+def test_peers_past_the_limit_are_served_but_not_kept() -> None:
+    # Prepare
+    peers = Peers(JOB, max_chunk=512, max_peers=2)
+    topics = {w: wire.topic_up(JOB, w) for w in ("a", "b", "c")}
+
+    # Execute
+    got = {w: peers.get(w, t) for w, t in topics.items()}
+
+    # Assert: every id gets its down topic and the default chunk size; only two
+    # are remembered, so made-up ids cannot grow the table without bound
+    assert {w: (p.down_topic, p.max_chunk) for w, p in got.items()} == {
+        w: (wire.topic_down(JOB, w), 512) for w in topics
+    }
+    assert len(peers) == 2
+    assert peers.of_topic(topics["a"]) is got["a"]
+    assert peers.of_topic(topics["c"]) is None

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 from edgeps.core import ParameterServer
-from edgeps.core.types import Applied, Held, Push, Rejected, Release, WorkerLeft
+from edgeps.core.types import (
+    Applied,
+    Held,
+    Join,
+    Leave,
+    Push,
+    Rejected,
+    Release,
+    Tick,
+    WorkerLeft,
+)
 from edgeps.policy.kofn import KofN
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -48,7 +58,7 @@ class Run:
         self.model.assigned[wid] = self.model.round
         self.state[wid] = "computing"
         self.seq.setdefault(wid, -1)
-        self.apply(self.ps.join(wid, self.now), expect_released={wid})
+        self.apply(self.ps.handle(Join(wid), self.now), expect_released={wid})
 
     def apply(self, actions: list, expect_released: set[str]) -> None:
         m = self.model
@@ -88,7 +98,7 @@ class Run:
             self.base[wid],
             np.ones(2, np.float32),
         )
-        acts = self.ps.handle_push(p, self.now)
+        acts = self.ps.handle(p, self.now)
         if lag > m.cap:
             assert isinstance(acts[0], Rejected) and acts[0].reason == "too_stale"
             self.apply(acts, expect_released={wid})
@@ -128,10 +138,10 @@ def test_kofn_matches_the_reference_round_model(
         if kind == "push" and s == "computing":
             run.push(wid, dt)
         elif kind == "leave" and s != "dead":
-            run.apply(run.ps.leave(wid, run.now, "bye"), expect_released=set())
+            run.apply(run.ps.handle(Leave(wid, "bye"), run.now), expect_released=set())
         elif kind == "join" and s == "dead":
             run.join(wid)
         elif kind == "tick":
             run.now += dt * TIMEOUT
-            run.apply(run.ps.tick(run.now), expect_released=set())
+            run.apply(run.ps.handle(Tick(), run.now), expect_released=set())
     assert run.ps.policy.round == run.model.round  # type: ignore[attr-defined]

@@ -8,7 +8,19 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 from edgeps.core import ParameterServer
-from edgeps.core.types import Action, Applied, Held, Push, Rejected, Release, WorkerLeft
+from edgeps.core.types import (
+    Action,
+    Applied,
+    Heartbeat,
+    Held,
+    Join,
+    Leave,
+    Push,
+    Rejected,
+    Release,
+    Tick,
+    WorkerLeft,
+)
 from edgeps.policy import parse_policy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -82,7 +94,7 @@ class Cluster:
         self.n_applied = 0
         self.workers = [ModelWorker(f"w{i}") for i in range(n)]
         for w in self.workers:
-            self.run(self.server.join(w.wid, self.now, w.incarnation), own=w)
+            self.run(self.server.handle(Join(w.wid, w.incarnation), self.now), own=w)
 
     def by_id(self, wid: str) -> ModelWorker:
         return next(w for w in self.workers if w.wid == wid)
@@ -99,7 +111,7 @@ class Cluster:
         )
         w.sent.append(p)
         w.state = "pushed"
-        self.run(self.server.handle_push(p, self.now), own=w)
+        self.run(self.server.handle(p, self.now), own=w)
         assert w.state in ("waiting", "computing"), "a push got no answer"
 
     def run(self, actions: list[Action], own: ModelWorker | None = None) -> None:
@@ -162,14 +174,14 @@ class Cluster:
             self.push(w, dt, bad=kind == "nan")
         elif kind == "dup" and w.sent:
             self.now += dt
-            self.run(self.server.handle_push(w.sent[-1], self.now))
+            self.run(self.server.handle(w.sent[-1], self.now))
         elif kind == "old" and len(w.sent) > 1:
             self.now += dt
-            acts = self.server.handle_push(w.sent[0], self.now)
+            acts = self.server.handle(w.sent[0], self.now)
             assert acts and all(isinstance(a, Rejected) for a in acts)
             self.run(acts)
         elif kind == "leave" and w.state != "dead":
-            self.run(self.server.leave(w.wid, self.now, "bye"))
+            self.run(self.server.handle(Leave(w.wid, "bye"), self.now))
             assert w.state == "dead"
         elif kind == "restart" or (kind == "join" and w.state == "dead"):
             if kind == "restart":
@@ -178,22 +190,22 @@ class Cluster:
                 w.seq, w.clock, w.sent = -1, 0, []
             # a hello after death keeps the incarnation, so its seq goes on
             w.state = "dead"
-            acts = self.server.join(w.wid, self.now, w.incarnation)
+            acts = self.server.handle(Join(w.wid, w.incarnation), self.now)
             rel = [a for a in acts if isinstance(a, Release) and w.wid in a.worker_ids]
             assert rel and rel[0].version == self.server.version
             self.run(acts, own=w)
         elif kind == "beat" and w.state != "dead":
-            self.run(self.server.heartbeat(w.wid, self.now))
+            self.run(self.server.handle(Heartbeat(w.wid), self.now))
         elif kind == "tick":
             self.now += dt * TIMEOUT
-            self.run(self.server.tick(self.now))
+            self.run(self.server.handle(Tick(), self.now))
 
     def finish(self) -> None:
         """Everyone computing goes silent: past the timeout, nobody stays blocked."""
         silent = [w for w in self.workers if w.state == "computing"]
         was_waiting = [w for w in self.workers if w.state == "waiting"]
         self.now += 2 * TIMEOUT + 1
-        self.run(self.server.tick(self.now))
+        self.run(self.server.handle(Tick(), self.now))
         assert all(w.state == "dead" for w in silent)
         if was_waiting:
             assert any(w.state == "computing" for w in was_waiting)

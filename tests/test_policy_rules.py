@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from edgeps.core import ParameterServer
-from edgeps.core.types import Applied, Held, Push, Rejected, Release
+from edgeps.core import ParameterServer, Policy
+from edgeps.core.types import Applied, Held, Join, Leave, Push, Rejected, Release, Tick
 from edgeps.policy import POLICIES, parse_policy
 from edgeps.policy.dssp import DSSP
 from edgeps.policy.kofn import KofN
@@ -18,7 +18,7 @@ class Board:
 
     def __init__(self, ps: ParameterServer, wid: str, now: float = 0.0) -> None:
         self.ps, self.wid, self.clock, self.seq = ps, wid, 0, -1
-        self.base = self._released(ps.join(wid, now))
+        self.base = self._released(ps.handle(Join(wid), now))
 
     def _released(self, actions: list) -> int | None:
         for a in actions:
@@ -31,7 +31,7 @@ class Board:
         self.clock += 1
         self.seq += 1
         p = Push(self.wid, self.clock, self.seq, self.base, np.ones(N, np.float32))
-        acts = self.ps.handle_push(p, now)
+        acts = self.ps.handle(p, now)
         self.base = self._released(acts)
         return acts
 
@@ -42,7 +42,10 @@ class Board:
             self.base = v
 
 
-def server(policy: str | object, **kw: object) -> ParameterServer:
+def server(policy: str | Policy, **kw: object) -> ParameterServer:
+    """A server over N zeros; a text form is read here, at the edge."""
+    if isinstance(policy, str):
+        policy = parse_policy(policy)
     return ParameterServer(np.zeros(N, np.float32), policy=policy, **kw)  # type: ignore[arg-type]
 
 
@@ -104,7 +107,7 @@ def test_kofn_leave_can_complete_the_round() -> None:
     a, b, _ = Board(ps, "a"), Board(ps, "b"), Board(ps, "c")
     a.push(1.0)
     b.push(2.0)
-    acts = ps.leave("c", 3.0, "last_will")
+    acts = ps.handle(Leave("c", "last_will"), 3.0)
     assert acts[-1] == Release(("a", "b"), 2)
 
 
@@ -211,8 +214,8 @@ def test_kofn_auto_stops_waiting_for_a_worker_far_past_its_typical_time() -> Non
             )
     a.push(1.0)
     b.push(1.0)
-    on_time = ps.tick(1.2)
-    late = ps.tick(2.0)
+    on_time = ps.handle(Tick(), 1.2)
+    late = ps.handle(Tick(), 2.0)
     assert on_time == [] and policy.k_effective(ps.view, 1.2) == 3
     assert late == [Release(("a", "b"), 2)]
 

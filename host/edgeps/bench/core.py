@@ -1,7 +1,7 @@
 """`edgeps bench core`: pushes/s the PS core handles per policy, without a network.
 
 Simulated workers with fixed, unequal speeds (1x to 4x) push in virtual time;
-only the time spent inside ``ParameterServer.handle_push`` is counted. The
+only the time spent inside ``ParameterServer.handle`` is counted. The
 bare optimizer step on the same vector is timed too, so the table shows what
 the bookkeeping (validation, exactly-once, monitor, policy) costs on top.
 """
@@ -35,10 +35,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def time_policy(policy: str, n_workers: int, n_params: int, pushes: int) -> float:
-    """Seconds spent in handle_push for ``pushes`` pushes."""
-    from edgeps.core import ParameterServer, Push, Release
+    """Seconds spent in ``handle`` for ``pushes`` pushes."""
+    from edgeps.core import Join, ParameterServer, Push, Release
+    from edgeps.policy import parse_policy
 
-    ps = ParameterServer(np.zeros(n_params, np.float32), policy=policy, lr=0.01)
+    ps = ParameterServer(
+        np.zeros(n_params, np.float32), policy=parse_policy(policy), lr=0.01
+    )
     grad = np.random.default_rng(0).normal(size=n_params).astype(np.float32)
     speed = {f"w{i}": 1.0 + (i % 4) for i in range(n_workers)}
     base = dict.fromkeys(speed, 0)
@@ -46,7 +49,7 @@ def time_policy(policy: str, n_workers: int, n_params: int, pushes: int) -> floa
     clock = dict.fromkeys(speed, 0)
     due: list[tuple[float, str]] = []
     for w in speed:
-        ps.join(w, 0.0)
+        ps.handle(Join(w), 0.0)
         heapq.heappush(due, (speed[w], w))
     spent = 0.0
     for _ in range(pushes):
@@ -57,7 +60,7 @@ def time_policy(policy: str, n_workers: int, n_params: int, pushes: int) -> floa
         clock[w] += 1
         push = Push(w, clock[w], seq[w], base[w], grad, 0.5)
         t0 = time.perf_counter()
-        actions = ps.handle_push(push, now)
+        actions = ps.handle(push, now)
         spent += time.perf_counter() - t0
         for a in actions:
             if isinstance(a, Release):

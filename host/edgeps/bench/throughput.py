@@ -180,12 +180,13 @@ def measure_ps(host: str, port: int, n_params: int, n: int, chunk: int = 0) -> M
     from edgeps_worker import wire
 
     from edgeps.core import ParameterServer
+    from edgeps.policy.asp import ASP
     from edgeps.runtime.coordinator import Coordinator, Settings
     from edgeps.transport.host_link import HostLink
     from edgeps.transport.options import ConnectionOptions
 
     params = np.zeros(n_params, dtype=np.float32)
-    server = ParameterServer(params, policy="asp", lr=0.01, liveness_timeout=60.0)
+    server = ParameterServer(params, policy=ASP(), lr=0.01, liveness_timeout=60.0)
     link = HostLink(
         ConnectionOptions(f"mqtt://{host}:{port}"),
         client_id="bench-ps",

@@ -1,55 +1,52 @@
 """The parameter-server core: pure logic, time passed in, no I/O.
 
-``ParameterServer``, ``ClusterView`` and ``Policy`` load on first use, so that
-``edgeps.policy`` and ``edgeps.core`` can import each other's leaf modules.
+Dependency rule: nothing in ``edgeps.core`` imports ``edgeps.policy``, the
+runtime or the transport; policies import the core (``policy_api``, ``view``).
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
+from edgeps.core.monitor import PerformanceMonitor
+from edgeps.core.policy_api import Policy
+from edgeps.core.server import ParameterServer
+from edgeps.core.sink import ActionSink, carry_out
 from edgeps.core.types import (
     Action,
     Applied,
+    Event,
+    Heartbeat,
     Held,
+    Join,
+    Leave,
     Push,
     Rejected,
     Release,
+    Tick,
     WorkerLeft,
     WorkerState,
     WorkerStats,
 )
-
-if TYPE_CHECKING:
-    from edgeps.core.server import ParameterServer
-    from edgeps.policy.base import ClusterView, Policy
-
-_LAZY = {
-    "ParameterServer": "edgeps.core.server",
-    "ClusterView": "edgeps.policy.base",
-    "Policy": "edgeps.policy.base",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'edgeps.core' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
-
+from edgeps.core.view import ClusterView
 
 __all__ = [
     "Action",
+    "ActionSink",
     "Applied",
     "ClusterView",
+    "Event",
+    "Heartbeat",
     "Held",
+    "Join",
+    "Leave",
     "ParameterServer",
+    "PerformanceMonitor",
     "Policy",
     "Push",
     "Rejected",
     "Release",
+    "Tick",
     "WorkerLeft",
     "WorkerState",
     "WorkerStats",
+    "carry_out",
 ]

@@ -179,10 +179,6 @@ class PerformanceMonitor:
         """True once the worker has at least one observation."""
         return worker_id in self._workers
 
-    def samples(self, worker_id: str) -> int:
-        w = self._workers.get(worker_id)
-        return 0 if w is None else w.iteration.n
-
     def typical_iteration(self, worker_id: str) -> float:
         """Typical iteration time in seconds (NaN if never observed)."""
         w = self._workers.get(worker_id)
@@ -202,10 +198,6 @@ class PerformanceMonitor:
         if math.isnan(t):
             return math.nan
         return math.inf if t <= 0 else 1.0 / t
-
-    def last_seen(self, worker_id: str) -> float | None:
-        w = self._workers.get(worker_id)
-        return None if w is None else w.last_seen
 
     def cluster_median(self, worker_ids: list[str] | None = None) -> float:
         """Median typical iteration time over ``worker_ids`` (default: all known)."""
@@ -259,11 +251,6 @@ class PerformanceMonitor:
             and self._workers[i].iteration.n >= self.warmup
             and self._workers[i].iteration.mean > limit
         }
-
-    def forget(self, worker_id: str) -> None:
-        """Drop a worker's history (e.g. it was replaced by different hardware)."""
-        self._workers.pop(worker_id, None)
-        self.generation += 1
 
     def snapshot(self) -> dict[str, Any]:
         """Json-able state: per-worker typical times, spreads and class."""

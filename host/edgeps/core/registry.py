@@ -1,4 +1,15 @@
-"""Worker registry of the PS: identity, liveness, clock and exactly-once state."""
+"""Worker registry of the PS: identity, liveness, clock and exactly-once state.
+
+Per-worker state on the host lives in two records, one on each side of the
+core: ``WorkerRecord`` here (what the PS decides with) and
+``edgeps.runtime.peers.Peer`` (how the runtime reaches the worker: topics,
+chunk size, model check). Two kinds of per-worker state stay outside on
+purpose: the ``PerformanceMonitor``'s timing series (fed by the core, read by
+policies and metrics, and kept across a worker's lives so a rejoining board
+is not re-measured from scratch) and each policy's own derived quantities
+(DSP's normalised progress, K-of-N's round assignment, DSSP's credit), which
+only that policy can interpret; each policy's docstring says what it keeps.
+"""
 
 from __future__ import annotations
 
@@ -14,8 +25,10 @@ class WorkerRecord:
     (re)join so that a newcomer starts level with the slowest live worker
     instead of dragging the barrier back to zero. ``last_seq`` is the highest
     sequence number handled for ``incarnation`` (applied or dropped), so a
-    redelivery of any handled push is recognised. ``live`` mirrors ``state``
-    as a plain flag because release passes read it for every worker.
+    redelivery of any handled push is recognised. ``answer`` is the seq of the
+    push its next release answers (None after a join: it answers no push).
+    ``live`` mirrors ``state`` as a plain flag because release passes read it
+    for every worker.
     """
 
     __slots__ = (
@@ -25,12 +38,11 @@ class WorkerRecord:
         "live",
         "clock",
         "last_seq",
+        "answer",
         "last_push_clock",
         "waiting",
-        "joined_at",
         "last_seen",
         "released_at",
-        "last_push_at",
         "last_staleness",
         "joins",
         "stats",
@@ -43,12 +55,11 @@ class WorkerRecord:
         self.live = True
         self.clock = 0
         self.last_seq = -1
+        self.answer: int | None = None
         self.last_push_clock = 0  # the worker's own clock of its last handled push
         self.waiting = False
-        self.joined_at = 0.0
         self.last_seen = 0.0
         self.released_at = 0.0
-        self.last_push_at: float | None = None
         self.last_staleness = 0
         self.joins = 0
         self.stats = WorkerStats()

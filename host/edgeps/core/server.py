@@ -1,8 +1,10 @@
 """The parameter server core: one flat parameter vector, a worker registry, a policy.
 
 Pure logic with time passed in, so the MQTT host runs it in real time and the
-simulator in virtual time. Each entry point returns the actions for the caller
-to carry out (send parameters, log a rejection, ...).
+simulator in virtual time. ``handle(event, now)`` is the one entry point: it
+takes any event of ``edgeps.core.types`` and returns the actions for the caller
+to carry out (send parameters, count a rejection, ...). The core imports no
+policy, runtime or transport module (see ``edgeps.core.policy_api``).
 """
 
 from __future__ import annotations
@@ -22,21 +24,27 @@ from edgeps.core.args import (
     check_worker_id,
 )
 from edgeps.core.monitor import PerformanceMonitor
+from edgeps.core.policy_api import Policy
 from edgeps.core.registry import WorkerRecord
 from edgeps.core.snapshot import server_snapshot
 from edgeps.core.types import (
     Action,
     Applied,
+    Event,
+    Heartbeat,
     Held,
+    Join,
+    Leave,
     Push,
     Rejected,
     Release,
+    Tick,
     WorkerLeft,
     WorkerState,
     WorkerStats,
 )
-from edgeps.core.validate import content_problem, identity_problem, sane_time
-from edgeps.policy.base import ClusterView, Policy
+from edgeps.core.validate import content_problem, identity_problem
+from edgeps.core.view import ClusterView
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +55,7 @@ class ParameterServer:
     Parameters
     ----------
     params : initial flat float32 parameter vector (copied).
-    policy : a ``Policy`` or its text form ("bsp", "ssp:3", ...).
+    policy : the sync ``Policy`` (``edgeps.policy.parse_policy`` reads text forms).
     optimizer : "sgd" | "momentum" | "adam", or an ``edgeps.kernels`` Optimizer.
     lr : step size; with ``staleness_aware`` each push uses lr / (staleness + 1).
     liveness_timeout : seconds a computing worker may stay silent before it is
@@ -60,7 +68,7 @@ class ParameterServer:
         self,
         params: np.ndarray,
         *,
-        policy: Policy | str,
+        policy: Policy,
         optimizer: str | kernels.Optimizer = "sgd",
         lr: float = 0.1,
         staleness_aware: bool = False,
@@ -69,12 +77,8 @@ class ParameterServer:
         monitor: PerformanceMonitor | None = None,
     ) -> None:
         check_params(params)
-        if isinstance(policy, str):
-            from edgeps.policy import parse_policy
-
-            policy = parse_policy(policy)
         if not isinstance(policy, Policy):
-            raise TypeError(f"policy must be a Policy or text, got {type(policy)!r}")
+            raise TypeError(f"policy must be a Policy, got {type(policy)!r}")
         lr = check_positive("lr", lr)
         liveness_timeout = check_positive("liveness_timeout", liveness_timeout)
         if max_update_norm is not None:
@@ -106,6 +110,7 @@ class ParameterServer:
         self._workers: dict[str, WorkerRecord] = {}
         self._carried_stats: dict[str, WorkerStats] = {}  # from a checkpoint
         self.view = ClusterView(self._workers, self.monitor, lambda: self.version)
+        self._shared: tuple[int, np.ndarray] | None = None  # see params_view()
 
     # ---- parameters -------------------------------------------------------
 
@@ -116,6 +121,15 @@ class ParameterServer:
     def params_snapshot(self) -> tuple[int, np.ndarray]:
         """(version, a copy of the parameters)."""
         return self.version, self._params.copy()
+
+    def params_view(self) -> tuple[int, np.ndarray]:
+        """(version, the parameters as a read-only array: one copy per version)."""
+        shared = self._shared
+        if shared is None or shared[0] != self.version:
+            frozen = self._params.copy()
+            frozen.flags.writeable = False
+            shared = self._shared = (self.version, frozen)
+        return shared
 
     def restore(
         self,
@@ -140,6 +154,7 @@ class ParameterServer:
         if params is not None:
             self._params[...] = params
         self.version = int(version)
+        self._shared = None
         for wid, carried in (worker_stats or {}).items():
             if not isinstance(carried, WorkerStats):
                 raise TypeError(f"stats of {wid!r} must be WorkerStats")
@@ -148,13 +163,29 @@ class ParameterServer:
                 self.max_staleness_seen, carried.max_staleness
             )
 
+    # ---- the entry point --------------------------------------------------
+
+    def handle(self, event: Event, now: float) -> list[Action]:
+        """Handle one event at time ``now`` (seconds); the actions to carry out."""
+        now = check_now(now)
+        if isinstance(event, Push):
+            return self._push(event, now)
+        if isinstance(event, Join):
+            return self._join(event, now)
+        if isinstance(event, Heartbeat):
+            return self._heartbeat(event.worker_id, now)
+        if isinstance(event, Leave):
+            return self._leave(event.worker_id, event.reason, now)
+        if isinstance(event, Tick):
+            return self._tick(now)
+        raise TypeError(f"not a core event: {type(event).__name__}")
+
     # ---- membership -------------------------------------------------------
 
-    def join(self, worker_id: str, now: float, incarnation: int = 0) -> list[Action]:
+    def _join(self, event: Join, now: float) -> list[Action]:
         """Register or rejoin a worker; it is released with the current version."""
-        worker_id = check_worker_id(worker_id)
-        now = check_now(now)
-        incarnation = check_int("incarnation", incarnation)
+        worker_id = check_worker_id(event.worker_id)
+        incarnation = check_int("incarnation", event.incarnation)
         rec = self._workers.get(worker_id)
         if rec is not None and rec.live and incarnation == rec.incarnation:
             return self._rehello(rec, now)
@@ -175,28 +206,22 @@ class ParameterServer:
             rec.last_push_clock = 0
         rec.state = WorkerState.LIVE
         rec.clock = base
+        rec.answer = None
         rec.waiting = False
-        rec.joined_at = rec.last_seen = rec.released_at = now
-        rec.last_push_at = None
+        rec.last_seen = rec.released_at = now
         rec.joins += 1
         self.policy.on_joined(self.view, worker_id, now)
         self.policy.on_released(self.view, worker_id, now)
-        others = self._release_pass(now)
-        return [Release((worker_id, *others), self.version)]
+        return [self._release([worker_id, *self._release_pass(now)])]
 
     def _rehello(self, rec: WorkerRecord, now: float) -> list[Action]:
         """Same life says hello again: held stays held, a lost release is resent."""
         self._heard(rec, now)
         if rec.waiting:
-            actions: list[Action] = [Held(rec.worker_id, rec.clock)]
-            released = self._release_pass(now)
-            if released:
-                actions.append(Release(tuple(released), self.version))
-            return actions
+            return [Held(rec.worker_id, rec.clock), *self._release_action(now)]
         rec.released_at = now
         self.policy.on_released(self.view, rec.worker_id, now)
-        others = self._release_pass(now)
-        return [Release((rec.worker_id, *others), self.version)]
+        return [self._release([rec.worker_id, *self._release_pass(now)])]
 
     def _join_clock(self, worker_id: str) -> int:
         """A (re)joining worker starts level with the slowest live worker."""
@@ -205,32 +230,29 @@ class ParameterServer:
         ]
         return min(clocks) if clocks else self.view.floor
 
-    def heartbeat(self, worker_id: str, now: float) -> list[Action]:
+    def _heartbeat(self, worker_id: str, now: float) -> list[Action]:
         """Note that a worker is alive; dead or unknown workers must join again."""
-        now = check_now(now)
         rec = self._workers.get(worker_id)
         if rec is None or not rec.live:
             return []
         self._heard(rec, now)
         return self._release_action(now)
 
-    def leave(self, worker_id: str, now: float, reason: str = "bye") -> list[Action]:
+    def _leave(self, worker_id: str, reason: str, now: float) -> list[Action]:
         """A worker is gone (bye, last will): it leaves the barrier at once."""
-        now = check_now(now)
         rec = self._workers.get(worker_id)
         if rec is None or not rec.live:
             return []
         self._drop(rec, now)
         return [WorkerLeft(worker_id, str(reason)), *self._release_action(now)]
 
-    def tick(self, now: float) -> list[Action]:
+    def _tick(self, now: float) -> list[Action]:
         """Declare silent computing workers suspected, then dead; release whom it frees.
 
         A worker held at the barrier is never timed out: it is silent because
         the PS told it to wait, and it blocks nobody. Its silence is counted
         again from the moment it is released.
         """
-        now = check_now(now)
         actions: list[Action] = []
         for rec in list(self._workers.values()):
             if not rec.live or rec.waiting:
@@ -258,25 +280,21 @@ class ParameterServer:
 
     # ---- pushes -----------------------------------------------------------
 
-    def handle_push(self, push: Push, now: float) -> list[Action]:
+    def _push(self, push: Push, now: float) -> list[Action]:
         """Validate, apply exactly once, then let the policy hold or release."""
-        if not isinstance(push, Push):
-            raise TypeError(f"expected a Push, got {type(push).__name__}")
-        now = check_now(now)
         rec = self._workers.get(push.worker_id)
-        # Rejected.seq is echoed on the wire as an unsigned field: never negative
-        seq = max(0, int(push.seq)) if isinstance(push.seq, (int, np.integer)) else 0
+        seq = int(push.seq)
         problem = identity_problem(rec, push)
         if problem is not None:
             self._count_rejection(rec, push.worker_id, problem)
-            return [Rejected(push.worker_id, int(seq), problem)]
+            return [Rejected(push.worker_id, seq, problem)]
         assert rec is not None
-        rec.last_seq = int(seq)
+        rec.last_seq = seq
         self._heard(rec, now)
         if rec.waiting:
             # it was not released, so this push breaks the worker protocol
             self._count_rejection(rec, rec.worker_id, "not_released")
-            return [Rejected(rec.worker_id, int(seq), "not_released")]
+            return [Rejected(rec.worker_id, seq, "not_released")]
         problem = content_problem(
             rec, push, self.version, self.n_params, self.max_update_norm
         )
@@ -286,7 +304,7 @@ class ParameterServer:
         elif problem != "bad_clock":
             rec.last_push_clock = int(push.clock)
         if problem is not None:
-            return self._reject_and_resync(rec, int(seq), problem, now)
+            return self._reject_and_resync(rec, seq, problem, now)
         return self._apply(rec, push, now)
 
     def _apply(self, rec: WorkerRecord, push: Push, now: float) -> list[Action]:
@@ -294,7 +312,7 @@ class ParameterServer:
         lr = self.lr / (staleness + 1) if self.staleness_aware else self.lr
         self.optimizer.step(self._params, push.update, lr)
         self.version += 1
-        compute = sane_time(push.compute_time)
+        compute = float(push.compute_time)
         # iteration = release -> push (compute + both link legs): the worker's
         # own pace, without the time the policy kept it waiting at the barrier
         since_release = max(0.0, now - rec.released_at)
@@ -306,7 +324,7 @@ class ParameterServer:
             now=now,
         )
         rec.clock += 1
-        rec.last_push_at = now
+        rec.answer = int(push.seq)
         rec.waiting = True
         rec.stats.accepted += 1
         rec.stats.max_staleness = max(rec.stats.max_staleness, staleness)
@@ -320,7 +338,7 @@ class ParameterServer:
         if rec.worker_id not in released:
             actions.append(Held(rec.worker_id, rec.clock))
         if released:
-            actions.append(Release(tuple(released), self.version))
+            actions.append(self._release(released))
         return actions
 
     def _reject_and_resync(
@@ -328,12 +346,13 @@ class ParameterServer:
     ) -> list[Action]:
         """Drop the push but send the worker current parameters so it does not hang."""
         self._count_rejection(rec, rec.worker_id, reason)
+        rec.answer = seq
         rec.released_at = now
         self.policy.on_released(self.view, rec.worker_id, now)
         others = self._release_pass(now)
         return [
             Rejected(rec.worker_id, seq, reason),
-            Release((rec.worker_id, *others), self.version),
+            self._release([rec.worker_id, *others]),
         ]
 
     def _count_rejection(
@@ -349,9 +368,15 @@ class ParameterServer:
 
     # ---- releases ---------------------------------------------------------
 
+    def _release(self, worker_ids: list[str]) -> Release:
+        """One release of the current version, answering each worker's last push."""
+        version, params = self.params_view()
+        answers = tuple(self._workers[w].answer for w in worker_ids)
+        return Release(tuple(worker_ids), version, params, answers)
+
     def _release_action(self, now: float) -> list[Action]:
         released = self._release_pass(now)
-        return [Release(tuple(released), self.version)] if released else []
+        return [self._release(released)] if released else []
 
     def _release_pass(self, now: float) -> list[str]:
         """Ask the policy about every waiting worker; release those that may go on."""

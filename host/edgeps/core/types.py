@@ -1,12 +1,15 @@
-"""Typed messages between the runtime (or the simulator) and the PS core.
+"""Every event the PS core handles and every action it returns, as typed values.
 
-The core never sees bytes, sockets or clocks: the caller decodes a message
-into one of these, passes ``now`` in seconds, and carries out the actions it
-gets back.
+The core never sees bytes, sockets or clocks: the runtime (or the simulator)
+turns a message into one of the events below, passes it with ``now`` in
+seconds to ``ParameterServer.handle`` and carries out the actions it gets back
+through an ``edgeps.core.sink.ActionSink``. Network input is validated before it
+becomes an event (``edgeps.runtime.ingest``), so the core trusts these types.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -14,10 +17,20 @@ import numpy as np
 
 
 class WorkerState(str, Enum):
-    JOINING = "joining"
     LIVE = "live"
     SUSPECTED = "suspected"  # silent for a while, still counted
     DEAD = "dead"  # timed out or announced gone; left the barrier
+
+
+# ---- events ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Join:
+    """A worker says hello: it joins, rejoins after a restart, or asks again."""
+
+    worker_id: str
+    incarnation: int = 0  # bumped by the worker on each (re)start
 
 
 @dataclass(frozen=True)
@@ -36,17 +49,63 @@ class Push:
     update: np.ndarray  # float32, flat, same length as the parameters
     compute_time: float = 0.0  # seconds the worker spent computing, as it reports
     samples: int = 0
-    incarnation: int = 0  # bumped by the worker on each (re)start
+    incarnation: int = 0
     loss: float = float("nan")
-    sent_at: float | None = None  # worker's send time if clocks are comparable
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """A worker is alive (``clock`` is its own count, as it reports it)."""
+
+    worker_id: str
+    clock: int = 0
+
+
+@dataclass(frozen=True)
+class Leave:
+    """A worker is gone: "bye" (on purpose) or "last_will" (its link dropped)."""
+
+    worker_id: str
+    reason: str = "bye"
+
+
+@dataclass(frozen=True)
+class Tick:
+    """Time passed: silent workers are suspected, then timed out."""
+
+
+Event = Join | Push | Heartbeat | Leave | Tick
+
+
+# ---- actions ---------------------------------------------------------------
+
+_NO_PARAMS = np.zeros(0, np.float32)
+_NO_PARAMS.flags.writeable = False
+
+
+def _no_params() -> np.ndarray:
+    return _NO_PARAMS
 
 
 @dataclass(frozen=True)
 class Release:
-    """Send the current parameters (``version``) to these workers: they may go on."""
+    """Send ``params`` (the parameters at ``version``) to these workers: they go on.
+
+    ``params`` is read-only and shared by every release of the same version;
+    ``answers[i]`` is the seq of the push that ``worker_ids[i]`` was waiting on,
+    or None when its release answers no push (after a join). Two releases are
+    equal when they release the same workers at the same version.
+    """
 
     worker_ids: tuple[str, ...]
     version: int
+    params: np.ndarray = field(default_factory=_no_params, compare=False, repr=False)
+    answers: tuple[int | None, ...] = field(default=(), compare=False)
+
+    def targets(self) -> Iterator[tuple[str, int | None]]:
+        """(worker id, seq of the push its release answers or None) per worker."""
+        answers = self.answers or (None,) * len(self.worker_ids)
+        return zip(self.worker_ids, answers, strict=True)
 
 
 @dataclass(frozen=True)
@@ -60,8 +119,8 @@ class Applied:
 @dataclass(frozen=True)
 class Rejected:
     worker_id: str
-    seq: int
-    reason: str  # short stable token: "duplicate", "replay", "unknown_worker", ...
+    seq: int  # of the refused push, 0 for a refused join
+    reason: str  # short stable token: "duplicate", "stale_seq", "unknown_worker", ...
 
 
 @dataclass(frozen=True)

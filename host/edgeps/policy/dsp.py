@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 
+from edgeps.core.policy_api import Policy
 from edgeps.core.types import Push
-from edgeps.policy.base import ClusterView, Policy
+from edgeps.core.view import ClusterView
 
 
 def _positive(name: str, value: object) -> float:
@@ -66,6 +67,11 @@ class DSP(Policy):
     straggler's gradient is many versions old when it lands; the
     staleness-aware step size (lr / (staleness + 1)) is available in the core
     to damp it.
+
+    Per-worker state kept here, not in the core's record: ``P_i`` (a dict by
+    worker id). It is in this policy's own units, changes by rules only this
+    policy knows, and is dropped when the worker leaves; the core's clocks stay
+    plain counts for every other policy.
     """
 
     name = "dsp"

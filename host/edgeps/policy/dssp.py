@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 
+from edgeps.core.policy_api import Policy
 from edgeps.core.types import Push
-from edgeps.policy.base import ClusterView, Policy
+from edgeps.core.view import ClusterView
 
 
 class DSSP(Policy):
@@ -23,6 +24,10 @@ class DSSP(Policy):
     that idle time into work. The worker then proceeds while gap <= s_L + r*;
     the credit ends when its gap falls back to s_L. Without timing data
     r* = 0. Bound: live clocks differ by at most s_U + 1.
+
+    Per-worker state kept here, not in the core's record: the credit r* of a
+    worker in an episode, which only this rule grants and reads; it is dropped
+    when the episode ends or the worker leaves or rejoins.
     """
 
     name = "dssp"

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from edgeps.core.policy_api import Policy
 from edgeps.core.types import Push
-from edgeps.policy.base import ClusterView, Policy
+from edgeps.core.view import ClusterView
 
 
 class KofN(Policy):
@@ -30,6 +31,10 @@ class KofN(Policy):
     for R) and the worker is released at once; beyond ``cap`` it is dropped as
     "too_stale" and the worker is resynced with the current parameters. Bound:
     every applied push lags the current round by at most ``cap`` rounds.
+
+    Per-worker state kept here, not in the core's record: each worker's
+    assigned round and whether it pushed for the current one. Rounds exist only
+    under this policy, and both are dropped when the worker leaves.
     """
 
     name = "kofn"
@@ -42,7 +47,6 @@ class KofN(Policy):
         self.k = k
         self.cap = cap
         self.round = 1
-        self.rounds_closed = 0
         self.max_applied_lag = 0
         self._assigned: dict[str, int] = {}
         self._pushed: set[str] = set()
@@ -110,7 +114,6 @@ class KofN(Policy):
         count = sum(1 for w in self._pushed if view.is_live(w))
         if count >= self.k_effective(view, now):
             self.round += 1
-            self.rounds_closed += 1
             self._pushed.clear()
 
     def refresh(self, view: ClusterView, now: float) -> None:

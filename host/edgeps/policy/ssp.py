@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from edgeps.policy.base import ClusterView, Policy
+from edgeps.core.policy_api import Policy
+from edgeps.core.view import ClusterView
 
 
 class SSP(Policy):

@@ -1,9 +1,12 @@
 """The coordinator loop: the one thread that owns the ParameterServer.
 
-It takes raw messages from the MQTT client's inbox, turns them into core
-calls (`join`, `handle_push`, `heartbeat`, `leave`, `tick`) with
-``now = time.monotonic()``, and carries out the actions the core returns:
-a Release publishes the current parameters to each named worker's down topic.
+It takes raw messages from the MQTT client's inbox, lets ``Ingest`` turn
+them into core events, hands each to ``ParameterServer.handle`` with
+``now = time.monotonic()``, and carries out the actions the core returns as
+the MQTT ``ActionSink``: a Release publishes its parameters to each named
+worker's down topic. Errors of the core are bugs and raise: only network
+input is counted and dropped, at ingest.
+
 Around that it evaluates, snapshots metrics, checkpoints and decides when the
 job is over (target accuracy, time limit, or a stop request).
 """
@@ -21,11 +24,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from edgeps.core.types import Applied, Push, Rejected, Release
+from edgeps.core.server import ParameterServer
+from edgeps.core.sink import carry_out
+from edgeps.core.types import Applied, Held, Rejected, Release, Tick, WorkerLeft
 from edgeps.observe.fields import add_run_fields
-from edgeps.runtime.ingest import Bye, Heartbeat, Hello, Ingest
+from edgeps.runtime.ingest import Ingest
 from edgeps.runtime.metrics import MetricsWriter, Progress
 from edgeps.runtime.outbox import Outbox
+from edgeps.runtime.peers import Peers
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +85,7 @@ class Coordinator:
 
     def __init__(
         self,
-        server: Any,
+        server: ParameterServer,
         link: Link,
         settings: Settings,
         *,
@@ -101,16 +107,20 @@ class Coordinator:
         self.progress = progress
         self.observer = observer  # gets each snapshot (a dashboard's LatestState)
         self.clock = clock
+        self.peers = Peers(settings.job, max_chunk=settings.max_chunk)
         self.ingest = Ingest(
-            job=settings.job, n_params=server.n_params, hmac_key=settings.hmac_key
+            job=settings.job,
+            n_params=server.n_params,
+            model=settings.model,
+            peers=self.peers,
+            hmac_key=settings.hmac_key,
         )
         self.stop_event = threading.Event()
         self.applied = 0
         self.outbox = Outbox(
             link,
-            job=settings.job,
+            self.peers,
             model=settings.model,
-            max_chunk=settings.max_chunk,
             send_rejects=settings.send_rejects,
             hmac_key=settings.hmac_key,
         )
@@ -119,105 +129,54 @@ class Coordinator:
         self.accuracy: float | None = None
         self.first_applied_at: float | None = None
         self.last_applied_at: float | None = None
-        self._models_ok: set[str] = set()  # spellings of our model seen in hellos
         self._t0 = clock()
         self._last_rate = (self._t0, 0)
         self._rate = 0.0
 
-    # ---- outgoing messages
+    # ---- outgoing messages: the MQTT ActionSink
     @property
     def releases_sent(self) -> int:
         return self.outbox.releases_sent
-
-    @property
-    def chunk_of(self) -> dict[str, int]:
-        return self.outbox.chunk_of
 
     def publish_model(self, state: str) -> None:
         """Retained MODEL message: job state, model spec and current version."""
         self.outbox.model(state, self.server.version, self.server.n_params)
 
-    def carry_out(self, actions: list[Any]) -> None:
-        """Execute the core's actions; all releases in one batch share one snapshot."""
-        release_to: list[str] = []
-        for action in actions:
-            if isinstance(action, Release):
-                for wid in action.worker_ids:
-                    if wid not in release_to:
-                        release_to.append(wid)
-            elif isinstance(action, Applied):
-                self.applied += 1
-                self.staleness_counts[action.staleness] += 1
-                self.last_applied_at = self.clock()
-                if self.first_applied_at is None:
-                    self.first_applied_at = self.last_applied_at
-            elif isinstance(action, Rejected):
-                self.rejected[action.reason] += 1
-                self.outbox.reject(action.worker_id, action.seq, action.reason)
-        if release_to:
-            version, params = self.server.params_snapshot()
-            self.outbox.params(release_to, version, params)
+    def on_release(self, action: Release) -> None:
+        self.outbox.release(action)
+
+    def on_applied(self, action: Applied) -> None:
+        self.applied += 1
+        self.staleness_counts[action.staleness] += 1
+        self.last_applied_at = self.clock()
+        if self.first_applied_at is None:
+            self.first_applied_at = self.last_applied_at
+
+    def on_rejected(self, action: Rejected) -> None:
+        self.rejected[action.reason] += 1
+        self.outbox.reject(action.worker_id, action.seq, action.reason)
+
+    def on_held(self, action: Held) -> None:
+        """A held worker is sent nothing: it waits for its release."""
+
+    def on_left(self, action: WorkerLeft) -> None:
+        log.info("worker %s left: %s", action.worker_id, action.reason)
 
     # ---- incoming messages
     def handle(self, topic: str, payload: bytes, now: float) -> None:
-        """One raw message: decode, hand to the core, act. Never raises."""
-        event = self.ingest.feed(topic, payload, now)
-        if event is None:
+        """One raw message: validate and decode (bad input is dropped), handle, act."""
+        item = self.ingest.feed(topic, payload, now)
+        if item is None:
             return
-        try:
-            self.carry_out(self._dispatch(event, now))
-        except (ValueError, TypeError, KeyError) as exc:
-            self.ingest.drop("refused", f"{type(event).__name__}: {exc}")
-        except Exception:
-            # a bug must not stop training for everyone else
-            log.exception("failed on %s", type(event).__name__)
-            self.ingest.drop("internal")
-
-    def _dispatch(self, event: Any, now: float) -> list[Any]:
-        server = self.server
-        if isinstance(event, Push):
-            result: list[Any] = server.handle_push(event, now)
-            return result
-        if isinstance(event, Hello):
-            if not self._same_model(event.model):
-                # it would push gradients of the wrong shape: tell it, do not join it
-                self.ingest.drop("model_mismatch", f"{event.worker_id}: {event.model}")
-                self.outbox.reject(event.worker_id, 0, "model_mismatch")
-                return []
-            self.chunk_of[event.worker_id] = max(256, event.max_chunk)
-            result = server.join(event.worker_id, now, event.incarnation)
-            return result
-        if isinstance(event, Heartbeat):
-            result = server.heartbeat(event.worker_id, now)
-            return result
-        if isinstance(event, Bye):
-            result = server.leave(event.worker_id, now, event.reason)
-            return result
-        raise TypeError(f"unknown event {event!r}")
-
-    def _same_model(self, text: str) -> bool:
-        """True if a worker's announced model is ours (or it announced none)."""
-        if not text or text == self.settings.model or text in self._models_ok:
-            return True
-        try:
-            from edgeps.kernels import ModelSpec
-
-            same = str(ModelSpec.parse(text)) == str(
-                ModelSpec.parse(self.settings.model)
-            )
-        except (ValueError, TypeError):
-            return False
-        if same and len(self._models_ok) < 64:
-            self._models_ok.add(text)
-        return same
+        if isinstance(item, Rejected):
+            carry_out([item], self)  # refused at ingest: the core never sees it
+            return
+        carry_out(self.server.handle(item, now), self)
 
     # ---- periodic work
     def tick(self, now: float) -> None:
         self.ingest.expire(now)
-        try:
-            self.carry_out(self.server.tick(now))
-        except Exception:
-            log.exception("tick failed")
+        carry_out(self.server.handle(Tick(), now), self)
 
     def run_evaluation(self) -> float | None:
         if self.evaluate is None:
@@ -245,7 +204,7 @@ class Coordinator:
             "accuracy": self.accuracy,
             "updates": self.applied,
             "updates_per_s": self._rate,
-            "max_staleness": int(getattr(self.server, "max_staleness_seen", 0)),
+            "max_staleness": self.server.max_staleness_seen,
             "workers": self.worker_rows(now),
             "dropped": self.dropped(),
         }
@@ -268,8 +227,7 @@ class Coordinator:
 
     def worker_rows(self, now: float) -> dict[str, dict[str, Any]]:
         """Per worker: clock, staleness, state, straggler class, accepted/rejected."""
-        snap = self.server.snapshot(now)
-        raw = snap.get("workers", {}) if isinstance(snap, dict) else {}
+        raw = self.server.snapshot(now)["workers"]
         stats = self.server.stats()
         rows: dict[str, dict[str, Any]] = {}
         for wid in sorted(set(raw) | set(stats)):
@@ -383,7 +341,7 @@ class Coordinator:
             accuracy=None if acc is None or not math.isfinite(acc) else acc,
             updates=self.applied,
             updates_per_s=self.applied / elapsed if elapsed > 0 else 0.0,
-            max_staleness=int(getattr(self.server, "max_staleness_seen", 0)),
+            max_staleness=self.server.max_staleness_seen,
             workers=rows,
             dropped=self.dropped(),
         )

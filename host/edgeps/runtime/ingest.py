@@ -2,46 +2,27 @@
 
 Everything a worker (or anyone on the broker) sends passes through `Ingest`:
 topic check, wire decode (HMAC included), job/worker id agreement, chunk
-reassembly and dtype conversion. Whatever is wrong is counted per reason,
-logged and dropped; nothing here raises into the coordinator loop.
+reassembly, dtype conversion and the model check of a HELLO. This is the one
+place network input is validated: what comes out is a typed core event the
+core can trust, or a ``Rejected`` to send back (a HELLO for another model).
+Whatever is wrong is counted per reason, logged and dropped; nothing here
+raises into the coordinator loop.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from edgeps_worker import wire
 
-from edgeps.core.types import Push
+from edgeps.core.types import Event, Heartbeat, Join, Leave, Push, Rejected
+from edgeps.kernels import ModelSpec
+from edgeps.runtime.peers import Peer, Peers
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Hello:
-    worker_id: str
-    incarnation: int
-    max_chunk: int
-    model: str
-
-
-@dataclass(frozen=True)
-class Heartbeat:
-    worker_id: str
-    clock: int
-
-
-@dataclass(frozen=True)
-class Bye:
-    worker_id: str
-    reason: str  # "bye" (on purpose) or "last_will" (the broker noticed it dropped)
-
-
-Event = Hello | Heartbeat | Bye | Push
 
 
 def _decode_kwargs(hmac_key: bytes | None) -> dict[str, Any]:
@@ -49,13 +30,19 @@ def _decode_kwargs(hmac_key: bytes | None) -> dict[str, Any]:
 
 
 class Ingest:
-    """Decode, validate, reassemble: `feed(topic, payload, now)` -> event or None."""
+    """Decode, validate, reassemble: `feed(topic, payload, now)` -> event or None.
+
+    ``model`` is the job's model spec text; a HELLO announcing another model is
+    answered with ``Rejected(wid, 0, "model_mismatch")`` (empty: no check).
+    """
 
     def __init__(
         self,
         *,
         job: str,
         n_params: int,
+        model: str = "",
+        peers: Peers | None = None,
         hmac_key: bytes | None = None,
         max_age: float = 30.0,
         max_pending: int = 256,
@@ -65,15 +52,15 @@ class Ingest:
             raise ValueError(f"job id must match [A-Za-z0-9_-]{{1,32}}, got {job!r}")
         self.job = job
         self.n_params = n_params
+        self.model = model
+        self._canonical = _canonical(model)
+        self.peers = peers if peers is not None else Peers(job)
         self.hmac_key = hmac_key
         # an update carries at most n_params float32s; anything bigger is hostile
         self.max_bytes = 4 * n_params
         self.max_message = max_message or (self.max_bytes + 4096)
         self.reassembler = wire.Reassembler(self.max_bytes, max_age, max_pending)
         self.dropped: Counter[str] = Counter()
-        self.received = 0
-        # topic -> worker id for topics already seen valid (bounded below)
-        self._topic_wid: dict[str, str] = {}
 
     def drop(self, reason: str, detail: str = "") -> None:
         """Count and log one dropped message (logged at debug after the first few)."""
@@ -95,9 +82,8 @@ class Ingest:
                 self.dropped[reason] = count
         return n
 
-    def feed(self, topic: str, payload: bytes, now: float) -> Event | None:
+    def feed(self, topic: str, payload: bytes, now: float) -> Event | Rejected | None:
         """One raw message in; a complete event out, or None (partial or dropped)."""
-        self.received += 1
         try:
             return self._feed(topic, payload, now)
         except wire.WireError as exc:
@@ -106,10 +92,10 @@ class Ingest:
             self.drop("malformed", f"from {topic}: {exc!r}")
         return None
 
-    def _worker_of(self, topic: str) -> str | None:
-        wid = self._topic_wid.get(topic)
-        if wid is not None:
-            return wid
+    def _peer_of(self, topic: str) -> Peer | None:
+        peer = self.peers.of_topic(topic)
+        if peer is not None:
+            return peer
         parsed = wire.parse_up_topic(topic)
         if parsed is None:
             self.drop("topic", topic)
@@ -118,14 +104,22 @@ class Ingest:
         if job != self.job:
             self.drop("job", topic)
             return None
-        if len(self._topic_wid) < 4096:  # junk topics cannot grow it without bound
-            self._topic_wid[topic] = wid
-        return wid
+        return self.peers.get(wid, topic)
 
-    def _feed(self, topic: str, payload: bytes, now: float) -> Event | None:
-        wid = self._worker_of(topic)
-        if wid is None:
+    def _same_model(self, peer: Peer, text: str) -> bool:
+        """True if a worker's announced model is ours (or either side names none)."""
+        if not text or not self.model or text in (self.model, peer.model_ok):
+            return True
+        same = self._canonical is not None and _canonical(text) == self._canonical
+        if same:
+            peer.model_ok = text
+        return same
+
+    def _feed(self, topic: str, payload: bytes, now: float) -> Event | Rejected | None:
+        peer = self._peer_of(topic)
+        if peer is None:
             return None
+        wid = peer.worker_id
         if len(payload) > self.max_message:
             self.drop("oversized", f"{len(payload)} bytes from {wid}")
             return None
@@ -141,17 +135,18 @@ class Ingest:
             return None
         kind = msg.type
         if kind == wire.HELLO:
-            return Hello(
-                wid,
-                int(msg.incarnation),
-                int(getattr(msg, "max_chunk", 0) or 4096),
-                str(getattr(msg, "model", "") or ""),
-            )
+            model = str(getattr(msg, "model", "") or "")
+            if not self._same_model(peer, model):
+                # it would push gradients of the wrong shape: tell it, do not join it
+                self.drop("model_mismatch", f"{wid}: {model}")
+                return Rejected(wid, 0, "model_mismatch")
+            peer.max_chunk = max(256, int(getattr(msg, "max_chunk", 0) or 4096))
+            return Join(wid, int(msg.incarnation))
         if kind == wire.HEARTBEAT:
             return Heartbeat(wid, int(getattr(msg, "clock", 0)))
         if kind == wire.BYE:
             reason = str(getattr(msg, "reason", "") or "bye")
-            return Bye(wid, "last_will" if reason == "lost" else "bye")
+            return Leave(wid, "last_will" if reason == "lost" else "bye")
         if kind == wire.UPDATE:
             seen = self.reassembler.duplicates
             whole = self.reassembler.add(msg, now)
@@ -192,4 +187,12 @@ class Ingest:
                 return None
             return np.frombuffer(data, dtype="<f2").astype(np.float32)
         self.drop("dtype", f"dtype {dtype} from {msg.wid} is not supported by the host")
+        return None
+
+
+def _canonical(text: str) -> str | None:
+    """A model spec's canonical spelling, or None if it does not parse."""
+    try:
+        return str(ModelSpec.parse(text))
+    except (ValueError, TypeError):
         return None

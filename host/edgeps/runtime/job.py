@@ -18,8 +18,10 @@ from edgeps_worker import wire
 from edgeps.commands.connection import connection_options
 from edgeps.commands.model_forms import complete_model
 from edgeps.commands.serve_config import ServeConfig
+from edgeps.core.server import ParameterServer
 from edgeps.core.types import WorkerStats
 from edgeps.observe.dashboard import Dashboard, open_dashboard
+from edgeps.policy import parse_policy
 from edgeps.runtime.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from edgeps.runtime.coordinator import Coordinator, Settings, Summary
 from edgeps.runtime.metrics import MetricsWriter, Progress
@@ -76,11 +78,8 @@ def read_hmac_key(path: str | None) -> bytes | None:
     return key
 
 
-def build_server(cfg: ServeConfig, model: Model) -> tuple[Any, str]:
+def build_server(cfg: ServeConfig, model: Model) -> tuple[ParameterServer, str]:
     """A ParameterServer at fresh or resumed parameters; also the policy's name."""
-    from edgeps.core import ParameterServer
-    from edgeps.policy import parse_policy
-
     policy = parse_policy(cfg.policy)
     ckpt = load_checkpoint(cfg.resume) if cfg.resume else None
     if ckpt is not None and ckpt.params.size != model.spec.n_params:
@@ -103,7 +102,7 @@ def build_server(cfg: ServeConfig, model: Model) -> tuple[Any, str]:
     return server, str(policy.describe())
 
 
-def restore(server: Any, ckpt: Checkpoint) -> None:
+def restore(server: ParameterServer, ckpt: Checkpoint) -> None:
     """Put version, optimizer state and worker counters back into a fresh server."""
     try:
         stats = {
@@ -129,7 +128,7 @@ def make_checkpointer(cfg: ServeConfig, model: Model) -> Callable[[Coordinator],
 
     def write(coord: Coordinator) -> None:
         version, params = coord.server.params_snapshot()
-        optimizer = getattr(coord.server, "optimizer", None)
+        optimizer = coord.server.optimizer
         stats = {
             wid: {
                 "accepted": s.accepted,
@@ -143,7 +142,7 @@ def make_checkpointer(cfg: ServeConfig, model: Model) -> Callable[[Coordinator],
             Checkpoint(
                 params=params,
                 version=int(version),
-                optimizer_state=optimizer.state_dict() if optimizer else {},
+                optimizer_state=optimizer.state_dict(),
                 worker_stats=stats,
                 meta={
                     "job": cfg.job,

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from typing import Any, Protocol
 
 import numpy as np
 from edgeps_worker import wire
+
+from edgeps.core.types import Release
+from edgeps.runtime.peers import Peers
 
 log = logging.getLogger(__name__)
 
@@ -24,30 +26,20 @@ class Outbox:
     def __init__(
         self,
         link: Publisher,
+        peers: Peers,
         *,
-        job: str,
         model: str,
-        max_chunk: int = 4096,
         send_rejects: bool = True,
         hmac_key: bytes | None = None,
     ) -> None:
         self.link = link
-        self.job = job
+        self.peers = peers
+        self.job = peers.job
         self.model_text = model
-        self.max_chunk = max_chunk
         self.send_rejects = send_rejects
-        self.chunk_of: dict[str, int] = {}  # per worker, from its HELLO
         self.releases_sent = 0
         self.errors = 0
         self._key: dict[str, Any] = {} if hmac_key is None else {"key": hmac_key}
-        self._seq: Counter[str] = Counter()
-        self._down: dict[str, str] = {}
-
-    def _topic(self, wid: str) -> str:
-        topic = self._down.get(wid)
-        if topic is None:
-            topic = self._down[wid] = wire.topic_down(self.job, wid)
-        return topic
 
     def model(self, state: str, version: int, n_params: int) -> None:
         """Retained MODEL message: job state, model spec and current version."""
@@ -56,29 +48,31 @@ class Outbox:
         )
         self.link.publish(wire.topic_model(self.job), payload, 1, True)
 
-    def params(self, worker_ids: list[str], version: int, params: np.ndarray) -> None:
-        """A release: the parameters at `version`, chunked per worker, QoS1."""
-        # the caller's snapshot is a private copy: frame straight from its buffer
-        data = np.ascontiguousarray(params, dtype="<f4").data
-        for wid in worker_ids:
-            self._seq[wid] += 1
+    def release(self, release: Release) -> None:
+        """PARAMS at the release's version, chunked per worker, QoS 1.
+
+        PARAMS.seq is the seq of the UPDATE each release answers (0: none).
+        """
+        # read-only and shared by every worker: framed without a copy
+        data = np.ascontiguousarray(release.params, dtype="<f4").data
+        for wid, answer in release.targets():
+            peer = self.peers.get(wid)
             try:
                 chunks = wire.encode_params(
                     self.job,
                     wid,
-                    int(version),
+                    int(release.version),
                     data,
-                    max_chunk=self.chunk_of.get(wid, self.max_chunk),
-                    seq=self._seq[wid],
+                    max_chunk=peer.max_chunk,
+                    seq=0 if answer is None else answer,
                     **self._key,
                 )
             except (ValueError, TypeError) as exc:
                 self.errors += 1
                 log.error("cannot encode a release for %r: %s", wid, exc)
                 continue
-            topic = self._topic(wid)
             for chunk in chunks:
-                self.link.publish(topic, chunk, 1, False)
+                self.link.publish(peer.down_topic, chunk, 1, False)
             self.releases_sent += 1
 
     def reject(self, wid: str, seq: int, reason: str) -> None:
@@ -86,12 +80,9 @@ class Outbox:
         if not self.send_rejects or not wire.valid_id(wid):
             return
         try:
-            # a refused join carries seq -1: the wire field is unsigned
-            payload = wire.encode_reject(
-                self.job, wid, max(0, seq), reason, **self._key
-            )
+            payload = wire.encode_reject(self.job, wid, seq, reason, **self._key)
         except (ValueError, TypeError) as exc:
             self.errors += 1
             log.warning("cannot encode a reject for %r: %s", wid, exc)
             return
-        self.link.publish(self._topic(wid), payload, 1, False)
+        self.link.publish(self.peers.get(wid).down_topic, payload, 1, False)

@@ -17,8 +17,20 @@ import logging
 import numpy as np
 
 from edgeps import kernels
-from edgeps.core import ParameterServer
-from edgeps.core.types import Action, Applied, Push, Rejected, Release
+from edgeps.core.server import ParameterServer
+from edgeps.core.sink import carry_out
+from edgeps.core.types import (
+    Applied,
+    Event,
+    Heartbeat,
+    Held,
+    Join,
+    Push,
+    Rejected,
+    Release,
+    Tick,
+    WorkerLeft,
+)
 from edgeps.policy import parse_policy
 from edgeps.sim.engine import EventLoop
 from edgeps.sim.types import SimConfig, SimResult
@@ -26,9 +38,6 @@ from edgeps.workloads.datasets import Dataset, load_dataset, partition
 from edgeps.workloads.scenarios import WorkerProfile, make_scenario
 
 log = logging.getLogger(__name__)
-
-# policies whose step size is divided by (staleness + 1) unless the caller says
-STALENESS_AWARE_BY_DEFAULT: frozenset[str] = frozenset()
 
 
 @functools.lru_cache(maxsize=8)
@@ -80,7 +89,11 @@ class SimWorker:
 
 
 class Simulator:
-    """One run of one policy on one scenario; ``run()`` returns a ``SimResult``."""
+    """One run of one policy on one scenario; ``run()`` returns a ``SimResult``.
+
+    It is the simulated network's ``ActionSink``: the core's actions are
+    carried out by the ``on_*`` methods, as the MQTT coordinator does.
+    """
 
     def __init__(self, config: SimConfig) -> None:
         self.config = cfg = config
@@ -93,15 +106,12 @@ class Simulator:
             )
         self.scenario = make_scenario(cfg.scenario, cfg.n_workers, cfg.seed)
         self.policy = parse_policy(cfg.policy)
-        aware = cfg.staleness_aware
-        if aware is None:
-            aware = cfg.policy.split(":")[0] in STALENESS_AWARE_BY_DEFAULT
         self.server = ParameterServer(
             self.spec.init_params(cfg.seed),
             policy=self.policy,
             optimizer=cfg.optimizer,
             lr=cfg.lr,
-            staleness_aware=aware,
+            staleness_aware=bool(cfg.staleness_aware),
             liveness_timeout=cfg.liveness_timeout,
         )
         shards = partition(self.data.y_train, cfg.n_workers, cfg.partition, cfg.seed)
@@ -135,40 +145,42 @@ class Simulator:
         if delay is not None:
             self.loop.after(delay, handler, *args)  # type: ignore[arg-type]
 
-    # -- the PS side -------------------------------------------------------
-    def _carry_out(self, actions: list[Action]) -> None:
-        for act in actions:
-            if isinstance(act, Release):
-                version, params = self.server.params_snapshot()
-                for wid in act.worker_ids:
-                    w = self.workers.get(wid)
-                    if w is None:
-                        continue
-                    self._release_no[wid] += 1
-                    n = self._release_no[wid]
-                    self._send(w, self._on_params, w, n, version, params)
-            elif isinstance(act, Applied):
-                self.applied += 1
-                self.applied_at.append((self.loop.now, act.worker_id))
-            elif isinstance(act, Rejected):
-                self.rejected[act.reason] = self.rejected.get(act.reason, 0) + 1
+    # -- the PS side: the ActionSink ----------------------------------------
+    def on_release(self, action: Release) -> None:
+        for wid, _answer in action.targets():
+            w = self.workers.get(wid)
+            if w is None:
+                continue
+            self._release_no[wid] += 1
+            n = self._release_no[wid]
+            self._send(w, self._on_params, w, n, action.version, action.params)
+
+    def on_applied(self, action: Applied) -> None:
+        self.applied += 1
+        self.applied_at.append((self.loop.now, action.worker_id))
+
+    def on_rejected(self, action: Rejected) -> None:
+        self.rejected[action.reason] = self.rejected.get(action.reason, 0) + 1
+
+    def on_held(self, action: Held) -> None:
+        """Nothing crosses the link for a held worker."""
+
+    def on_left(self, action: WorkerLeft) -> None:
+        """The board finds out on its own (it crashed, or it said bye)."""
+
+    def _ps(self, event: Event) -> None:
+        carry_out(self.server.handle(event, self.loop.now), self)
 
     def _ps_join(self, w: SimWorker, incarnation: int) -> None:
         self._release_no[w.worker_id] = 0
-        self._carry_out(self.server.join(w.worker_id, self.loop.now, incarnation))
-
-    def _ps_push(self, push: Push) -> None:
-        self._carry_out(self.server.handle_push(push, self.loop.now))
-
-    def _ps_heartbeat(self, wid: str) -> None:
-        self._carry_out(self.server.heartbeat(wid, self.loop.now))
+        self._ps(Join(w.worker_id, incarnation))
 
     def _ps_tick(self) -> None:
-        self._carry_out(self.server.tick(self.loop.now))
+        self._ps(Tick())
         self.loop.after(self.config.tick_interval, self._ps_tick)
 
     def _evaluate(self) -> None:
-        _, params = self.server.params_snapshot()
+        _, params = self.server.params_view()
         acc = float(
             kernels.accuracy(self.spec, params, self.data.X_test, self.data.y_test)
         )
@@ -216,12 +228,12 @@ class Simulator:
             incarnation=w.incarnation,
             loss=float(loss),
         )
-        self._send(w, self._ps_push, push)
+        self._send(w, self._ps, push)
 
     def _heartbeat(self, w: SimWorker, epoch: int) -> None:
         if epoch != w.epoch:
             return
-        self._send_once(w, self._ps_heartbeat, w.worker_id)
+        self._send_once(w, self._ps, Heartbeat(w.worker_id, w.clock))
         self.loop.after(self.config.heartbeat_interval, self._heartbeat, w, epoch)
 
     def _start(self, w: SimWorker) -> None:

@@ -21,7 +21,7 @@ class SimConfig:
     batch_size: int = 32
     optimizer: str = "sgd"
     lr: float = 0.03
-    staleness_aware: bool | None = None  # None: the policy's own preference
+    staleness_aware: bool | None = None  # None ("auto"): off, as no policy asks for it
     target_accuracy: float = 0.91
     max_time: float = 60.0  # virtual seconds
     eval_interval: float = 0.1

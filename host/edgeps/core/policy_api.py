@@ -1,0 +1,79 @@
+"""The sync-policy interface: what the PS core calls, defined by the core.
+
+Dependency rule: ``edgeps.core`` imports no module of ``edgeps.policy``, the
+runtime or the transport. Policies (``edgeps.policy.*``) subclass ``Policy``
+from here and read the cluster through ``edgeps.core.view.ClusterView``; the
+core is handed a ``Policy`` object, and the text forms ("ssp:3") are parsed
+at the edges (CLI, config, simulator) by ``edgeps.policy.parse_policy``.
+
+A policy answers two questions for the core: may this push be applied
+(``admit``), and may this waiting worker start its next iteration now
+(``may_proceed``). The core asks ``may_proceed`` for every waiting worker after
+every event, so a policy never has to remember whom to wake.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from edgeps.core.types import Push
+from edgeps.core.view import ClusterView
+
+
+class Policy(ABC):
+    """Base of every sync policy: one rule, one bound, hooks the core calls.
+
+    ``bound`` is the policy's staleness bound in its own units (None if it has
+    none) and ``measure(view)`` the current value of that quantity; the core's
+    tests check ``measure(view) <= bound`` after every event.
+    """
+
+    name: str = "policy"
+
+    @property
+    @abstractmethod
+    def bound_description(self) -> str:
+        """Human-readable statement of the bound this policy keeps."""
+
+    @property
+    def bound(self) -> float | None:
+        return None
+
+    def measure(self, view: ClusterView) -> float:
+        """Current value of the bounded quantity (default: live clock spread)."""
+        return float(view.max_live_clock() - view.min_live_clock())
+
+    def admit(self, view: ClusterView, push: Push, now: float) -> str | None:
+        """A reason to drop this push (e.g. "too_stale"), or None to apply it."""
+        return None
+
+    @abstractmethod
+    def may_proceed(self, view: ClusterView, worker_id: str, now: float) -> bool:
+        """May this waiting worker start its next iteration now?"""
+
+    def on_applied(self, view: ClusterView, push: Push, now: float) -> None:
+        """Called after a push is applied and the pusher's clock advanced."""
+        return None
+
+    def on_left(self, view: ClusterView, worker_id: str, now: float) -> None:
+        """Called after a worker left the live set (bye, last will, timeout)."""
+        return None
+
+    def on_joined(self, view: ClusterView, worker_id: str, now: float) -> None:
+        """Called after a worker (re)joined, before it is released."""
+        return None
+
+    def on_released(self, view: ClusterView, worker_id: str, now: float) -> None:
+        """Called when the core releases a worker (it starts a new iteration)."""
+        return None
+
+    def refresh(self, view: ClusterView, now: float) -> None:
+        """Called once before each release pass (e.g. to close rounds)."""
+        return None
+
+    def describe(self) -> str:
+        """Compact text form that ``parse_policy`` accepts."""
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.describe()}>"

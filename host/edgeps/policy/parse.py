@@ -1,0 +1,114 @@
+"""``parse_policy``: the text forms of the sync policies, read at the edges.
+
+Text forms: "bsp", "asp", "ssp:3", "dsp", "dsp:w=8", "kofn:k=6", "kofn:auto"
+(both also take ",cap=N"), "dssp:sl=1,su=6".
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from edgeps.core.policy_api import Policy
+from edgeps.policy.asp import ASP
+from edgeps.policy.bsp import BSP
+from edgeps.policy.dsp import DSP
+from edgeps.policy.dssp import DSSP
+from edgeps.policy.kofn import KofN
+from edgeps.policy.ssp import SSP
+
+POLICIES: tuple[str, ...] = ("bsp", "asp", "ssp", "dsp", "kofn", "dssp")
+
+_NAME = re.compile(r"^[a-z]+$")
+_KEY = re.compile(r"^[a-z_]+$")
+
+
+def _int(text: str, what: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{what} must be an integer, got {text!r}") from None
+    return value
+
+
+def _number(text: str, what: str) -> int | float:
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"{what} must be a number, got {text!r}") from None
+
+
+def _options(name: str, rest: str, allowed: set[str] | None) -> dict[str, str]:
+    opts: dict[str, str] = {}
+    for part in rest.split(","):
+        key, eq, value = part.partition("=")
+        key, value = key.strip(), value.strip()
+        if not eq or not _KEY.match(key) or not value:
+            raise ValueError(f"{name}: expected key=value, got {part!r}")
+        if allowed is not None and key not in allowed:
+            names = ", ".join(sorted(allowed))
+            raise ValueError(f"{name}: unknown option {key!r} (allowed: {names})")
+        if key in opts:
+            raise ValueError(f"{name}: option {key!r} given twice")
+        opts[key] = value
+    return opts
+
+
+def parse_policy(text: str) -> Policy:
+    """Build a policy from its text form; ValueError on anything unknown."""
+    if not isinstance(text, str):
+        raise TypeError(f"policy must be given as text, got {type(text).__name__}")
+    spec = text.strip().lower()
+    name, colon, rest = spec.partition(":")
+    if not _NAME.match(name) or name not in POLICIES:
+        raise ValueError(
+            f"unknown policy {text!r}; expected one of: bsp, asp, ssp:S, dsp, "
+            "dsp:w=W, kofn:k=K, kofn:auto, dssp:sl=L,su=U"
+        )
+    if colon and not rest:
+        raise ValueError(f"policy {text!r}: nothing after ':'")
+    if name in ("bsp", "asp"):
+        if colon:
+            raise ValueError(f"policy {name!r} takes no options, got {text!r}")
+        return BSP() if name == "bsp" else ASP()
+    if name == "ssp":
+        if not colon:
+            return SSP()
+        value = rest[2:] if rest.startswith("s=") else rest
+        return SSP(_int(value, "ssp staleness"))
+    if name == "dsp":
+        kwargs_dsp: dict[str, Any] = {}
+        if colon:
+            for key, value in _options("dsp", rest, None).items():
+                kwargs_dsp[key] = _number(value, f"dsp {key}")
+        try:
+            policy: Policy = DSP(**kwargs_dsp)
+        except TypeError as exc:
+            raise ValueError(f"policy {text!r}: {exc}") from None
+        return policy
+    if name == "kofn":
+        if not colon:
+            raise ValueError("kofn needs k=K or auto, e.g. 'kofn:k=6' or 'kofn:auto'")
+        head, _, tail = rest.partition(",")
+        kwargs: dict[str, Any] = {}
+        if head.strip() == "auto":
+            kwargs["k"] = "auto"
+            opts = _options("kofn", tail, {"cap"}) if tail else {}
+        else:
+            opts = _options("kofn", rest, {"k", "cap"})
+            if "k" not in opts:
+                raise ValueError(f"kofn needs k=K or auto, got {text!r}")
+            kwargs["k"] = _int(opts["k"], "kofn k")
+        if "cap" in opts:
+            kwargs["cap"] = _int(opts["cap"], "kofn cap")
+        return KofN(**kwargs)
+    if not colon:
+        return DSSP()
+    opts = _options("dssp", rest, {"sl", "su"})
+    return DSSP(
+        sl=_int(opts.get("sl", "1"), "dssp sl"), su=_int(opts.get("su", "6"), "dssp su")
+    )

@@ -1,0 +1,62 @@
+"""The runtime's one record per worker: how to reach it over MQTT.
+
+``Peer`` holds the transport side of a worker: its up and down topics, the
+largest message it accepts (announced in its HELLO) and the model spelling it
+announced that was found equal to ours. What the PS decides with (clock,
+sequence numbers, liveness) is the core's ``WorkerRecord``. Ingest creates and
+updates peers; the outbox reads them.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from edgeps_worker import wire
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class Peer:
+    worker_id: str
+    down_topic: str
+    max_chunk: int  # bytes per PARAMS message; the job's default until HELLO
+    model_ok: str | None = None  # announced model text already found to be ours
+
+
+class Peers:
+    """Peers by worker id and by up topic.
+
+    At most ``max_peers`` are kept: past that (a flood of made-up worker ids),
+    a peer is still returned but not remembered, and a warning is logged once.
+    """
+
+    def __init__(self, job: str, *, max_chunk: int = 4096, max_peers: int = 65536):
+        self.job = job
+        self.max_chunk = max_chunk
+        self.max_peers = max_peers
+        self._by_id: dict[str, Peer] = {}
+        self._by_topic: dict[str, Peer] = {}
+        self._warned = False
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def of_topic(self, topic: str) -> Peer | None:
+        """The peer already seen on this up topic, if any."""
+        return self._by_topic.get(topic)
+
+    def get(self, worker_id: str, up_topic: str | None = None) -> Peer:
+        """The peer of ``worker_id``, created (and kept, while there is room)."""
+        peer = self._by_id.get(worker_id)
+        if peer is None:
+            peer = Peer(worker_id, wire.topic_down(self.job, worker_id), self.max_chunk)
+            if len(self._by_id) < self.max_peers:
+                self._by_id[worker_id] = peer
+            elif not self._warned:
+                self._warned = True
+                log.warning("more than %d worker ids seen; not all are kept", len(self))
+        if up_topic is not None and worker_id in self._by_id:
+            self._by_topic[up_topic] = peer
+        return peer
