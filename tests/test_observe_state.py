@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from edgeps.core import ParameterServer
 from edgeps.observe.state import LatestState
+from edgeps.policy.asp import ASP
 from edgeps.runtime.coordinator import Coordinator, Settings
 from edgeps_worker import wire
 
@@ -43,7 +44,7 @@ def _push(coord: Coordinator, wid: str, seq: int, base: int, now: float) -> None
 def test_record_carries_policy_timings_staleness_and_inbox() -> None:
     # Prepare: two workers on ASP; w2 pushes on an old version (staleness 2)
     seen: list[dict] = []
-    server = ParameterServer(np.zeros(N, np.float32), policy="asp", lr=0.1)
+    server = ParameterServer(np.zeros(N, np.float32), policy=ASP(), lr=0.1)
     link = QuietLink()
     link.inbox.put(("x", b"y"))  # one message waiting
     coord = Coordinator(
