@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from conftest import run_micropython
 from edgeps.kernels import ModelSpec
-from edgeps_worker import kernels
+from edgeps_worker import blockfp, kernels
 from edgeps_worker.kernels import Model
 from test_fw_kernels import SCRIPT, make_case, reference
 
@@ -158,23 +158,24 @@ def test_float32_overflow_gives_nan_not_garbage():
 
 
 INT32 = range(-(2**31), 2**31)
-WATCHED = ("hh", "mid", "top", "hi", "lo", "m", "u", "h1", "l1", "h2", "l2", "ea")
+WATCHED = ("hh", "mid", "top", "hi", "lo", "m", "mg", "u", "h1", "l1", "h2", "l2")
 
 
-@pytest.mark.parametrize("sign", [1.0, -1.0, 0.0])
+@pytest.mark.parametrize("sign", [1.0, -1.0])
 def test_matrix_product_intermediates_fit_32_bit_words(sign):
-    # Prepare: the worst case, every mantissa all ones, 1100-term dot products
-    # (0.0: alternating signs), in the forward pass and over the batch
-    n_in, n = 1100, 3
+    # Prepare: the worst case, every mantissa all ones, 301-term dot products
+    # of one sign, in the forward pass and over the batch, in two chunks so
+    # that the second one is added to the first
+    n_in, n = 300, kernels.ROWS + 1
     big = np.float32(1.9999999)
     X = np.full((n, n_in), big, np.float32)
-    X[:, 1::2] *= sign if sign else -1.0
+    X *= sign
     params = np.full(n_in + 1, big, np.float32)
-    y = np.array([0, 1, 1], np.int32)
+    y = ((np.arange(n) + (sign < 0)) % 2).astype(np.int32)  # last delta != 0
     seen: dict[str, int] = {}
 
     def watch(frame: FrameType, event: str, arg: Any):
-        if frame.f_code is not kernels._mm.__code__:
+        if frame.f_code is not blockfp.matmul.__code__:
             return None
         for name in WATCHED:
             value = frame.f_locals.get(name)
@@ -197,14 +198,23 @@ def test_matrix_product_intermediates_fit_32_bit_words(sign):
     np.testing.assert_allclose(grad, ref_grad, rtol=1e-4, atol=1e-5)
 
 
-def test_reserve_grows_scratch_and_keeps_results():
-    # Prepare
+def test_scratch_rows_do_not_change_results_beyond_float32_rounding():
+    # Prepare: one chunk of 9 rows against chunks of 1 and of ROWS rows
     spec, params, X, y = make_case("mlp:6-5-3:tanh", 9, seed=6)
-    small, big = Model("mlp:6-5-3:tanh"), Model("mlp:6-5-3:tanh", 9)
+    assert kernels.ROWS < 9
+    models = [Model("mlp:6-5-3:tanh", rows) for rows in (1, kernels.ROWS)]
     # Execute
-    first = _cpython_step("mlp:6-5-3:tanh", params, X, y, small)
-    second = _cpython_step("mlp:6-5-3:tanh", params, X, y, big)
+    results = [_cpython_step("mlp:6-5-3:tanh", params, X, y, m) for m in models]
     # Assert
-    assert small.cap == big.cap == 9
-    assert first[0] == second[0]
-    np.testing.assert_array_equal(first[1], second[1])
+    assert [m.rows for m in models] == [1, kernels.ROWS]
+    assert results[0][0] == pytest.approx(results[1][0], rel=1e-6)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-5, atol=1e-7)
+    _assert_matches(
+        spec,
+        params,
+        X,
+        y,
+        results[1][0],
+        results[1][1],
+        np.ravel(reference(spec, params, X, y)[2]),
+    )
