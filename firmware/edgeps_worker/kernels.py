@@ -56,8 +56,8 @@ def parse_spec(text):
     return kind, sizes, act
 
 
-def _softmax(z, o, n):
-    """Probabilities in place of the logits z[o:o + n]; returns log-sum-exp."""
+def _softmax(z, o, n, scale):
+    """scale * probabilities in place of the logits z[o:o + n]; log-sum-exp."""
     m = z[o]
     for j in range(o + 1, o + n):
         if z[j] > m:
@@ -67,9 +67,9 @@ def _softmax(z, o, n):
         e = math.exp(z[j] - m)
         z[j] = e
         s += e
-    inv = 1.0 / s
+    c = scale / s
     for j in range(o, o + n):
-        z[j] *= inv
+        z[j] *= c
     return math.log(s) + m
 
 
@@ -137,10 +137,8 @@ class Model:
                     raise ValueError("label out of range: " + str(y[yo + s]))
                 o = s * no
                 zl = z[o + k]
-                total += _softmax(z, o, no) - zl
-                z[o + k] -= 1.0
-                for j in range(o, o + no):
-                    z[j] *= scale
+                total += _softmax(z, o, no, scale) - zl
+                z[o + k] -= scale
             return total
         for s in range(n):
             v = z[s]
@@ -220,7 +218,7 @@ class Model:
         """Turn row s of the output buffer into the model's outputs, in place."""
         z, no = self.h[-1], self.n_outputs
         if self.out == OUT_SOFTMAX:
-            _softmax(z, s * no, no)
+            _softmax(z, s * no, no, 1.0)
         elif self.out == OUT_SIGMOID:
             z[s] = 1.0 / (1.0 + math.exp(-z[s]))
 
