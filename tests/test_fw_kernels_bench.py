@@ -59,3 +59,17 @@ def test_bench_fw_kernels_rejects_bad_flags(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["bench", "fw-kernels", *argv])
     assert exc.value.code != 0
+
+
+@pytest.mark.firmware
+def test_bench_fw_kernels_reports_a_firmware_that_fails(
+    micropython: str, tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare: a directory without edgeps_worker
+    # Execute
+    code = main(["bench", "fw-kernels", "--json", "--repeat", "1",
+                 "--firmware", str(tmp_path)])  # fmt: skip
+    # Assert
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1 and out["rows"] == []
+    assert "ImportError" in out["errors"]["micropython"]

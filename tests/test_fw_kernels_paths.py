@@ -218,3 +218,27 @@ def test_scratch_rows_do_not_change_results_beyond_float32_rounding():
         results[1][1],
         np.ravel(reference(spec, params, X, y)[2]),
     )
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, p, X, g: m.loss_and_grad(p, X, array("i", [0] * 4), 4, g[:-1]),
+        lambda m, p, X, g: m.loss_and_grad(p[:-1], X, array("i", [0] * 4), 4, g),
+        lambda m, p, X, g: m.loss_and_grad(p, X[:-1], array("i", [0] * 4), 4, g),
+        lambda m, p, X, g: m.loss_and_grad(p, X, array("i", [0] * 3), 4, g),
+        lambda m, p, X, g: m.loss_and_grad(p, X, array("i", [0] * 4), 0, g),
+        lambda m, p, X, g: m.forward(p, X, 5, array("f", bytes(60))),
+        lambda m, p, X, g: m.predict_one(p, X, 4),
+        lambda m, p, X, g: m.predict_one(p, X, -1),
+    ],
+)
+def test_buffers_too_small_for_the_unchecked_reads_are_refused(call):
+    # Prepare: 4 rows of 6 features
+    model = Model("mlp:6-5-3")
+    p = array("f", bytes(4 * model.n_params))
+    g = array("f", bytes(4 * model.n_params))
+    X = array("f", bytes(4 * 24))
+    # Execute / Assert
+    with pytest.raises(ValueError):
+        call(model, p, X, g)

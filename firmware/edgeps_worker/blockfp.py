@@ -7,10 +7,12 @@ operand (to its own largest exponent) and the whole other operand (to a
 given one) as 23-bit mantissas, multiplies them as three 12-bit partial
 products so that every intermediate fits a signed 32-bit word (viper ints
 on the ESP32; the unix port's are 64 bits, CPython's unbounded), carries
-every 64 terms, and writes float32 bits back, truncated: each result is
-within 2**-22 of the largest product of its dot product, plus 2**-23 of
-itself. Zeros and subnormals count as zero. No float is boxed inside. On
-CPython ``ptr32`` is a uint32 memoryview and the same code runs as Python.
+every 64 terms, and writes float32 bits back, truncated: each term of a
+dot product is off by less than 2**-21 of its largest possible term (the
+row's and the operand's largest values multiplied), the result written
+by less than 2**-23 of itself. Zeros and subnormals count as zero. No
+float is boxed inside. On CPython ``ptr32`` is a uint32 memoryview and the
+same code runs as Python.
 """
 
 try:

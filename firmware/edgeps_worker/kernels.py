@@ -190,12 +190,9 @@ class Model:
 
     def loss_and_grad(self, params, X, y, n, grad):
         """Mean loss over the first n rows of X (row-major), gradient into grad."""
-        if n <= 0:
-            raise ValueError("batch must hold at least one sample")
-        if len(params) != self.n_params or len(grad) != self.n_params:
-            raise ValueError("params and grad must hold n_params floats")
-        if len(X) < n * self.n_features or len(y) < n:
-            raise ValueError("X or y holds fewer than n samples")
+        self._check(params, X, 0, n)
+        if len(grad) != self.n_params or len(y) < n:
+            raise ValueError("grad must hold n_params floats, y n labels")
         scale = 1.0 / n
         total = 0.0
         ok = True
@@ -222,8 +219,18 @@ class Model:
         elif self.out == OUT_SIGMOID:
             z[s] = 1.0 / (1.0 + math.exp(-z[s]))
 
+    def _check(self, params, X, first, n):
+        """The viper code reads without bounds checks: the buffers must fit."""
+        if n <= 0 or first < 0:
+            raise ValueError("batch must hold at least one sample")
+        if len(params) != self.n_params:
+            raise ValueError("params must hold n_params floats")
+        if len(X) < (first + n) * self.n_features:
+            raise ValueError("X holds fewer than the rows asked for")
+
     def forward(self, params, X, n, out):
         """Outputs of n rows into out (n * n_outputs): value, P(y=1) or class probs."""
+        self._check(params, X, 0, n)
         nf, no = self.n_features, self.n_outputs
         for start in range(0, n, self.rows):
             m = min(self.rows, n - start)
@@ -238,6 +245,7 @@ class Model:
 
     def predict_one(self, params, X, s):
         """Class id (or value, for linear) of row s."""
+        self._check(params, X, s, 1)
         self._forward(params, X, s * self.n_features, 1)
         z = self.h[-1]
         if self.out == OUT_IDENTITY:

@@ -141,7 +141,8 @@ def _micropython(
         if len(parts) >= 4 and parts[0] == mode:
             found[(parts[1], int(parts[2]))] = [int(v) for v in parts[3:]]
     if proc.returncode != 0 or len(found) != len(cases):
-        raise RuntimeError(f"micropython {mode} run failed: {proc.stderr[-400:]}")
+        tail = (proc.stderr + proc.stdout).strip()[-400:]
+        raise RuntimeError(f"micropython {mode} run failed: {tail}")
     return found
 
 
