@@ -24,7 +24,7 @@ OUT_SIGMOID = 1
 OUT_SOFTMAX = 2
 ACT_RELU = 0
 ACT_TANH = 1
-ROWS = 8  # rows per chunk of a batch: scratch is ROWS * (sum of layer widths) floats
+ROWS = 4  # rows per chunk of a batch: scratch is ROWS * (sum of layer widths) floats
 
 
 def parse_spec(text):
