@@ -2,20 +2,21 @@
 
 The flat parameter layout is the one of ``edgeps.kernels``: layers in order,
 each W (n_in, n_out) row-major then b (n_out). Every model is a stack of
-dense layers, evaluated one sample at a time so scratch memory is a few
-layer-widths, allocated once in ``Model``. Losses (means over the batch):
-linear squared error, logistic binary cross-entropy, softmax/mlp
-cross-entropy. The hot functions carry ``@micropython.native`` (valid on
-xtensawin and x64); on CPython a shim makes the decorator a no-op.
+dense layers. Losses (means over the batch): linear squared error, logistic
+binary cross-entropy, softmax/mlp cross-entropy.
+
+The dense layers run through ``blockfp.matmul`` (integer viper, no boxed
+floats); only the per-element work with exp, log or tanh is done in floats.
+A batch is processed ROWS rows at a time, layer by layer: the scratch is one
+output buffer per layer for ROWS rows (the relu backward pass reuses it in
+place for the deltas), allocated once in ``Model``, and each chunk's
+gradient is added to the previous ones in float32.
 """
 
 import math
 from array import array
 
-try:
-    import micropython  # type: ignore[import-not-found]
-except ImportError:
-    from edgeps_worker import _mpshim as micropython  # type: ignore[no-redef]
+from edgeps_worker.blockfp import emax, matmul
 
 KINDS = ("linear", "logistic", "softmax", "mlp")
 OUT_IDENTITY = 0
@@ -23,6 +24,7 @@ OUT_SIGMOID = 1
 OUT_SOFTMAX = 2
 ACT_RELU = 0
 ACT_TANH = 1
+ROWS = 4  # rows per chunk of a batch: scratch is ROWS * (sum of layer widths) floats
 
 
 def parse_spec(text):
@@ -54,89 +56,27 @@ def parse_spec(text):
     return kind, sizes, act
 
 
-@micropython.native
-def _dense(p, w, b, x, xo, n_in, n_out, out):
-    """out[j] = b[j] + sum_i x[xo + i] * W[i, j]."""
-    for j in range(n_out):
-        acc = p[b + j]
-        k = w + j
-        for i in range(n_in):
-            acc += x[xo + i] * p[k]
-            k += n_out
-        out[j] = acc
-
-
-@micropython.native
-def _activate(h, n, act):
-    if act == 0:
-        for j in range(n):
-            if h[j] < 0.0:
-                h[j] = 0.0
-    else:
-        for j in range(n):
-            h[j] = math.tanh(h[j])
-
-
-@micropython.native
-def _softmax_ce(z, n, label):
-    """Turn logits z into probabilities in place; return -log p[label]."""
-    zl = z[label]
-    m = z[0]
-    for j in range(1, n):
+def _softmax(z, o, n, scale):
+    """scale * probabilities in place of the logits z[o:o + n]; log-sum-exp."""
+    m = z[o]
+    for j in range(o + 1, o + n):
         if z[j] > m:
             m = z[j]
     s = 0.0
-    for j in range(n):
-        z[j] = math.exp(z[j] - m)
-        s += z[j]
-    inv = 1.0 / s
-    for j in range(n):
-        z[j] *= inv
-    return math.log(s) + m - zl
-
-
-@micropython.native
-def _backward(p, g, w, b, x, xo, n_in, n_out, d, dprev, scale, want_prev):
-    """Accumulate scale * (dW, db) for delta d; W @ d into dprev if want_prev."""
-    for j in range(n_out):
-        g[b + j] += d[j] * scale
-    k = w
-    for i in range(n_in):
-        xi = x[xo + i] * scale
-        if want_prev:
-            acc = 0.0
-            for j in range(n_out):
-                g[k] += xi * d[j]
-                acc += p[k] * d[j]
-                k += 1
-            dprev[i] = acc
-        else:
-            for j in range(n_out):
-                g[k] += xi * d[j]
-                k += 1
-
-
-@micropython.native
-def _act_grad(dprev, h, n, act):
-    if act == 0:
-        for i in range(n):
-            if h[i] <= 0.0:
-                dprev[i] = 0.0
-    else:
-        for i in range(n):
-            dprev[i] *= 1.0 - h[i] * h[i]
-
-
-@micropython.native
-def _zero(buf, n):
-    for i in range(n):
-        buf[i] = 0.0
+    for j in range(o, o + n):
+        e = math.exp(z[j] - m)
+        z[j] = e
+        s += e
+    c = scale / s
+    for j in range(o, o + n):
+        z[j] *= c
+    return math.log(s) + m
 
 
 class Model:
     """A parsed model spec with its layer offsets and preallocated scratch."""
 
-    def __init__(self, spec):
+    def __init__(self, spec, batch=ROWS):
         kind, sizes, act = parse_spec(spec)
         self.spec = spec
         self.kind = kind
@@ -157,97 +97,157 @@ class Model:
             self.layers.append((off, off + n_in * n_out, n_in, n_out))
             off += n_in * n_out + n_out
         self.n_params = off
-        # one output buffer per layer (forward) and two deltas (backward)
-        self.h = [array("f", bytes(4 * s)) for s in sizes[1:]]
-        widest = max(sizes)
-        self.d = array("f", bytes(4 * widest))
-        self.dprev = array("f", bytes(4 * widest))
+        self.eb = [0] * len(self.layers)  # exponent of each layer's W and b
+        # scratch: each layer's outputs (then deltas) for a chunk, a prepared row
+        self.rows = rows = max(1, min(batch, ROWS))
+        self.h = [array("f", bytes(4 * rows * s)) for s in sizes[1:]]
+        self.prep = array("i", bytes(4 * max(rows, max(sizes) + 1)))
+        if self.act == ACT_TANH and len(self.layers) > 1:
+            self.row = array("f", bytes(4 * max(sizes)))
 
-    def _forward_one(self, params, x, xo):
-        """Run one sample (row at x[xo:]) through the net, into self.h."""
-        src, so = x, xo
+    def _forward(self, params, X, xo, n):
+        """Outputs of n <= rows rows (from X[xo:]) of every layer into self.h;
+        False if an input is inf or nan or a result overflowed."""
         last = len(self.layers) - 1
+        src, so = X, xo
+        ok = emax(X, xo, n * self.n_features) < 255
         for li in range(last + 1):
             w, b, n_in, n_out = self.layers[li]
             h = self.h[li]
-            _dense(params, w, b, src, so, n_in, n_out, h)
-            if li < last:
-                _activate(h, n_out, self.act)
+            eb = self.eb[li] = emax(params, w, (n_in + 1) * n_out)
+            mode = 1 if li < last and self.act == ACT_RELU else 0
+            if matmul(src, so, n_in, 1, n_in, n_in + 1, params, w, 1, n_out, eb, h, 0,
+                      n_out, mode, n, n_out, self.prep) or eb == 255:  # fmt: skip
+                ok = False
+            if li < last and self.act == ACT_TANH:
+                for k in range(n * n_out):
+                    h[k] = math.tanh(h[k])
             src, so = h, 0
-        return self.h[last]
+        return ok
 
-    def _loss_delta(self, z, label):
-        """Loss of one sample from output z; leaves dLoss/dz in self.d."""
-        d = self.d
+    def _loss_delta(self, y, yo, n, scale):
+        """Summed loss of n rows (labels y[yo:]); leaves scale * dLoss/dz in the
+        output buffer."""
+        z, no = self.h[-1], self.n_outputs
+        total = 0.0
         if self.out == OUT_SOFTMAX:
-            k = int(label)
-            if k < 0 or k >= self.n_outputs:
-                raise ValueError("label out of range: " + str(label))
-            loss = _softmax_ce(z, self.n_outputs, k)
-            for j in range(self.n_outputs):
-                d[j] = z[j]
-            d[k] -= 1.0
-            return loss
-        v = z[0]
-        if self.out == OUT_IDENTITY:
-            err = v - label
-            d[0] = 2.0 * err
-            return err * err
-        t = float(label)
-        # stable BCE: log(1 + e^-|v|) + max(v, 0) - t * v
-        e = math.exp(-abs(v))
-        loss = math.log(1.0 + e) + (v if v > 0.0 else 0.0) - t * v
-        prob = 1.0 / (1.0 + e) if v >= 0.0 else e / (1.0 + e)
-        d[0] = prob - t
-        return loss
+            for s in range(n):
+                k = int(y[yo + s])
+                if k < 0 or k >= no:
+                    raise ValueError("label out of range: " + str(y[yo + s]))
+                o = s * no
+                zl = z[o + k]
+                total += _softmax(z, o, no, scale) - zl
+                z[o + k] -= scale
+            return total
+        for s in range(n):
+            v = z[s]
+            if self.out == OUT_IDENTITY:
+                err = v - y[yo + s]
+                z[s] = 2.0 * err * scale
+                total += err * err
+                continue
+            t = float(y[yo + s])
+            # stable BCE: log(1 + e^-|v|) + max(v, 0) - t * v
+            e = math.exp(-abs(v))
+            total += math.log(1.0 + e) + (v if v > 0.0 else 0.0) - t * v
+            prob = 1.0 / (1.0 + e) if v >= 0.0 else e / (1.0 + e)
+            z[s] = (prob - t) * scale
+        return total
+
+    def _backward(self, params, X, xo, n, grad, mode):
+        """Gradient of the chunk left by _forward and _loss_delta, stored into
+        (mode 0) or added to (mode 3) grad; the count of overflows."""
+        prep, act = self.prep, self.act
+        bad = 0
+        for li in range(len(self.layers) - 1, -1, -1):
+            w, b, n_in, n_out = self.layers[li]
+            d = self.h[li]
+            ed = emax(d, 0, n * n_out)
+            src, so = (self.h[li - 1], 0) if li > 0 else (X, xo)
+            # dW = src^T d, db = column sums of d (d already holds the 1/n)
+            bad += matmul(src, so, 1, n_in, n, n, d, 0, 1, n_out, ed, grad, w, n_out,
+                          mode, n_in, n_out, prep)  # fmt: skip
+            bad += matmul(src, 0, 0, 0, 0, n, d, 0, 1, n_out, ed, grad, b, 0, mode, 1,
+                          n_out, prep)  # fmt: skip
+            if li == 0:
+                break
+            # the previous layer's delta: (d W^T) * act'(h), into h in place
+            eb = self.eb[li]
+            if act == ACT_RELU:
+                bad += matmul(d, 0, n_out, 1, n_out, n_out, params, w, n_out, 1, eb,
+                              src, 0, n_in, 2, n, n_in, prep)  # fmt: skip
+                continue
+            row = self.row
+            for s in range(n):
+                bad += matmul(d, s * n_out, 0, 1, n_out, n_out, params, w, n_out, 1,
+                              eb, row, 0, 0, 0, 1, n_in, prep)  # fmt: skip
+                o = s * n_in
+                for i in range(n_in):
+                    v = src[o + i]
+                    src[o + i] = row[i] * (1.0 - v * v)
+        return bad
 
     def loss_and_grad(self, params, X, y, n, grad):
         """Mean loss over the first n rows of X (row-major), gradient into grad."""
-        if n <= 0:
-            raise ValueError("batch must hold at least one sample")
-        if len(params) != self.n_params or len(grad) != self.n_params:
-            raise ValueError("params and grad must hold n_params floats")
-        if len(X) < n * self.n_features or len(y) < n:
-            raise ValueError("X or y holds fewer than n samples")
-        _zero(grad, self.n_params)
+        self._check(params, X, 0, n)
+        if len(grad) != self.n_params or len(y) < n:
+            raise ValueError("grad must hold n_params floats, y n labels")
         scale = 1.0 / n
         total = 0.0
+        ok = True
         nf = self.n_features
-        last = len(self.layers) - 1
-        for s in range(n):
-            z = self._forward_one(params, X, s * nf)
-            total += self._loss_delta(z, y[s])
-            d, dprev = self.d, self.dprev
-            for li in range(last, -1, -1):
-                w, b, n_in, n_out = self.layers[li]
-                if li > 0:
-                    src, so = self.h[li - 1], 0
-                else:
-                    src, so = X, s * nf
-                _backward(
-                    params, grad, w, b, src, so, n_in, n_out, d, dprev, scale, li > 0
-                )
-                if li > 0:
-                    _act_grad(dprev, self.h[li - 1], n_in, self.act)
-                    d, dprev = dprev, d
-        return total * scale
+        for start in range(0, n, self.rows):
+            m = min(self.rows, n - start)
+            if not self._forward(params, X, start * nf, m):
+                ok = False
+            total += self._loss_delta(y, start, m, scale)
+            if self._backward(params, X, start * nf, m, grad, 3 if start else 0):
+                ok = False
+        if ok and total == total:
+            return total * scale
+        nan = float("nan")
+        for i in range(self.n_params):
+            grad[i] = nan
+        return nan
+
+    def _outputs(self, s):
+        """Turn row s of the output buffer into the model's outputs, in place."""
+        z, no = self.h[-1], self.n_outputs
+        if self.out == OUT_SOFTMAX:
+            _softmax(z, s * no, no, 1.0)
+        elif self.out == OUT_SIGMOID:
+            z[s] = 1.0 / (1.0 + math.exp(-z[s]))
+
+    def _check(self, params, X, first, n):
+        """The viper code reads without bounds checks: the buffers must fit."""
+        if n <= 0 or first < 0:
+            raise ValueError("batch must hold at least one sample")
+        if len(params) != self.n_params:
+            raise ValueError("params must hold n_params floats")
+        if len(X) < (first + n) * self.n_features:
+            raise ValueError("X holds fewer than the rows asked for")
 
     def forward(self, params, X, n, out):
         """Outputs of n rows into out (n * n_outputs): value, P(y=1) or class probs."""
+        self._check(params, X, 0, n)
         nf, no = self.n_features, self.n_outputs
-        for s in range(n):
-            z = self._forward_one(params, X, s * nf)
-            if self.out == OUT_SOFTMAX:
-                _softmax_ce(z, no, 0)
-            elif self.out == OUT_SIGMOID:
-                z[0] = 1.0 / (1.0 + math.exp(-z[0]))
-            for j in range(no):
-                out[s * no + j] = z[j]
+        for start in range(0, n, self.rows):
+            m = min(self.rows, n - start)
+            ok = self._forward(params, X, start * nf, m)
+            z = self.h[-1]
+            for s in range(m):
+                self._outputs(s)
+                o = (start + s) * no
+                for j in range(no):
+                    out[o + j] = z[s * no + j] if ok else float("nan")
         return out
 
     def predict_one(self, params, X, s):
         """Class id (or value, for linear) of row s."""
-        z = self._forward_one(params, X, s * self.n_features)
+        self._check(params, X, s, 1)
+        self._forward(params, X, s * self.n_features, 1)
+        z = self.h[-1]
         if self.out == OUT_IDENTITY:
             return z[0]
         if self.out == OUT_SIGMOID:

@@ -19,7 +19,7 @@ class KernelTrainer:
         """``buffers``: optional (params, grad) array('f') pairs reserved early."""
         if batch < 1:
             raise ValueError("batch must be a positive integer")
-        self.net = Model(spec)
+        self.net = Model(spec, batch)  # per-batch scratch taken once, here
         if buffers is None:
             buffers = reserve(self.net.n_params)
         self.params, self.grad = buffers

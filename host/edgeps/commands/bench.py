@@ -19,6 +19,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "edgeps.bench.fw_publish",
         "QoS1 publish rate of the firmware MQTT client under MicroPython",
     ),
+    "fw-kernels": ("edgeps.bench.fw_kernels", "board kernels: MicroPython vs numpy"),
 }
 
 
