@@ -5,6 +5,10 @@ precompiles it too. Only the network bring-up differs between ports: on the
 ESP32 every (re)connect first makes sure Wi-Fi is up. Imports are
 deliberately late: the parameter and gradient buffers are reserved first,
 while the heap is still unfragmented.
+
+A finished run (job done, max_iterations, a config error, out of memory)
+ends in ``finish``: an exit status where there is an operating system, the
+REPL on a board, which then stays idle until it is reset.
 """
 
 import gc
@@ -13,9 +17,25 @@ import sys
 
 from edgeps_worker import clock
 
+# ports with an operating system to hand an exit status to
+HOSTED = ("linux", "darwin", "win32")
+
 
 def _is_esp32():
     return sys.platform == "esp32"
+
+
+def finish(status):
+    """End main.py with ``status``: sys.exit on an OS, back to the REPL on a board.
+
+    On the ESP32 a SystemExit leaving main.py makes MicroPython soft-reset the
+    board (pyexec's forced exit), so a finished board would rejoin, finish
+    again and rewrite its incarnation file forever; returning instead leaves
+    it idle at the REPL until someone resets it.
+    """
+    if sys.platform in HOSTED:
+        sys.exit(status)
+    print("edgeps worker: finished, status " + str(status) + "; idle until reset")
 
 
 def read_config(path):
@@ -63,6 +83,26 @@ def build_source(cfg, n_features, label_kind):
     return src
 
 
+def tls_context(ca_path):
+    """A TLS client context that trusts the CA in ``ca_path`` (PEM or DER).
+
+    MicroPython's mbedtls takes the CA as DER, so a PEM file is decoded here.
+    """
+    import ssl
+    from binascii import a2b_base64
+
+    with open(ca_path, "rb") as f:
+        ca = f.read()
+    if ca.startswith(b"-----BEGIN"):
+        lines = ca.split(b"-----")[2].split()
+        ca = a2b_base64(b"".join(lines))
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    # MicroPython's default for clients is CERT_NONE
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    ctx.load_verify_locations(cadata=ca)
+    return ctx
+
+
 def make_transport(cfg):
     """The firmware MQTT client; on an ESP32 it brings Wi-Fi back on connect."""
     from edgeps_worker.mqtt import MQTTClient
@@ -71,7 +111,7 @@ def make_transport(cfg):
         def connect(
             self, will_topic=None, will_payload=None, will_retain=False, clean=True
         ):
-            from boot import wifi_connect
+            from edgeps_worker.wifi import wifi_connect
 
             if not wifi_connect(
                 cfg["wifi_ssid"], cfg["wifi_password"], cfg["wifi_timeout_ms"], 1
@@ -80,6 +120,12 @@ def make_transport(cfg):
             super().connect(will_topic, will_payload, will_retain, clean)
 
     cls = BoardMQTT if _is_esp32() else MQTTClient
+    ctx = None
+    if cfg["tls_ca"]:
+        try:
+            ctx = tls_context(cfg["tls_ca"])
+        except (OSError, ValueError, IndexError) as exc:
+            raise ValueError("tls_ca " + cfg["tls_ca"] + ": " + str(exc)) from None
     return cls(
         cfg["worker_id"],
         cfg["broker_host"],
@@ -90,6 +136,8 @@ def make_transport(cfg):
         # the host chunks to our max_chunk; anything far larger is refused
         # before a buffer for it is allocated (topic and MQTT header fit in 256)
         max_packet=cfg["max_chunk"] + 256,
+        ssl_context=ctx,
+        server_hostname=cfg["tls_hostname"] or cfg["broker_host"],
     )
 
 
@@ -185,5 +233,7 @@ def main(argv):
         # would fail the same way, so say why and stop
         print("edgeps worker: " + str(exc))
         return 2
+    if reason == "memory":
+        print("edgeps worker: out of memory; try a smaller max_chunk, batch or model")
     print("stopped: " + reason + " " + json.dumps(w.stats))
     return 0 if reason in ("done", "iterations", "stopped") else 1
