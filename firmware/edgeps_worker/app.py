@@ -83,26 +83,6 @@ def build_source(cfg, n_features, label_kind):
     return src
 
 
-def tls_context(ca_path):
-    """A TLS client context that trusts the CA in ``ca_path`` (PEM or DER).
-
-    MicroPython's mbedtls takes the CA as DER, so a PEM file is decoded here.
-    """
-    import ssl
-    from binascii import a2b_base64
-
-    with open(ca_path, "rb") as f:
-        ca = f.read()
-    if ca.startswith(b"-----BEGIN"):
-        lines = ca.split(b"-----")[2].split()
-        ca = a2b_base64(b"".join(lines))
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    # MicroPython's default for clients is CERT_NONE
-    ctx.verify_mode = ssl.CERT_REQUIRED
-    ctx.load_verify_locations(cadata=ca)
-    return ctx
-
-
 def make_transport(cfg):
     """The firmware MQTT client; on an ESP32 it brings Wi-Fi back on connect."""
     from edgeps_worker.mqtt import MQTTClient
@@ -122,10 +102,9 @@ def make_transport(cfg):
     cls = BoardMQTT if _is_esp32() else MQTTClient
     ctx = None
     if cfg["tls_ca"]:
-        try:
-            ctx = tls_context(cfg["tls_ca"])
-        except (OSError, ValueError, IndexError) as exc:
-            raise ValueError("tls_ca " + cfg["tls_ca"] + ": " + str(exc)) from None
+        from edgeps_worker.tlsconf import tls_context  # only then: code is heap
+
+        ctx = tls_context(cfg["tls_ca"])
     return cls(
         cfg["worker_id"],
         cfg["broker_host"],
@@ -198,7 +177,7 @@ def build(path, stop=None):
         cfg["batch"],
         buffers,
     )
-    return worker.Worker(
+    w = worker.Worker(
         make_transport(cfg),
         net,
         cfg["job"],
@@ -216,6 +195,12 @@ def build(path, stop=None):
         else None,
         log=print if cfg["verbose"] else None,
     )
+    if cfg["step_heartbeats"]:
+        # steps longer than the host's liveness timeout: beat during them
+        from edgeps_worker import alive
+
+        alive.install(w, cfg["heartbeat_ms"])
+    return w
 
 
 def main(argv):
@@ -233,6 +218,10 @@ def main(argv):
         # would fail the same way, so say why and stop
         print("edgeps worker: " + str(exc))
         return 2
+    finally:
+        close = getattr(w.trainer, "close", None)  # alive.StepHeartbeat's thread
+        if close is not None:
+            close()
     if reason == "memory":
         print("edgeps worker: out of memory; try a smaller max_chunk, batch or model")
     print("stopped: " + reason + " " + json.dumps(w.stats))

@@ -31,6 +31,7 @@ KEYS = {
     "seed": (int, 1),
     "max_iterations": (int, 0),
     "heartbeat_ms": (int, 5000),
+    "step_heartbeats": (bool, False),
     "release_timeout_ms": (int, 15000),
     "max_chunk": (int, 1024),
     "tls_ca": (str, ""),

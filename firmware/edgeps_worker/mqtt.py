@@ -88,17 +88,17 @@ class MQTTClient:
         self.retries = retries
         self.max_packet = max_packet
         self.max_queue = max_queue
-        if opener is None:
 
-            def opener(host, port, timeout_ms):
-                return SocketLink(host, port, timeout_ms, ssl_context, server_hostname)
+        def tcp(host, port, timeout_ms):
+            return SocketLink(host, port, timeout_ms, ssl_context, server_hostname)
 
-        self._opener = opener
+        self._opener = opener or tcp
         self._link = None
         self._acked = False  # CONNACK received on this link
         self._clean = True
-        self._wbuf = bytearray(512)
-        # one packet at most: fixed header byte, 4 length bytes, max_packet
+        # both allocated once, early, for the largest packet (fixed header
+        # byte, 4 length bytes, max_packet): no growth in a fragmented heap
+        self._wbuf = bytearray(min(max_packet, 16384) + 5)
         self._rbuf = bytearray(max_packet + 5)
         self._rmv = memoryview(self._rbuf)
         self._r0 = 0  # unread bytes are _rbuf[_r0:_r1]
@@ -317,7 +317,7 @@ class MQTTClient:
         self._r0 = 0
 
     def _read_packet(self, t0, timeout_ms):
-        """(first byte, body bytes) of the next packet, or None on timeout."""
+        """(first byte, body memoryview) of the next packet, or None on timeout."""
         if not self._fill(2, t0, timeout_ms):
             return None
         while True:
@@ -341,7 +341,9 @@ class MQTTClient:
             return None
         start = self._r0 + off
         first = self._rbuf[self._r0]
-        body = bytes(self._rmv[start : start + rl])
+        # a view, valid until the next read: callers parse it at once, and a
+        # PUBLISH copies only its payload
+        body = self._rmv[start : start + rl]
         self._r0 = start + rl
         if self._r0 == self._r1:
             self._r0 = self._r1 = 0

@@ -192,38 +192,25 @@ def parse_publish(first, body):
     return topic, bytes(body[i:]), qos, pid
 
 
-# fixed-header byte and remaining length each packet type must have
-_EXACT = {CONNACK: (0x20, 2), PUBACK: (0x40, 2), SUBACK: (0x90, 3), PINGRESP: (0xD0, 0)}
-
-
 def check_header(first, rl, connected):
     """Why a packet a broker sent breaks MQTT 3.1.1, or None if it may come.
 
     ``first`` is the fixed-header byte, ``rl`` the remaining length and
     ``connected`` whether CONNACK was received. The first packet after
-    CONNECT must be CONNACK [MQTT-3.2.0-1]; reserved flag bits must be as
-    the spec says [MQTT-2.2.2-2]; QoS 3 does not exist [MQTT-3.3.1-4], QoS 2
-    was never subscribed to, and a QoS 0 PUBLISH has no DUP [MQTT-3.3.1-2].
+    CONNECT must be CONNACK [MQTT-3.2.0-1], and only once; reserved flag bits
+    must be as the spec says [MQTT-2.2.2-2]; a PUBLISH has QoS 0 without DUP
+    [MQTT-3.3.1-2] or QoS 1: QoS 3 does not exist [MQTT-3.3.1-4] and QoS 2
+    was never subscribed to. Acks and PINGRESP have their fixed lengths.
     """
-    kind = first & 0xF0
     if not connected:
-        return None if kind == CONNACK and _fits(first, rl) else "packet before CONNACK"
-    if kind == PUBLISH:
+        return None if first == CONNACK and rl == 2 else "packet before CONNACK"
+    if first & 0xF0 == PUBLISH:
         qos = (first >> 1) & 3
-        if qos == 3:
-            return "PUBLISH with QoS 3"
-        if qos == 2:
-            return "PUBLISH with QoS 2 (subscribed at QoS 1)"
-        if qos == 0 and first & 0x08:
-            return "QoS 0 PUBLISH with DUP"
+        if qos > 1 or not qos and first & 0x08:
+            return "PUBLISH flags 0x%02x" % first
         return None
-    if kind == CONNACK:
-        return "second CONNACK"
-    if kind in _EXACT:
-        return None if _fits(first, rl) else "malformed header 0x%02x" % first
+    if first == PUBACK and rl == 2 or first == SUBACK and rl == 3:
+        return None
+    if first == PINGRESP and rl == 0:
+        return None
     return "unexpected packet 0x%02x" % first
-
-
-def _fits(first, rl):
-    want = _EXACT.get(first & 0xF0)
-    return want is not None and want[0] == first and want[1] == rl

@@ -6,8 +6,8 @@ a QoS 1 round trip, or 'refused <reason>' when the connection was refused.
 
 import sys
 
-from edgeps_worker.app import tls_context
 from edgeps_worker.mqtt import MQTTClient
+from edgeps_worker.tlsconf import tls_context
 
 port, ca, hostname, user, password = sys.argv[1:6]
 c = MQTTClient(
