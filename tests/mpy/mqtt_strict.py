@@ -3,6 +3,7 @@
 Runs under MicroPython and CPython. Each check prints 'ok NAME' or 'FAIL NAME'.
 """
 
+from edgeps_worker import clock
 from edgeps_worker import mqtt_packets as mp
 from edgeps_worker.mqtt import MQTTClient
 
@@ -144,3 +145,20 @@ link.inbox += mp.publish_packet("edgeps/j/down/w", big, 1, False, 9)
 got = c.poll(50)
 check("rbuf_once", got == ("edgeps/j/down/w", big) and c._rbuf is buf)
 check("rbuf_size", len(buf) == 1024 + 256 + 5)
+
+
+class TrickleLink(ScriptedLink):
+    """Takes one byte per send, 2 ms apart: a peer that reads ever so slowly."""
+
+    def send(self, mv):
+        if mv[0] == mp.CONNECT and len(self.packets) == 0:
+            return ScriptedLink.send(self, mv)
+        clock.sleep_ms(2)
+        return 1
+
+
+# 5 KB at 500 B/s would take 10 s: the 50 ms send deadline ends it
+link = TrickleLink()
+c = client(link)
+c.connect()
+check("trickle_send", raises_oserror(lambda: c.publish("t", bytes(5000), 0)))
