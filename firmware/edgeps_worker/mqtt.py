@@ -275,9 +275,11 @@ class MQTTClient:
                 n = link.send(mv)
                 if n:
                     mv = mv[n:]
+                    if not len(mv):
+                        break
                 left = self.timeout_ms - ticks_diff(ticks_ms(), t0)
                 # a peer taking a few bytes at a time must not stretch the wait
-                if len(mv) and (left <= 0 or not n and not link.wait(True, left)):
+                if left <= 0 or not n and not link.wait(True, left):
                     raise OSError(ETIMEDOUT, "send timed out")
         except OSError:
             self.close_link()
@@ -303,10 +305,10 @@ class MQTTClient:
                 raise
             if n:
                 self._r1 += n
+                if self._r1 - self._r0 >= need:
+                    break
             left = timeout_ms - ticks_diff(ticks_ms(), t0)
-            if self._r1 - self._r0 < need and (
-                left <= 0 or not n and not link.wait(False, left)
-            ):
+            if left <= 0 or not n and not link.wait(False, left):
                 return False
         return True
 
