@@ -21,7 +21,7 @@ def _lines(out: str) -> list[str]:
 
 CHECKS = [
     "qos3", "qos2", "dup_qos0", "pubrel", "pingresp_flags", "second_connack",
-    "before_connack", "session_present", "qos1_ok", "flood_pingresp",
+    "before_connack", "session_present", "suback_qos2", "qos1_ok", "flood_pingresp",
     "flood_publish", "flood_poll", "password_needs_user", "connect_packet_refuses",
     "rbuf_once", "rbuf_size", "trickle_send",
 ]  # fmt: skip

@@ -167,6 +167,8 @@ class MQTTClient:
                 ack = parse_suback(got)
                 if ack is None or ack[1] == 0x80:
                     raise OSError(ECONNRESET, "subscription refused: " + str(topic))
+                if ack[1] > qos:  # a broker may grant less, never more
+                    self._violation("SUBACK granted QoS %d" % ack[1])
                 return
         self._dead("no SUBACK")
 

@@ -99,6 +99,21 @@ present = ScriptedLink(first=b"\x20\x02\x01\x00")
 c = client(present)
 check("session_present", raises_oserror(c.connect) and c.violations == 1)
 
+
+# a SUBACK granting more than was asked for
+class GrantsQoS2(ScriptedLink):
+    def send(self, mv):
+        n = ScriptedLink.send(self, mv)
+        if mv[0] & 0xF0 == mp.SUBSCRIBE:
+            self.inbox = self.inbox[:-1] + b"\x02"
+        return n
+
+
+greedy = GrantsQoS2()
+c = client(greedy)
+c.connect()
+check("suback_qos2", raises_oserror(lambda: c.subscribe("d", 1)) and greedy.closed)
+
 # QoS 1 still works and is acknowledged after all that
 link = ScriptedLink()
 c = client(link)
