@@ -150,3 +150,20 @@ def test_out_of_memory_exits_1_on_the_unix_port(micropython, mosquitto, tmp_path
     # Assert
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "stopped: memory" in proc.stdout
+
+
+def test_a_model_too_big_for_the_heap_is_a_clear_error(micropython, tmp_path):
+    # Prepare: 150,000 parameters cannot fit a 128 KB heap
+    cfg = write_worker_config(tmp_path, 1883, model="mlp:64-2000-10")
+    env = dict(os.environ, MICROPYPATH=f"{FIRMWARE}:.frozen")
+
+    # Execute
+    proc = subprocess.run(
+        [micropython, "-X", "heapsize=128K", str(FIRMWARE / "main.py"), str(cfg)],
+        capture_output=True, text=True, timeout=60, env=env, cwd=FIRMWARE,
+    )  # fmt: skip
+
+    # Assert: a message and a status, not a traceback
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "out of memory at start-up" in proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr

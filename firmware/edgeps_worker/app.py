@@ -210,6 +210,9 @@ def main(argv):
     except (ValueError, OSError) as exc:
         print("edgeps worker: " + str(exc))
         return 2
+    except MemoryError as exc:  # the model, batch or chunks do not fit this heap
+        print("edgeps worker: out of memory at start-up: " + str(exc))
+        return 2
     print("edgeps worker " + w.wid + " job " + w.job + " " + w.trainer.model)
     try:
         reason = w.run()
