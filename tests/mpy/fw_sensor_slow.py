@@ -1,6 +1,6 @@
-"""A sensor whose readings take 2.5 s each after the first five: long steps.
+"""A sensor whose readings take 4 s each after the first five: long steps.
 
-The worker takes one reading per step, so each step outlasts a 1 s liveness
+The worker takes one reading per step, so each step outlasts a 2 s liveness
 timeout on the host, like a big model on a slow board.
 """
 
@@ -14,7 +14,7 @@ def read(xbuf):
     k = _n[0]
     _n[0] = k + 1
     if k >= 5:
-        time.sleep_ms(2500)  # type: ignore[attr-defined]
+        time.sleep_ms(4000)  # type: ignore[attr-defined]
     for i in range(len(xbuf)):
         xbuf[i] = ((k * 7 + i * 3) % 11 - 5) / 5.0
     return 1 if xbuf[0] > 0 else 0
