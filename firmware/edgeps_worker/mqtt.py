@@ -95,9 +95,9 @@ class MQTTClient:
         self._opener = opener or tcp
         self._link = None
         self._acked = False  # CONNACK received on this link
-        self._clean = True
-        # both allocated once, early, for the largest packet (fixed header
-        # byte, 4 length bytes, max_packet): no growth in a fragmented heap
+        # allocated once, early, for the largest packet (fixed header byte,
+        # 4 length bytes, max_packet): no growth in a fragmented heap (only
+        # a send buffer past 16 KB grows, for clients off the board)
         self._wbuf = bytearray(min(max_packet, 16384) + 5)
         self._rbuf = bytearray(max_packet + 5)
         self._rmv = memoryview(self._rbuf)
@@ -129,7 +129,6 @@ class MQTTClient:
         self._queue = []
         self._ping_sent = None
         self._acked = False
-        self._clean = clean
         try:
             pkt = connect_packet(
                 self.client_id,
