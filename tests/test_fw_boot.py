@@ -1,4 +1,4 @@
-"""boot.wifi_connect under MicroPython with a scripted WLAN: retries, bounded waits."""
+"""boot.py's Wi-Fi (edgeps_worker.wifi) under MicroPython, scripted WLAN: retries."""
 
 from __future__ import annotations
 

@@ -43,3 +43,15 @@ def test_a_missing_sensor_module_is_a_clear_error(board_main, tmp_path):
         )
     )  # fmt: skip
     assert board_main.main(["main.py", str(cfg)]) == 2
+
+
+def test_a_password_needs_a_username(board_main, tmp_path):
+    from edgeps_worker import config
+
+    base = {"job": "j", "worker_id": "w", "model": "logistic:4",
+            "broker_host": "h", "sensor": "s"}  # fmt: skip
+    with pytest.raises(ValueError, match="a password needs a username"):
+        config.validate(dict(base, password="pw"))
+    cfg = config.validate(dict(base, username="u", password="pw"))
+    assert (cfg["username"], cfg["password"]) == ("u", "pw")
+    assert (cfg["tls_ca"], cfg["tls_hostname"]) == ("", "")

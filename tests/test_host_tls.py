@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from edgeps.transport.broker import free_port, mosquitto_path, wait_listening
 from edgeps.transport.options import PASSWORD_ENV
+from tls_certs import make_certs
 
 pytestmark = pytest.mark.integration
 
@@ -27,57 +28,7 @@ def tls_broker(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     exe = mosquitto_path()
     if exe is None or shutil.which("openssl") is None:
         pytest.skip("needs mosquitto and openssl")
-    ca_key, ca = tmp_path / "ca.key", tmp_path / "ca.pem"
-    key, csr, cert = tmp_path / "srv.key", tmp_path / "srv.csr", tmp_path / "srv.pem"
-    _run(
-        "openssl",
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-days",
-        "2",
-        "-keyout",
-        str(ca_key),
-        "-out",
-        str(ca),
-        "-subj",
-        "/CN=edgeps test CA",
-    )
-    _run(
-        "openssl",
-        "req",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        str(key),
-        "-out",
-        str(csr),
-        "-subj",
-        "/CN=127.0.0.1",
-    )
-    ext = tmp_path / "ext.cnf"
-    ext.write_text("subjectAltName=IP:127.0.0.1\n")
-    _run(
-        "openssl",
-        "x509",
-        "-req",
-        "-in",
-        str(csr),
-        "-CA",
-        str(ca),
-        "-CAkey",
-        str(ca_key),
-        "-CAcreateserial",
-        "-out",
-        str(cert),
-        "-days",
-        "2",
-        "-extfile",
-        str(ext),
-    )
+    ca, cert, key = make_certs(tmp_path)
     passwd = tmp_path / "passwd"
     _run("mosquitto_passwd", "-b", "-c", str(passwd), "edge", "s3cret")
     port = free_port()

@@ -5,6 +5,10 @@ precompiles it too. Only the network bring-up differs between ports: on the
 ESP32 every (re)connect first makes sure Wi-Fi is up. Imports are
 deliberately late: the parameter and gradient buffers are reserved first,
 while the heap is still unfragmented.
+
+A finished run (job done, max_iterations, a config error, out of memory)
+ends in ``finish``: an exit status where there is an operating system, the
+REPL on a board, which then stays idle until it is reset.
 """
 
 import gc
@@ -13,9 +17,25 @@ import sys
 
 from edgeps_worker import clock
 
+# ports with an operating system to hand an exit status to
+HOSTED = ("linux", "darwin", "win32")
+
 
 def _is_esp32():
     return sys.platform == "esp32"
+
+
+def finish(status):
+    """End main.py with ``status``: sys.exit on an OS, back to the REPL on a board.
+
+    On the ESP32 a SystemExit leaving main.py makes MicroPython soft-reset the
+    board (pyexec's forced exit), so a finished board would rejoin, finish
+    again and rewrite its incarnation file forever; returning instead leaves
+    it idle at the REPL until someone resets it.
+    """
+    if sys.platform in HOSTED:
+        sys.exit(status)
+    print("edgeps worker: finished, status " + str(status) + "; idle until reset")
 
 
 def read_config(path):
@@ -71,7 +91,7 @@ def make_transport(cfg):
         def connect(
             self, will_topic=None, will_payload=None, will_retain=False, clean=True
         ):
-            from boot import wifi_connect
+            from edgeps_worker.wifi import wifi_connect
 
             if not wifi_connect(
                 cfg["wifi_ssid"], cfg["wifi_password"], cfg["wifi_timeout_ms"], 1
@@ -80,6 +100,11 @@ def make_transport(cfg):
             super().connect(will_topic, will_payload, will_retain, clean)
 
     cls = BoardMQTT if _is_esp32() else MQTTClient
+    ctx = None
+    if cfg["tls_ca"]:
+        from edgeps_worker.tlsconf import tls_context  # only then: code is heap
+
+        ctx = tls_context(cfg["tls_ca"])
     return cls(
         cfg["worker_id"],
         cfg["broker_host"],
@@ -90,6 +115,8 @@ def make_transport(cfg):
         # the host chunks to our max_chunk; anything far larger is refused
         # before a buffer for it is allocated (topic and MQTT header fit in 256)
         max_packet=cfg["max_chunk"] + 256,
+        ssl_context=ctx,
+        server_hostname=cfg["tls_hostname"] or cfg["broker_host"],
     )
 
 
@@ -150,7 +177,7 @@ def build(path, stop=None):
         cfg["batch"],
         buffers,
     )
-    return worker.Worker(
+    w = worker.Worker(
         make_transport(cfg),
         net,
         cfg["job"],
@@ -168,6 +195,12 @@ def build(path, stop=None):
         else None,
         log=print if cfg["verbose"] else None,
     )
+    if cfg["step_heartbeats"]:
+        # steps longer than the host's liveness timeout: beat during them
+        from edgeps_worker import alive
+
+        alive.install(w, cfg["heartbeat_ms"])
+    return w
 
 
 def main(argv):
@@ -177,6 +210,9 @@ def main(argv):
     except (ValueError, OSError) as exc:
         print("edgeps worker: " + str(exc))
         return 2
+    except MemoryError as exc:  # the model, batch or chunks do not fit this heap
+        print("edgeps worker: out of memory at start-up: " + str(exc))
+        return 2
     print("edgeps worker " + w.wid + " job " + w.job + " " + w.trainer.model)
     try:
         reason = w.run()
@@ -185,5 +221,11 @@ def main(argv):
         # would fail the same way, so say why and stop
         print("edgeps worker: " + str(exc))
         return 2
+    finally:
+        close = getattr(w.trainer, "close", None)  # alive.StepHeartbeat's thread
+        if close is not None:
+            close()
+    if reason == "memory":
+        print("edgeps worker: out of memory; try a smaller max_chunk, batch or model")
     print("stopped: " + reason + " " + json.dumps(w.stats))
     return 0 if reason in ("done", "iterations", "stopped") else 1

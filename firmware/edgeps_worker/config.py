@@ -31,8 +31,11 @@ KEYS = {
     "seed": (int, 1),
     "max_iterations": (int, 0),
     "heartbeat_ms": (int, 5000),
+    "step_heartbeats": (bool, False),
     "release_timeout_ms": (int, 15000),
     "max_chunk": (int, 1024),
+    "tls_ca": (str, ""),
+    "tls_hostname": (str, ""),
     "hmac_key": (str, ""),
     "incarnation_file": (str, "incarnation.txt"),
     "verbose": (bool, True),
@@ -91,6 +94,10 @@ def validate(raw, board=False):
             problems.append(str(exc))
     if cfg.get("broker_host") == "":
         problems.append("broker_host must not be empty")
+    if cfg.get("password") and not cfg.get("username"):
+        # MQTT 3.1.1 has no password without a user name [MQTT-3.1.2-22]:
+        # brokers drop such a CONNECT, and the board would retry forever
+        problems.append("a password needs a username")
     if not problems and (cfg["data"] == "") == (cfg["sensor"] == ""):
         problems.append("give exactly one of 'data' (a file) or 'sensor' (a module)")
     if board and not cfg.get("wifi_ssid"):

@@ -2,10 +2,16 @@
 
 One preallocated buffer per packet sent in one write (so Nagle and delayed
 ACK never stall a QoS 1 round trip), TCP_NODELAY where the port has it,
-packet ids 1..65535, bounded waits everywhere, PUBACK retries with DUP,
-keepalive pings from ``poll``. Packet building and parsing are pure
-functions (``mqtt_packets``); the socket sits behind a small link object.
-Reconnection lives in ``mqtt_reconnect.ReconnectingClient``.
+packet ids 1..65535, PUBACK retries with DUP, keepalive pings from ``poll``,
+optional TLS (``ssl_context``). Every wait ends at its deadline whatever the
+peer sends. The client is strict: a packet MQTT 3.1.1 does not allow from a
+broker (``mqtt_packets.check_header``: anything before CONNACK, QoS 2 or 3,
+wrong flags) closes the link with OSError, counted in ``violations``; the
+caller reconnects. The QoS 2 flow is not implemented (the worker subscribes
+at QoS 1). A PUBLISH whose framing is sound but whose topic or packet id is
+malformed is counted in ``dropped`` and skipped. Packet building and parsing
+are pure functions (``mqtt_packets``); the socket sits behind a small link
+object. The caller owns reconnection (the worker loop rejoins its job).
 """
 
 from edgeps_worker.mqtt_link import (
@@ -19,10 +25,10 @@ from edgeps_worker.mqtt_packets import (
     CONNACK,
     DISCONNECT_BYTES,
     PINGREQ_BYTES,
-    PINGRESP,
     PUBACK,
     PUBLISH,
     SUBACK,
+    check_header,
     connect_packet,
     parse_connack,
     parse_publish,
@@ -40,10 +46,15 @@ class MQTTClient:
 
     Parameters
     ----------
-    timeout_ms: bound on one wait for CONNACK, SUBACK or PUBACK.
+    user, password: a password needs a user [MQTT-3.1.2-22] (ValueError).
+    timeout_ms: bound on one wait for CONNACK, SUBACK or PUBACK, on one send.
     retries: PUBLISH resends (with DUP) before the link is declared dead.
+    max_packet: largest remaining length accepted; the receive buffer is
+        allocated once for it, so it never grows at run time.
     max_queue: incoming messages held while waiting for an ack; the oldest
         is dropped (and counted in ``dropped``) beyond it.
+    ssl_context: an ``ssl.SSLContext`` (MicroPython or CPython) for TLS, with
+        ``server_hostname`` the name the broker's certificate must carry.
     opener: ``opener(host, port, timeout_ms) -> link``; tests pass a fake.
     """
 
@@ -57,10 +68,14 @@ class MQTTClient:
         keepalive=60,
         timeout_ms=5000,
         retries=3,
-        max_packet=1 << 20,
+        max_packet=16384,
         max_queue=64,
+        ssl_context=None,
+        server_hostname=None,
         opener=None,
     ):
+        if password is not None and user is None:
+            raise ValueError("a password needs a username [MQTT-3.1.2-22]")
         if isinstance(client_id, str):
             client_id = client_id.encode()
         self.client_id = client_id
@@ -73,10 +88,18 @@ class MQTTClient:
         self.retries = retries
         self.max_packet = max_packet
         self.max_queue = max_queue
-        self._opener = opener or SocketLink
+
+        def tcp(host, port, timeout_ms):
+            return SocketLink(host, port, timeout_ms, ssl_context, server_hostname)
+
+        self._opener = opener or tcp
         self._link = None
-        self._wbuf = bytearray(512)
-        self._rbuf = bytearray(1024)
+        self._acked = False  # CONNACK received on this link
+        # allocated once, early, for the largest packet (fixed header byte,
+        # 4 length bytes, max_packet): no growth in a fragmented heap (only
+        # a send buffer past 16 KB grows, for clients off the board)
+        self._wbuf = bytearray(min(max_packet, 16384) + 5)
+        self._rbuf = bytearray(max_packet + 5)
         self._rmv = memoryview(self._rbuf)
         self._r0 = 0  # unread bytes are _rbuf[_r0:_r1]
         self._r1 = 0
@@ -86,6 +109,7 @@ class MQTTClient:
         self._ping_sent = None
         self.dropped = 0
         self.resent = 0
+        self.violations = 0
 
     @property
     def connected(self):
@@ -104,6 +128,7 @@ class MQTTClient:
         self._r0 = self._r1 = 0
         self._queue = []
         self._ping_sent = None
+        self._acked = False
         try:
             pkt = connect_packet(
                 self.client_id,
@@ -120,7 +145,10 @@ class MQTTClient:
             got = self._wait_for(CONNACK, None, ticks_ms(), self.timeout_ms)
             if got is None:
                 raise OSError(ETIMEDOUT, "no CONNACK")
-            rc = parse_connack(got)
+            self._acked = True
+            rc = parse_connack(got, clean)
+            if rc == 255:
+                self._violation("malformed CONNACK")
             if rc != 0:
                 raise OSError(ECONNRESET, "broker refused connection: rc=%d" % rc)
         except BaseException:
@@ -138,6 +166,8 @@ class MQTTClient:
                 ack = parse_suback(got)
                 if ack is None or ack[1] == 0x80:
                     raise OSError(ECONNRESET, "subscription refused: " + str(topic))
+                if ack[1] > qos:  # a broker may grant less, never more
+                    self._violation("SUBACK granted QoS %d" % ack[1])
                 return
         self._dead("no SUBACK")
 
@@ -219,6 +249,11 @@ class MQTTClient:
         self.close_link()
         raise OSError(ETIMEDOUT, why)
 
+    def _violation(self, why):
+        self.violations += 1
+        self.close_link()
+        raise OSError(ECONNRESET, "protocol violation: " + why)
+
     def _keepalive(self):
         if not self.keepalive:
             return
@@ -241,9 +276,11 @@ class MQTTClient:
                 n = link.send(mv)
                 if n:
                     mv = mv[n:]
-                    continue
+                    if not len(mv):
+                        break
                 left = self.timeout_ms - ticks_diff(ticks_ms(), t0)
-                if left <= 0 or not link.wait(True, left):
+                # a peer taking a few bytes at a time must not stretch the wait
+                if left <= 0 or not n and not link.wait(True, left):
                     raise OSError(ETIMEDOUT, "send timed out")
         except OSError:
             self.close_link()
@@ -251,13 +288,17 @@ class MQTTClient:
         self._last_send = ticks_ms()
 
     def _fill(self, need, t0, timeout_ms):
-        """Read until ``need`` bytes are buffered; False on timeout."""
+        """Read until ``need`` bytes are buffered; False once the deadline passed.
+
+        One read is made even at the deadline (a zero wait takes what the
+        socket holds), none after it, however much the peer keeps sending.
+        """
         link = self._link
         if link is None:
             raise OSError(ECONNRESET, "not connected")
         while self._r1 - self._r0 < need:
             if len(self._rbuf) - self._r0 < need:
-                self._compact(need)
+                self._compact()
             try:
                 n = link.recv_into(self._rmv[self._r1 :])
             except OSError:
@@ -265,30 +306,21 @@ class MQTTClient:
                 raise
             if n:
                 self._r1 += n
-                continue
+                if self._r1 - self._r0 >= need:
+                    break
             left = timeout_ms - ticks_diff(ticks_ms(), t0)
-            if left <= 0 or not link.wait(False, left):
+            if left <= 0 or not n and not link.wait(False, left):
                 return False
         return True
 
-    def _compact(self, need):
-        size = len(self._rbuf)
-        if size < need:
-            # grow to fit, rounded up to 512 bytes: a board's heap is small
-            size = (need + 511) & ~511
+    def _compact(self):
         unread = self._rmv[self._r0 : self._r1]
-        if size != len(self._rbuf):
-            buf = bytearray(size)
-            buf[: len(unread)] = unread
-            self._rbuf = buf
-            self._rmv = memoryview(buf)
-        else:
-            self._rbuf[: len(unread)] = unread
+        self._rbuf[: len(unread)] = unread
         self._r1 -= self._r0
         self._r0 = 0
 
     def _read_packet(self, t0, timeout_ms):
-        """(first byte, body bytes) of the next packet, or None on timeout."""
+        """(first byte, body memoryview) of the next packet, or None on timeout."""
         if not self._fill(2, t0, timeout_ms):
             return None
         while True:
@@ -301,6 +333,9 @@ class MQTTClient:
             if not self._fill(self._r1 - self._r0 + 1, t0, timeout_ms):
                 return None
         rl, start = hdr
+        why = check_header(self._rbuf[self._r0], rl, self._acked)
+        if why is not None:
+            self._violation(why)
         if rl > self.max_packet:
             self._dead("packet of %d bytes exceeds max_packet" % rl)
         # _fill may compact the buffer, moving the packet to index 0
@@ -309,7 +344,9 @@ class MQTTClient:
             return None
         start = self._r0 + off
         first = self._rbuf[self._r0]
-        body = bytes(self._rmv[start : start + rl])
+        # a view, valid until the next read: callers parse it at once, and a
+        # PUBLISH copies only its payload
+        body = self._rmv[start : start + rl]
         self._r0 = start + rl
         if self._r0 == self._r1:
             self._r0 = self._r1 = 0
@@ -317,7 +354,10 @@ class MQTTClient:
         return first, body
 
     def _wait_for(self, kind, pid, t0, timeout_ms):
-        """Handle packets until one of ``kind`` (and ``pid``) arrives; its body."""
+        """Handle packets until one of ``kind`` (and ``pid``) arrives; its body.
+
+        None once the deadline has passed, even while packets keep coming.
+        """
         while True:
             got = self._read_packet(t0, timeout_ms)
             if got is None:
@@ -330,10 +370,10 @@ class MQTTClient:
                     return body
             elif ptype == kind and (pid is None or parse_u16(body, 0) == pid):
                 return body
-            elif ptype == PINGRESP or ptype == PUBACK or ptype == SUBACK:
-                pass  # late acks of earlier retries, ping answers
-            else:
-                self._dead("unexpected packet 0x%02x" % first)
+            # anything else check_header let through: late acks of earlier
+            # retries, ping answers
+            if ticks_diff(ticks_ms(), t0) >= timeout_ms:
+                return None
 
     def _incoming(self, first, body):
         msg = parse_publish(first, body)
@@ -343,9 +383,6 @@ class MQTTClient:
         topic, payload, qos, pid = msg
         if qos == 1:
             self._send(memoryview(puback_packet(pid)))
-        elif qos == 2:
-            self.dropped += 1  # never subscribed at QoS 2
-            return
         if len(self._queue) >= self.max_queue:
             self._queue.pop(0)
             self.dropped += 1

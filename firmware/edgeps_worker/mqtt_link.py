@@ -1,4 +1,4 @@
-"""Socket side of the MQTT client: a non-blocking TCP link with bounded waits."""
+"""Socket side of the MQTT client: a non-blocking TCP (or TLS) link, bounded waits."""
 
 import errno
 import time
@@ -26,10 +26,22 @@ ETIMEDOUT = errno.ETIMEDOUT
 ECONNRESET = errno.ECONNRESET
 
 
-class SocketLink:
-    """A non-blocking TCP socket with bounded waits (select.poll)."""
+def _want_more(e):
+    """True for 'try again later' from a plain or a TLS socket (CPython's ssl)."""
+    if e.args and e.args[0] in EAGAIN:
+        return True
+    return type(e).__name__ in ("SSLWantReadError", "SSLWantWriteError")
 
-    def __init__(self, host, port, timeout_ms):
+
+class SocketLink:
+    """A non-blocking TCP socket with bounded waits (select.poll).
+
+    With ``ssl_context`` the TCP connection is wrapped in TLS (handshake
+    bounded by timeout_ms) and the certificate must name ``server_hostname``;
+    a failed handshake or check is an OSError like any other failed connect.
+    """
+
+    def __init__(self, host, port, timeout_ms, ssl_context=None, server_hostname=None):
         import select
         import socket
 
@@ -48,11 +60,19 @@ class SocketLink:
                 )
             except (OSError, AttributeError, TypeError):
                 pass
+            if ssl_context is not None:
+                try:
+                    s = ssl_context.wrap_socket(s, server_hostname=server_hostname)
+                except (ValueError, RuntimeError) as exc:
+                    # MicroPython reports a bad certificate as ValueError
+                    raise OSError(ECONNRESET, "TLS: " + str(exc).strip()) from None
             s.setblocking(False)
         except BaseException:
             s.close()
             raise
         self.sock = s
+        # MicroPython TLS sockets may lack send(); write() does the same
+        self._send = getattr(s, "send", None) or s.write
         # CPython sockets have recv_into, MicroPython ones readinto
         reader = getattr(s, "recv_into", None) or getattr(s, "readinto", None)
         if reader is None:
@@ -68,9 +88,9 @@ class SocketLink:
     def send(self, mv):
         """Bytes written (maybe fewer than asked), or 0 if the socket is full."""
         try:
-            n = self.sock.send(mv)
+            n = self._send(mv)
         except OSError as e:
-            if e.args and e.args[0] in EAGAIN:
+            if _want_more(e):
                 return 0
             raise
         return n or 0
@@ -80,7 +100,7 @@ class SocketLink:
         try:
             n = self._recv_into(mv)
         except OSError as e:
-            if e.args and e.args[0] in EAGAIN:
+            if _want_more(e):
                 return None
             raise
         if n == 0:

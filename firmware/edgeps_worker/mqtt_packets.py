@@ -1,4 +1,9 @@
-"""MQTT 3.1.1 packet building and parsing: pure functions over bytes, no I/O."""
+"""MQTT 3.1.1 packet building and parsing: pure functions over bytes, no I/O.
+
+The client is strict about what a broker may send it (``check_header``): the
+worker subscribes at QoS 1 only and never sends QoS 2, so a QoS 2 PUBLISH is
+a protocol violation like a QoS 3 one; the QoS 2 flow is not implemented.
+"""
 
 import struct
 
@@ -71,9 +76,15 @@ def connect_packet(
     user=None,
     password=None,
 ):
-    """CONNECT with optional last will and username/password."""
+    """CONNECT with optional last will and username/password.
+
+    A password needs a username: MQTT 3.1.1 forbids the password flag alone
+    [MQTT-3.1.2-22], and brokers close such a connection.
+    """
     if not 0 <= keepalive <= 0xFFFF:
         raise ValueError("keepalive out of range")
+    if password is not None and user is None:
+        raise ValueError("a password needs a username [MQTT-3.1.2-22]")
     flags = 0x02 if clean else 0
     body = bytearray(b"\x00\x04MQTT\x04")
     payload = bytearray()
@@ -143,9 +154,13 @@ def parse_u16(body, i):
     return body[i] << 8 | body[i + 1]
 
 
-def parse_connack(body):
-    """Return code of a CONNACK body (0 = accepted); 255 if malformed."""
-    if len(body) != 2:
+def parse_connack(body, clean=True):
+    """Return code of a CONNACK body (0 = accepted); 255 if malformed.
+
+    Reserved bits, and a session present flag after a clean-session CONNECT
+    [MQTT-3.2.2-1], make it malformed too.
+    """
+    if len(body) != 2 or body[0] & (0xFF if clean else 0xFE):
         return 255
     return body[1]
 
@@ -175,3 +190,27 @@ def parse_publish(first, body):
             return None
         i += 2
     return topic, bytes(body[i:]), qos, pid
+
+
+def check_header(first, rl, connected):
+    """Why a packet a broker sent breaks MQTT 3.1.1, or None if it may come.
+
+    ``first`` is the fixed-header byte, ``rl`` the remaining length and
+    ``connected`` whether CONNACK was received. The first packet after
+    CONNECT must be CONNACK [MQTT-3.2.0-1], and only once; reserved flag bits
+    must be as the spec says [MQTT-2.2.2-2]; a PUBLISH has QoS 0 without DUP
+    [MQTT-3.3.1-2] or QoS 1: QoS 3 does not exist [MQTT-3.3.1-4] and QoS 2
+    was never subscribed to. Acks and PINGRESP have their fixed lengths.
+    """
+    if not connected:
+        return None if first == CONNACK and rl == 2 else "packet before CONNACK"
+    if first & 0xF0 == PUBLISH:
+        qos = (first >> 1) & 3
+        if qos > 1 or not qos and first & 0x08:
+            return "PUBLISH flags 0x%02x" % first
+        return None
+    if first == PUBACK and rl == 2 or first == SUBACK and rl == 3:
+        return None
+    if first == PINGRESP and rl == 0:
+        return None
+    return "unexpected packet 0x%02x" % first

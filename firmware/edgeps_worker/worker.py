@@ -33,10 +33,8 @@ same members on CPython, e.g. a numpy or C-kernel trainer)::
 MODEL n_params against ``trainer.n_params``. Stop reasons returned by
 ``Worker.run()``: "done" (MODEL state done), "iterations" (max_iterations
 pushes made), "stopped" (the stop callback said so), "model_mismatch" (the job
-trains a model of another size).
+trains a model of another size), "memory" (a MemoryError, fatal).
 """
-
-import gc
 
 from edgeps_worker import clock, wire
 from edgeps_worker.params_sink import ParamsSink
@@ -184,12 +182,13 @@ class Worker:
             try:
                 self._session()
                 backoff = self.backoff_min_ms
-            except (OSError, MemoryError) as exc:
-                # a heap too fragmented for one packet is survivable: drop the
-                # link (and its buffers), collect, and rejoin like after a drop
-                if isinstance(exc, MemoryError):
-                    self.stats["memory_errors"] += 1
-                    gc.collect()
+            except MemoryError as exc:
+                # a rejoin would fail the same way: stop instead of looping
+                self.stats["memory_errors"] += 1
+                self.stop_reason = "memory"
+                self._note("out of memory: " + repr(exc))
+                break
+            except OSError as exc:
                 self._note("link lost: " + repr(exc))
                 self._close()
                 if self.stop_reason is not None or self._should_stop():
@@ -431,7 +430,7 @@ class Worker:
                         self.job, self.wid, self.incarnation, "bye", self.key
                     )
                 )
-        except OSError as exc:
+        except (OSError, MemoryError) as exc:
             self._note("bye failed: " + repr(exc))
         self._close()
 

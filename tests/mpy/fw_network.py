@@ -1,4 +1,4 @@
-"""Run boot.wifi_connect against a scripted ``network`` module (no radio on unix).
+"""Run boot.py's Wi-Fi (edgeps_worker.wifi) against a scripted ``network`` module.
 
 argv: polls_until_up tries timeout_ms. Prints the result and the calls made.
 """
@@ -40,7 +40,7 @@ class network:  # noqa: N801 - stands in for the module of that name
 
 
 sys.modules["network"] = network
-import boot  # noqa: E402
+from edgeps_worker import wifi  # noqa: E402
 
-ok = boot.wifi_connect("lab", "pw", int(sys.argv[3]), int(sys.argv[2]))
+ok = wifi.wifi_connect("lab", "pw", int(sys.argv[3]), int(sys.argv[2]))
 print("RESULT", ok, " ".join(calls))

@@ -19,6 +19,8 @@ def timed_out():
 
 w = app.build(sys.argv[1], stop=timed_out)
 reason = w.run()
+if hasattr(w.trainer, "close"):
+    w.trainer.close()
 report = {
     "reason": reason,
     "stats": w.stats,

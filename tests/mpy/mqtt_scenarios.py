@@ -7,13 +7,15 @@ will, reconnect). Prints 'ok NAME' for each scenario that passed.
 import sys
 
 from edgeps_worker.mqtt import MQTTClient
-from edgeps_worker.mqtt_reconnect import ReconnectingClient
+from edgeps_worker.mqtt_link import sleep_ms
 
 PORT = int(sys.argv[1])
 
 
-def client(name, cls=MQTTClient, **kw):
-    return cls(name + "-" + sys.implementation.name, port=PORT, timeout_ms=2000, **kw)
+def client(name, **kw):
+    return MQTTClient(
+        name + "-" + sys.implementation.name, port=PORT, timeout_ms=2000, **kw
+    )
 
 
 def wait_for(c, topic, budget_ms=5000):
@@ -64,17 +66,28 @@ def will():
 
 
 def reconnect():
-    c = client("rc", ReconnectingClient, backoff_ms=50, max_backoff_ms=300, attempts=60)
+    # the worker loop's way: on OSError connect again and resubscribe
+    c = client("rc")
     c.connect("edgeps/t/will/rc", b"lost")
     c.subscribe("edgeps/t/rc", 1)
     c.publish("edgeps/t/rc", b"before", 1)
     if wait_for(c, "edgeps/t/rc") != b"before":
         return False
     print("ready")
+    reconnects = 0
     for _ in range(300):
-        c.publish("edgeps/t/rc", b"after", 1)
-        got = wait_for(c, "edgeps/t/rc", 200)
-        if c.reconnects >= 1 and got == b"after":
+        try:
+            if not c.connected:
+                c.connect("edgeps/t/will/rc", b"lost")
+                c.subscribe("edgeps/t/rc", 1)
+                reconnects += 1
+            c.publish("edgeps/t/rc", b"after", 1)
+            got = wait_for(c, "edgeps/t/rc", 200)
+        except OSError:
+            c.close_link()
+            sleep_ms(50)
+            continue
+        if reconnects >= 1 and got == b"after":
             c.close()
             return True
     return False
