@@ -39,9 +39,8 @@ def test_a_job_trains_through_the_acls_and_a_borrowed_login_gets_nowhere(
     ) == 0  # fmt: skip
     creds = out / "credentials"
     host_cfg = tmp_path / "serve.toml"
-    host_cfg.write_text(
-        f'username = "edgeps-host"\npassword-file = "{creds / "edgeps-host.password"}"\n'
-    )
+    host_pw = creds / "edgeps-host.password"
+    host_cfg.write_text(f'username = "edgeps-host"\npassword-file = "{host_pw}"\n')
     broker = GeneratedBroker(out / "mosquitto.conf", port, tmp_path / "mosquitto.log")
     broker.start()
     url = f"mqtt://127.0.0.1:{port}"
