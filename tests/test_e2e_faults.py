@@ -18,7 +18,7 @@ from edgeps.host.config import merge
 from edgeps.host.coordinator import Summary
 from edgeps.host.job import Job
 from edgeps.transport.broker import open_broker
-from edgeps_worker import wire
+from edgeps_worker import wire_host as wire
 
 pytestmark = pytest.mark.integration
 

@@ -7,8 +7,8 @@ from array import array
 
 import numpy as np
 import pytest
-from edgeps_worker import wire
-from edgeps_worker.data import RingBuffer
+from edgeps_worker import wire_host as wire
+from edgeps_worker.ring import RingBuffer
 from edgeps_worker.trainer import KernelTrainer
 from edgeps_worker.worker import Worker
 

@@ -9,7 +9,7 @@ import numpy as np
 from edgeps.core import ParameterServer
 from edgeps.host.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from edgeps.host.coordinator import Coordinator, Settings
-from edgeps_worker import wire
+from edgeps_worker import wire_host as wire
 
 JOB = "jc"
 N = 100

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from edgeps.core.types import Push
 from edgeps.host.ingest import Bye, Heartbeat, Hello, Ingest
-from edgeps_worker import wire
+from edgeps_worker import wire_host as wire
 
 JOB = "j1"
 N = 300

@@ -28,7 +28,7 @@ from edgeps.kernels import ModelSpec
 from edgeps.trainer import KernelTrainer
 from edgeps.transport.paho_worker import PahoTransport
 from edgeps.workerdata import load_emulated
-from edgeps_worker import wire
+from edgeps_worker import wire_host as wire
 from edgeps_worker.worker import Worker
 from paho.mqtt.enums import CallbackAPIVersion
 

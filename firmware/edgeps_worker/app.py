@@ -37,6 +37,8 @@ def build_source(cfg, n_features, label_kind):
     from edgeps_worker import data
 
     if cfg["sensor"]:
+        from edgeps_worker.ring import SensorSource
+
         try:
             mod = __import__(cfg["sensor"])
             read = mod.read
@@ -44,9 +46,7 @@ def build_source(cfg, n_features, label_kind):
             raise ValueError(
                 "sensor module " + cfg["sensor"] + " with a read(xbuf) not found"
             ) from None
-        src = data.SensorSource(
-            read, n_features, cfg["capacity"], label_kind, cfg["seed"]
-        )
+        src = SensorSource(read, n_features, cfg["capacity"], label_kind, cfg["seed"])
         src.fill(cfg["batch"])
         return src
     path = cfg["data"]

@@ -1,21 +1,18 @@
-"""edgeps wire protocol v1: pure encode/decode shared by the host and the boards.
+"""edgeps wire protocol v1 as a board uses it: pure encode/decode, shared with the host.
 
 Runs unchanged on MicroPython 1.2x and CPython 3.10+: no I/O, no typing at
 runtime, explicit little-endian ``struct`` formats. The byte layout is
 documented field by field in firmware/PROTOCOL.md; the code lives in
-wire_format (layout, ids, topics, HMAC), wire_encode and wire_decode.
+wire_format (layout, ids, topics, HMAC), wire_encode (what a worker sends)
+and wire_decode. Only those names are here, so a board loads no more code
+than it runs; the host's encoders and the reassembler are in ``wire_host``.
 """
 
-from edgeps_worker.wire_decode import Reassembler, decode
+from edgeps_worker.wire_decode import decode
 from edgeps_worker.wire_encode import (
     encode_bye,
     encode_heartbeat,
     encode_hello,
-    encode_model,
-    encode_params,
-    encode_reject,
-    encode_update,
-    iter_params,
     iter_update,
 )
 from edgeps_worker.wire_format import (
@@ -41,16 +38,13 @@ from edgeps_worker.wire_format import (
     PREFIX_LEN,
     PROTOCOL_VERSION,
     REJECT,
-    TYPE_NAMES,
     UPDATE,
     Message,
     WireError,
     hmac_sha256,
-    parse_up_topic,
     topic_down,
     topic_model,
     topic_up,
-    topic_up_wildcard,
     valid_id,
 )
 
@@ -77,26 +71,17 @@ __all__ = [
     "PREFIX_LEN",
     "PROTOCOL_VERSION",
     "REJECT",
-    "TYPE_NAMES",
     "UPDATE",
     "Message",
-    "Reassembler",
     "WireError",
     "decode",
     "encode_bye",
     "encode_heartbeat",
     "encode_hello",
-    "encode_model",
-    "encode_params",
-    "encode_reject",
-    "encode_update",
     "hmac_sha256",
-    "iter_params",
     "iter_update",
-    "parse_up_topic",
     "topic_down",
     "topic_model",
     "topic_up",
-    "topic_up_wildcard",
     "valid_id",
 ]

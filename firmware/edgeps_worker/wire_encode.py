@@ -1,4 +1,7 @@
-"""Encoders of the wire protocol: arguments -> framed bytes (chunked for payloads)."""
+"""Encoders of what a board sends: arguments -> framed bytes (UPDATE in chunks).
+
+The PS's encoders (PARAMS, MODEL, REJECT, whole-list UPDATE) are in wire_host.
+"""
 
 import struct
 
@@ -15,14 +18,11 @@ from edgeps_worker.wire_format import (
     MAGIC,
     MAX_TEXT,
     MAX_TOTAL,
-    MODEL,
-    MODEL_STATES,
-    PARAMS,
     PREFIX,
     PREFIX_LEN,
     PROTOCOL_VERSION,
-    REJECT,
     UPDATE,
+    byte_view,
     check_id,
     hmac_sha256,
 )
@@ -45,23 +45,6 @@ def _text(name, s):
     if len(b) > MAX_TEXT:
         raise ValueError("%s longer than %d bytes" % (name, MAX_TEXT))
     return b
-
-
-def _byte_view(data):
-    """(memoryview, item size): bytes-like views of numpy arrays, array('f'), ..."""
-    if isinstance(data, (bytes, bytearray)):
-        return memoryview(data), 1
-    try:
-        mv = memoryview(data)
-    except TypeError:
-        raise TypeError("data must be bytes-like, got %r" % type(data)) from None
-    try:
-        return mv.cast("B"), 1  # CPython
-    except AttributeError:
-        pass  # MicroPython: a memoryview of array('f') counts items, not bytes
-    if len(mv) == 0:
-        return mv, 1
-    return mv, len(bytes(mv[0:1]))
 
 
 def _frame(mtype, jb, wb, fmt, vals, body, key):
@@ -94,9 +77,9 @@ def _chunks(mtype, jb, wb, fmt, head, data, dtype, max_chunk, key):
     if dtype not in DTYPE_SIZE:
         raise ValueError("unknown dtype %r" % (dtype,))
     _uint("max_chunk", max_chunk, 32)
-    mv, isz = _byte_view(data)
+    mv, isz = byte_view(data)
     esz = DTYPE_SIZE[dtype]
-    total = len(mv) * isz
+    total = len(mv)
     if total % esz:
         raise ValueError("data length %d is not a multiple of %d" % (total, esz))
     if total > MAX_TOTAL:
@@ -115,18 +98,16 @@ def _chunks(mtype, jb, wb, fmt, head, data, dtype, max_chunk, key):
         count = (total + size - 1) // size
         if count > 0xFFFF:
             raise ValueError("more than 65535 chunks: raise max_chunk")
-    return _gen(mtype, jb, wb, fmt, head, mv, isz, dtype, count, size, total, key)
+    return _gen(mtype, jb, wb, fmt, head, data, mv, dtype, count, size, total, key)
 
 
-def _gen(mtype, jb, wb, fmt, head, mv, isz, dtype, count, size, total, key):
+def _gen(mtype, jb, wb, fmt, head, data, mv, dtype, count, size, total, key):
+    # ``data`` stays referenced here: on MicroPython ``mv`` aliases its memory
     for i in range(count):
         a = i * size
-        b = min(total, a + size)
-        part = mv[a // isz : b // isz]
-        if isz != 1:
-            part = bytes(part)
         vals = head + (dtype, i, count, size, total)
-        yield _frame(mtype, jb, wb, fmt, vals, part, key)
+        yield _frame(mtype, jb, wb, fmt, vals, mv[a : min(total, a + size)], key)
+    del data
 
 
 def _f32(name, v):
@@ -197,62 +178,6 @@ def iter_update(
     return _chunks(UPDATE, jb, wb, FIELDS[UPDATE][0], head, data, dtype, max_chunk, key)
 
 
-def encode_update(
-    job,
-    wid,
-    incarnation,
-    seq,
-    clock,
-    base_version,
-    compute_time,
-    samples,
-    loss,
-    data,
-    dtype=DTYPE_F32,
-    max_chunk=DEFAULT_CHUNK,
-    key=None,
-):
-    """A gradient pushed by a worker, as a list of chunks of at most max_chunk bytes."""
-    return list(
-        iter_update(
-            job,
-            wid,
-            incarnation,
-            seq,
-            clock,
-            base_version,
-            compute_time,
-            samples,
-            loss,
-            data,
-            dtype,
-            max_chunk,
-            key,
-        )
-    )
-
-
-def iter_params(
-    job, wid, version, data, max_chunk=DEFAULT_CHUNK, seq=0, dtype=DTYPE_F32, key=None
-):
-    """Like encode_params but yields chunks one by one."""
-    head = (_uint("version", version, 32), _uint("seq", seq, 32))
-    jb = check_id("job", job)
-    wb = check_id("wid", wid)
-    return _chunks(PARAMS, jb, wb, FIELDS[PARAMS][0], head, data, dtype, max_chunk, key)
-
-
-def encode_params(
-    job, wid, version, data, max_chunk=DEFAULT_CHUNK, seq=0, dtype=DTYPE_F32, key=None
-):
-    """Parameters at ``version`` sent to one worker (its release), as chunks.
-
-    ``seq`` is the sequence number of the UPDATE this release answers (0 for
-    a release that answers a HELLO).
-    """
-    return list(iter_params(job, wid, version, data, max_chunk, seq, dtype, key))
-
-
 def encode_heartbeat(job, wid, incarnation, clock, key=None):
     """I am alive (sent while computing or waiting at a barrier)."""
     vals = (_uint("incarnation", incarnation, 32), _uint("clock", clock, 32))
@@ -267,24 +192,3 @@ def encode_bye(job, wid, incarnation, reason, key=None):
     jb = check_id("job", job)
     wb = check_id("wid", wid)
     return _frame(BYE, jb, wb, FIELDS[BYE][0], vals, _text("reason", reason), key)
-
-
-def encode_model(job, state, model, version, n_params, key=None):
-    """Retained job state: running/done, the model spec, current version, size."""
-    if state not in MODEL_STATES:
-        raise ValueError("state must be one of %r, got %r" % (MODEL_STATES, state))
-    vals = (
-        MODEL_STATES.index(state),
-        _uint("version", version, 32),
-        _uint("n_params", n_params, 32),
-    )
-    jb = check_id("job", job)
-    return _frame(MODEL, jb, b"", FIELDS[MODEL][0], vals, _text("model", model), key)
-
-
-def encode_reject(job, wid, seq, reason, key=None):
-    """The PS tells a worker it dropped its update ``seq`` and why."""
-    vals = (_uint("seq", seq, 32),)
-    jb = check_id("job", job)
-    wb = check_id("wid", wid)
-    return _frame(REJECT, jb, wb, FIELDS[REJECT][0], vals, _text("reason", reason), key)

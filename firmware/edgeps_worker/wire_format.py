@@ -1,6 +1,8 @@
 """Wire protocol v1 constants, header layout, ids, topics and HMAC (no I/O).
 
-Imported through ``edgeps_worker.wire``; split out so each module stays small.
+Imported through ``edgeps_worker.wire`` (the board's names) or
+``edgeps_worker.wire_host`` (everything); split out so each module stays small.
+Only what a board runs lives here: host-only helpers are in ``wire_host``.
 """
 
 from hashlib import sha256
@@ -16,15 +18,6 @@ HEARTBEAT = 4
 BYE = 5
 MODEL = 6
 REJECT = 7
-TYPE_NAMES = {
-    HELLO: "hello",
-    UPDATE: "update",
-    PARAMS: "params",
-    HEARTBEAT: "heartbeat",
-    BYE: "bye",
-    MODEL: "model",
-    REJECT: "reject",
-}
 
 # payload element types; only f32 is produced today, the others are reserved
 DTYPE_F32 = 1
@@ -101,56 +94,44 @@ class WireError(ValueError):
 
 
 class Message:
-    """One decoded message (or one chunk of a chunked UPDATE/PARAMS)."""
+    """One decoded message (or one chunk of a chunked UPDATE/PARAMS).
+
+    Fields a message's type lacks read as the class defaults below; only the
+    fields decode sets take room in each instance (a board decodes one per
+    MQTT message).
+    """
+
+    flags = 0
+    tagged = False
+    incarnation = 0
+    seq = 0
+    clock = 0
+    base_version = 0
+    compute_time = 0.0
+    samples = 0
+    loss = float("nan")
+    dtype = 0
+    version = 0
+    chunk_index = 0
+    chunk_count = 1
+    chunk_size = 0
+    total_len = 0
+    offset = 0
+    data = b""
+    reason = ""
+    state = ""
+    model = ""
+    n_params = 0
+    max_chunk = 0
+    dtypes = 0
 
     def __init__(self, mtype, job, wid):
         self.type = mtype
         self.job = job
         self.wid = wid
-        self.flags = 0
-        self.tagged = False
-        self.incarnation = 0
-        self.seq = 0
-        self.clock = 0
-        self.base_version = 0
-        self.compute_time = 0.0
-        self.samples = 0
-        self.loss = float("nan")
-        self.dtype = 0
-        self.version = 0
-        self.chunk_index = 0
-        self.chunk_count = 1
-        self.chunk_size = 0
-        self.total_len = 0
-        self.offset = 0
-        self.data = b""
-        self.reason = ""
-        self.state = ""
-        self.model = ""
-        self.n_params = 0
-        self.max_chunk = 0
-        self.dtypes = 0
-
-    def copy(self):
-        """A shallow copy (the reassembler hands out a whole-message copy)."""
-        m = Message(self.type, self.job, self.wid)
-        for name in _COPY_FIELDS:
-            setattr(m, name, getattr(self, name))
-        return m
 
     def __repr__(self):
-        return "Message(%s job=%s wid=%s)" % (
-            TYPE_NAMES.get(self.type, "?"),
-            self.job,
-            self.wid,
-        )
-
-
-_COPY_FIELDS = (
-    "flags tagged incarnation seq clock base_version compute_time samples loss dtype "
-    "version chunk_index chunk_count chunk_size total_len offset data reason state "
-    "model n_params max_chunk dtypes"
-).split()
+        return "Message(type %d job=%s wid=%s)" % (self.type, self.job, self.wid)
 
 
 # ---------------------------------------------------------------- ids, topics
@@ -192,27 +173,30 @@ def topic_model(job):
     return "edgeps/" + job + "/model"
 
 
-def topic_up_wildcard(job):
-    """What the PS subscribes to: every worker's up topic."""
-    check_id("job", job)
-    return "edgeps/" + job + "/up/+"
+def byte_view(data):
+    """(flat writable-if-possible byte memoryview, source item size), no copy.
 
+    CPython re-types any C-contiguous buffer (numpy arrays, array('f')); a
+    MicroPython memoryview of array('f') counts items and cannot be re-typed,
+    so its memory is aliased byte-wise (the caller keeps ``data`` alive).
+    """
+    if isinstance(data, (bytes, bytearray)):
+        return memoryview(data), 1
+    try:
+        mv = memoryview(data)
+    except TypeError:
+        raise TypeError("data must be bytes-like, got %r" % type(data)) from None
+    try:
+        return mv.cast("B"), 1  # CPython
+    except AttributeError:
+        pass
+    n = len(mv)
+    if n == 0:
+        return mv, 1
+    isz = len(bytes(mv[0:1]))
+    import uctypes  # type: ignore[import-not-found]
 
-def parse_up_topic(topic):
-    """``edgeps/J/up/W`` -> ``(J, W)``; anything else -> None."""
-    if isinstance(topic, (bytes, bytearray, memoryview)):
-        try:
-            topic = bytes(topic).decode()
-        except Exception:
-            return None
-    if not isinstance(topic, str):
-        return None
-    parts = topic.split("/")
-    if len(parts) != 4 or parts[0] != "edgeps" or parts[2] != "up":
-        return None
-    if not valid_id(parts[1]) or not valid_id(parts[3]):
-        return None
-    return parts[1], parts[3]
+    return memoryview(uctypes.bytearray_at(uctypes.addressof(data), n * isz)), isz
 
 
 # ---------------------------------------------------------------- hmac

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from edgeps_worker import wire
+from edgeps_worker import wire_host as wire
 
 from edgeps.core.types import Push
 

@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any, Protocol
 
 import numpy as np
-from edgeps_worker import wire
+from edgeps_worker import wire_host as wire
 
 log = logging.getLogger(__name__)
 
