@@ -170,6 +170,17 @@ def build(path, stop=None):
     )
 
 
+def _drop_builders():
+    """On MicroPython, free the bytecode of what only ran to build the worker."""
+    if sys.implementation.name == "micropython":
+        g = globals()
+        for name in ("read_config", "build_source", "make_transport", "build"):
+            g.pop(name, None)
+        for name in ("next_incarnation", "_is_esp32"):
+            g.pop(name, None)
+        gc.collect()
+
+
 def main(argv):
     path = argv[1] if len(argv) > 1 else "config.json"
     try:
@@ -177,6 +188,7 @@ def main(argv):
     except (ValueError, OSError) as exc:
         print("edgeps worker: " + str(exc))
         return 2
+    _drop_builders()
     print("edgeps worker " + w.wid + " job " + w.job + " " + w.trainer.model)
     try:
         reason = w.run()

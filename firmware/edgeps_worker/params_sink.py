@@ -5,7 +5,7 @@ parameter buffer, so each chunk is written to its place as it arrives and
 the sink only remembers which chunks of the current release it has.
 """
 
-from edgeps_worker.wire_format import byte_view
+from edgeps_worker.wire import byte_view
 
 
 class ParamsSink:

@@ -3,29 +3,53 @@
 ``from edgeps_worker import wire_host as wire`` on the host; a board imports
 ``edgeps_worker.wire``, which holds only what a worker sends and receives, so
 none of this code takes board RAM (``edgeps flash`` does not copy this file).
-It runs on MicroPython too: the golden byte tests check it there.
+Every name of ``wire`` is re-exported here. It runs on MicroPython too: the
+golden byte tests check it there.
 """
 
 import struct
 
-from edgeps_worker.wire import *  # noqa: F403  (the board's names, re-exported)
-from edgeps_worker.wire import __all__ as _board_names
-from edgeps_worker.wire_encode import _chunks, _frame, _text, _uint, iter_update
-from edgeps_worker.wire_format import (
+from edgeps_worker.wire import (
     BYE,
     DEFAULT_CHUNK,
+    DTYPE_F16,
     DTYPE_F32,
+    DTYPE_I8,
+    DTYPE_SIZE,
     FIELDS,
+    FLAG_HMAC,
     HEARTBEAT,
     HELLO,
+    HMAC_LEN,
+    MAGIC,
+    MAX_ID,
+    MAX_MESSAGE,
+    MAX_TEXT,
+    MAX_TOTAL,
     MODEL,
     MODEL_STATES,
     PARAMS,
+    PREFIX,
+    PREFIX_LEN,
+    PROTOCOL_VERSION,
     REJECT,
     UPDATE,
     Message,
     WireError,
+    _chunks,
+    _frame,
+    _text,
+    _uint,
     check_id,
+    decode,
+    encode_bye,
+    encode_heartbeat,
+    encode_hello,
+    hmac_sha256,
+    iter_update,
+    topic_down,
+    topic_model,
+    topic_up,
     valid_id,
 )
 
@@ -295,15 +319,50 @@ class Reassembler:
         return part
 
 
-__all__ = list(_board_names) + [
+__all__ = [
+    "BYE",
+    "DEFAULT_CHUNK",
+    "DTYPE_F16",
+    "DTYPE_F32",
+    "DTYPE_I8",
+    "DTYPE_SIZE",
+    "FLAG_HMAC",
+    "HEARTBEAT",
+    "HELLO",
+    "HMAC_LEN",
+    "MAGIC",
+    "MAX_ID",
+    "MAX_MESSAGE",
+    "MAX_TEXT",
+    "MAX_TOTAL",
+    "MODEL",
+    "MODEL_STATES",
+    "Message",
+    "PARAMS",
+    "PREFIX",
+    "PREFIX_LEN",
+    "PROTOCOL_VERSION",
+    "REJECT",
     "Reassembler",
     "TYPE_NAMES",
+    "UPDATE",
+    "WireError",
     "copy_message",
+    "decode",
+    "encode_bye",
+    "encode_heartbeat",
+    "encode_hello",
     "encode_model",
     "encode_params",
     "encode_reject",
     "encode_update",
+    "hmac_sha256",
     "iter_params",
+    "iter_update",
     "parse_up_topic",
+    "topic_down",
+    "topic_model",
+    "topic_up",
     "topic_up_wildcard",
+    "valid_id",
 ]

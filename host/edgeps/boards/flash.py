@@ -53,9 +53,6 @@ BOARD_MODULES = (
     "ring",
     "trainer",
     "wire",
-    "wire_decode",
-    "wire_encode",
-    "wire_format",
     "worker",
 )
 ENTRY_FILES = ("boot.py", "main.py")
