@@ -142,8 +142,9 @@ def encode_params(
 ):
     """Parameters at ``version`` sent to one worker (its release), as chunks.
 
-    ``seq`` is the sequence number of the UPDATE this release answers (0 for
-    a release that answers a HELLO).
+    ``seq`` counts the releases sent to this worker (the PS's outbox starts at
+    1); with ``version`` it names the release, so a board never mixes the
+    chunks of two releases.
     """
     return list(iter_params(job, wid, version, data, max_chunk, seq, dtype, key))
 
