@@ -304,7 +304,7 @@ class Reassembler:
         whole.chunk_count = 1
         whole.chunk_size = total
         whole.offset = 0
-        whole.data = part.buf
+        whole.data = part.buf  # pyright: ignore[reportAttributeAccessIssue]
         return whole
 
     def _start(self, key, msg, now):
