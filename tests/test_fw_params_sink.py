@@ -79,9 +79,9 @@ def test_preallocated_buffer_of_wrong_size_is_rejected() -> None:
 
 
 def test_two_releases_of_one_version_are_told_apart_by_seq() -> None:
-    # Prepare: release seq 1 of version 5 loses its last chunk, release seq 2
-    # of version 5 (a re-HELLO answered) comes whole; other values in the
-    # second make a buffer mixed from both visible
+    # Prepare: the release of version 5 answering UPDATE 1 loses its last
+    # chunk; the one answering UPDATE 2 at the same version comes whole;
+    # other values in the second make a buffer mixed from both visible
     buf = array("f", bytes(4 * N))
     sink = ParamsSink(buf, 4 * N)
     first = [wire.decode(c) for c in wire.encode_params(
@@ -94,28 +94,3 @@ def test_two_releases_of_one_version_are_told_apart_by_seq() -> None:
     # Assert: the second release is taken whole, not merged with the first
     assert early.count(True) == 0 and late[-1] is True and late.count(True) == 1
     assert np.all(np.asarray(buf) == 2.0)
-
-
-class RecordingLink:
-    """Takes what the PS's outbox publishes."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, bytes]] = []
-
-    def publish(self, topic: str, payload: bytes, qos: int = 1, retain: bool = False):
-        self.sent.append((topic, bytes(payload)))
-
-
-def test_the_ps_numbers_releases_per_worker_as_protocol_md_says() -> None:
-    # Prepare: PROTOCOL.md: PARAMS seq counts the releases sent to each worker
-    from edgeps.host.outbox import Outbox
-
-    link = RecordingLink()
-    box = Outbox(link, job="j", model="linear:3", max_chunk=4096)
-    params = np.zeros(4, np.float32)
-    # Execute: version 7 twice to w1 (a re-HELLO answered), once to w2
-    box.params(["w1", "w2"], 7, params)
-    box.params(["w1"], 7, params)
-    # Assert
-    seqs = [(m.wid, m.version, m.seq) for m in (wire.decode(p) for _, p in link.sent)]
-    assert seqs == [("w1", 7, 1), ("w2", 7, 1), ("w1", 7, 2)]

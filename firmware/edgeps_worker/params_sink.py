@@ -11,11 +11,11 @@ from edgeps_worker.wire import byte_view
 class ParamsSink:
     """Reassembles one release at a time into ``buf`` (nbytes long).
 
-    A release is named by its PARAMS ``(version, seq)``: seq counts the
-    releases the PS sent this worker, so two releases of one version never
-    mix. ``add(msg)`` takes a decoded PARAMS chunk and returns None while the
-    release is incomplete, True when it just completed, or a short reason
-    token for a chunk that cannot belong to this buffer.
+    A release is named by its PARAMS ``(version, seq)`` (seq: the UPDATE it
+    answers), so two releases of one version never mix. ``add(msg)`` takes
+    a decoded PARAMS chunk and returns None while the release is incomplete,
+    True when it just completed, or a short reason token for a chunk that
+    cannot belong to this buffer.
     """
 
     def __init__(self, buf, nbytes):

@@ -142,9 +142,9 @@ def encode_params(
 ):
     """Parameters at ``version`` sent to one worker (its release), as chunks.
 
-    ``seq`` counts the releases sent to this worker (the PS's outbox starts at
-    1); with ``version`` it names the release, so a board never mixes the
-    chunks of two releases.
+    ``seq`` is the seq of the UPDATE this release answers (0 when it answers
+    none, as after a HELLO); with ``version`` it names the release, so a
+    board never mixes the chunks of two releases.
     """
     return list(iter_params(job, wid, version, data, max_chunk, seq, dtype, key))
 
