@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import paho.mqtt.client as mqtt
 from conftest import FIRMWARE, REPO
-from edgeps_worker import wire
+from edgeps_worker import wire_host as wire
 from paho.mqtt.enums import CallbackAPIVersion
 
 WORKER_SCRIPT = str(REPO / "tests" / "mpy" / "fw_worker.py")

@@ -56,7 +56,9 @@ def test_flash_mpy_compiles_for_xtensawin_and_copies_mpy(tmp_path):
     cfg = write_config(tmp_path)
     stage = tmp_path / "stage"
     # Execute
-    plan = flash.build_plan(port="COM3", config_path=cfg, mpy=True, stage=stage)
+    plan = flash.build_plan(
+        port="COM3", config_path=cfg, mpy=True, stage=stage, micropython="1.24.1"
+    )
     # Assert: no esptool without --firmware; every module compiled, then copied
     cmds = plan.commands
     assert not any("esptool" in c for c in cmds)
@@ -70,7 +72,9 @@ def test_flash_mpy_compiles_for_xtensawin_and_copies_mpy(tmp_path):
 def test_flash_mpy_plan_really_runs_mpy_cross(tmp_path):
     # Prepare
     cfg = write_config(tmp_path)
-    plan = flash.build_plan(port="p", config_path=cfg, mpy=True, stage=tmp_path / "s")
+    plan = flash.build_plan(
+        port="p", config_path=cfg, mpy=True, stage=tmp_path / "s", micropython="1.29"
+    )
     (tmp_path / "s" / "edgeps_worker").mkdir(parents=True)
     import subprocess
 

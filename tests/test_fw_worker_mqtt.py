@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from conftest import FIRMWARE, REPO
 from edgeps.kernels import ModelSpec, get_backend
-from edgeps_worker import data, datafile, wire
+from edgeps_worker import data, datafile
+from edgeps_worker import wire_host as wire
 from fw_host import MiniPS, finish_worker, start_worker, write_worker_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.firmware]

@@ -10,8 +10,8 @@ import pytest
 from edgeps.core import Join, ParameterServer
 from edgeps.policy.asp import ASP
 from edgeps.runtime.coordinator import Coordinator, Settings
-from edgeps_worker import wire
-from edgeps_worker.data import RingBuffer
+from edgeps_worker import wire_host as wire
+from edgeps_worker.ring import RingBuffer
 from edgeps_worker.trainer import KernelTrainer
 from edgeps_worker.worker import Worker
 

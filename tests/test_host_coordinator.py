@@ -12,7 +12,7 @@ from edgeps.policy import parse_policy
 from edgeps.policy.asp import ASP
 from edgeps.runtime.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from edgeps.runtime.coordinator import Coordinator, Settings
-from edgeps_worker import wire
+from edgeps_worker import wire_host as wire
 
 JOB = "jc"
 N = 100

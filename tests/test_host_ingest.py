@@ -7,7 +7,7 @@ import pytest
 from edgeps.core.types import Heartbeat, Join, Leave, Push, Rejected
 from edgeps.runtime.ingest import Ingest
 from edgeps.runtime.peers import Peers
-from edgeps_worker import wire
+from edgeps_worker import wire_host as wire
 
 JOB = "j1"
 N = 300

@@ -11,7 +11,7 @@ from edgeps.core import ParameterServer
 from edgeps.observe.state import LatestState
 from edgeps.policy.asp import ASP
 from edgeps.runtime.coordinator import Coordinator, Settings
-from edgeps_worker import wire
+from edgeps_worker import wire_host as wire
 
 JOB = "jo"
 N = 20

@@ -6,7 +6,7 @@ import random
 
 import numpy as np
 import pytest
-from edgeps_worker import wire
+from edgeps_worker import wire_host as wire
 
 
 def _chunks(n: int = 300, seq: int = 1, max_chunk: int = 256) -> list[bytes]:
@@ -115,33 +115,6 @@ def test_chunks_that_disagree_drop_the_partial() -> None:
     with pytest.raises(wire.WireError) as e:
         r.add(wire.decode(b[1]), 0.0)
     assert e.value.reason == "chunk" and r.pending() == 0
-
-
-def test_params_land_in_a_preallocated_buffer() -> None:
-    # Prepare
-    p = np.linspace(-1, 1, 200, dtype="<f4")
-    chunks = wire.encode_params("j", "w", 9, p, max_chunk=200, seq=3)
-    target = bytearray(800)
-    r = wire.Reassembler(max_bytes=800, max_age=10, max_pending=1)
-
-    # Execute
-    out = [r.add(wire.decode(c), 0.0, into=target) for c in reversed(chunks)]
-
-    # Assert
-    assert out[-1] is not None and out[-1].data is target and out[-1].version == 9
-    np.testing.assert_array_equal(np.frombuffer(target, "<f4"), p)
-    assert r.pending_bytes() == 0
-
-
-def test_preallocated_buffer_of_wrong_size_is_rejected() -> None:
-    # Prepare
-    (chunk,) = wire.encode_params("j", "w", 9, b"\0" * 16)
-    r = wire.Reassembler(max_bytes=800, max_age=10, max_pending=1)
-
-    # Execute / Assert
-    with pytest.raises(wire.WireError) as e:
-        r.add(wire.decode(chunk), 0.0, into=bytearray(12))
-    assert e.value.reason == "length"
 
 
 def test_unchunked_and_non_payload_messages_pass_straight_through() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from conftest import run_micropython
-from edgeps_worker import wire
+from edgeps_worker import wire_host as wire
 
 VECTORS_PATH = Path(__file__).parent / "mpy" / "wire_vectors.json"
 VECTORS: list[dict[str, Any]] = json.loads(VECTORS_PATH.read_text())["vectors"]

@@ -6,7 +6,7 @@ import struct
 
 import numpy as np
 import pytest
-from edgeps_worker import wire
+from edgeps_worker import wire_host as wire
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

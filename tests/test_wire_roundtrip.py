@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from edgeps_worker import wire
+from edgeps_worker import wire_host as wire
 
 
 def _grad(n: int, seed: int = 0) -> np.ndarray:

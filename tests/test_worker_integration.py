@@ -29,7 +29,7 @@ from edgeps.transport.options import ConnectionOptions
 from edgeps.transport.paho_link import MqttLink
 from edgeps.worker.localdata import load_emulated
 from edgeps.worker.trainer import NativeTrainer
-from edgeps_worker import wire
+from edgeps_worker import wire_host as wire
 from edgeps_worker.worker import Worker
 from paho.mqtt.enums import CallbackAPIVersion
 

@@ -63,3 +63,38 @@ def test_install_refuses_bad_arguments(args: list[str], message: str) -> None:
     proc = _dry_run(*args)
     assert proc.returncode == 2
     assert message in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "data", ["/home/pi/data.csv", "/root/d.csv", "/tmp/d.csv", "../../../home/pi/d.csv"]
+)
+def test_deploy_refuses_data_the_sandboxed_service_cannot_read(data, capsys) -> None:
+    # Prepare: the unit hides these paths from the service
+    from edgeps.boards import deploy
+    from edgeps.cli import main
+
+    unit = deploy.UNIT
+    assert "ProtectHome=yes" in unit and "PrivateTmp=yes" in unit
+    # Execute
+    code = main(["deploy", "rpi", "--broker", "mqtt://h:1883", "--data", data])
+    # Assert
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "cannot read files under" in err and "/var/lib/edgeps/" in err
+
+
+def test_deploy_accepts_data_in_the_service_state_dir(tmp_path) -> None:
+    from edgeps.cli import main
+
+    for data in ("/var/lib/edgeps/d.csv", "d.csv", "/srv/edgeps/d.csv"):
+        assert main(["deploy", "rpi", "--data", data, "--out", str(tmp_path)]) == 0
+
+
+@pytest.mark.parametrize("data", ["/home/pi/data.csv", "/var/tmp/d.csv"])
+def test_install_refuses_data_the_service_cannot_read(data) -> None:
+    # Execute
+    proc = _dry_run("--broker", "mqtt://h:1883", "--job", "j", "--data", data)
+    # Assert
+    assert proc.returncode == 2
+    assert "cannot read it" in proc.stderr and "/var/lib/edgeps/" in proc.stderr
+    assert "+ apt-get" not in proc.stdout

@@ -57,6 +57,8 @@ def build_source(cfg, n_features, label_kind):
     from edgeps_worker import data
 
     if cfg["sensor"]:
+        from edgeps_worker.ring import SensorSource
+
         try:
             mod = __import__(cfg["sensor"])
             read = mod.read
@@ -64,9 +66,7 @@ def build_source(cfg, n_features, label_kind):
             raise ValueError(
                 "sensor module " + cfg["sensor"] + " with a read(xbuf) not found"
             ) from None
-        src = data.SensorSource(
-            read, n_features, cfg["capacity"], label_kind, cfg["seed"]
-        )
+        src = SensorSource(read, n_features, cfg["capacity"], label_kind, cfg["seed"])
         src.fill(cfg["batch"])
         return src
     path = cfg["data"]
@@ -203,6 +203,17 @@ def build(path, stop=None):
     return w
 
 
+def _drop_builders():
+    """On MicroPython, free the bytecode of what only ran to build the worker."""
+    if sys.implementation.name == "micropython":
+        g = globals()
+        for name in ("read_config", "build_source", "make_transport", "build"):
+            g.pop(name, None)
+        for name in ("next_incarnation", "_is_esp32"):
+            g.pop(name, None)
+        gc.collect()
+
+
 def main(argv):
     path = argv[1] if len(argv) > 1 else "config.json"
     try:
@@ -213,6 +224,7 @@ def main(argv):
     except MemoryError as exc:  # the model, batch or chunks do not fit this heap
         print("edgeps worker: out of memory at start-up: " + str(exc))
         return 2
+    _drop_builders()
     print("edgeps worker " + w.wid + " job " + w.job + " " + w.trainer.model)
     try:
         reason = w.run()

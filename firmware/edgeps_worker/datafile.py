@@ -6,7 +6,8 @@ The EPSD binary format is described in ``data``.
 
 import struct
 
-from edgeps_worker.data import HEADER, LABEL_INT, MAGIC, FileSource, RingBuffer
+from edgeps_worker.data import HEADER, LABEL_INT, MAGIC, FileSource
+from edgeps_worker.ring import RingBuffer
 
 
 def load_csv(path, n_features, capacity, label_kind=LABEL_INT, seed=1):

@@ -2,42 +2,36 @@
 
 A board cannot afford to hold a whole parameter message next to its
 parameter buffer, so each chunk is written to its place as it arrives and
-the sink only remembers which chunks of the current version it has.
+the sink only remembers which chunks of the current release it has.
 """
 
-
-def byte_view(buf, nbytes):
-    """A writable byte-addressed view of a float32 buffer, without copying."""
-    try:
-        mv = memoryview(buf).cast("B")  # CPython
-    except AttributeError:
-        # MicroPython memoryviews cannot be re-typed; alias the memory instead
-        import uctypes  # type: ignore[import-not-found]
-
-        mv = memoryview(uctypes.bytearray_at(uctypes.addressof(buf), nbytes))
-    if len(mv) != nbytes:
-        raise ValueError("params_buffer() must hold exactly n_params float32")
-    return mv
+from edgeps_worker.wire import byte_view
 
 
 class ParamsSink:
-    """Reassembles one parameter version at a time into ``buf`` (nbytes long).
+    """Reassembles one release at a time into ``buf`` (nbytes long).
 
-    ``add(msg)`` takes a decoded PARAMS chunk and returns None while the
-    version is incomplete, True when it just completed, or a short reason
-    token for a chunk that cannot belong to this buffer.
+    A release is named by its PARAMS ``(version, seq)`` (seq: the UPDATE it
+    answers), so two releases of one version never mix. ``add(msg)`` takes
+    a decoded PARAMS chunk and returns None while the release is incomplete,
+    True when it just completed, or a short reason token for a chunk that
+    cannot belong to this buffer.
     """
 
     def __init__(self, buf, nbytes):
-        self.view = byte_view(buf, nbytes)
+        self.buf = buf  # on MicroPython the view aliases buf without holding it
+        self.view = byte_view(buf)[0]
+        if len(self.view) != nbytes:
+            raise ValueError("params_buffer() must hold exactly n_params float32")
         self.nbytes = nbytes
         self.version = -1  # version being received, -1 between releases
+        self.seq = 0
         self.count = 0
         self.left = 0
         self.flags = bytearray(0)
 
     def reset(self):
-        """Forget a partly received version (e.g. after the link dropped)."""
+        """Forget a partly received release (e.g. after the link dropped)."""
         self.version = -1
 
     def add(self, msg, f32_code):
@@ -51,9 +45,10 @@ class ParamsSink:
         start = msg.offset
         if start < 0 or start + size > self.nbytes:
             return "params_chunk"
-        if msg.version != self.version or count != self.count:
+        if msg.version != self.version or msg.seq != self.seq or count != self.count:
             # a new release starts; an unfinished older one is abandoned
             self.version = msg.version
+            self.seq = msg.seq
             self.count = count
             self.left = count
             if len(self.flags) < count:

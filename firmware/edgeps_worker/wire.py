@@ -1,102 +1,449 @@
-"""edgeps wire protocol v1: pure encode/decode shared by the host and the boards.
+"""edgeps wire protocol v1 as a board uses it: layout, ids, HMAC, decode, encode.
 
-Runs unchanged on MicroPython 1.2x and CPython 3.10+: no I/O, no typing at
-runtime, explicit little-endian ``struct`` formats. The byte layout is
-documented field by field in firmware/PROTOCOL.md; the code lives in
-wire_format (layout, ids, topics, HMAC), wire_encode and wire_decode.
+Pure and shared with the host: runs unchanged on MicroPython 1.2x and
+CPython 3.10+, no I/O, no typing at runtime, explicit little-endian
+``struct`` formats; the byte layout is documented field by field in
+firmware/PROTOCOL.md. It holds what a worker runs (decode, and the encoders
+of HELLO, UPDATE chunks, HEARTBEAT, BYE) in one module, since each module
+costs a board heap; ``wire_host`` adds the PS's encoders, the reassembler
+and topic parsing for the host.
 """
 
-from edgeps_worker.wire_decode import Reassembler, decode
-from edgeps_worker.wire_encode import (
-    encode_bye,
-    encode_heartbeat,
-    encode_hello,
-    encode_model,
-    encode_params,
-    encode_reject,
-    encode_update,
-    iter_params,
-    iter_update,
-)
-from edgeps_worker.wire_format import (
-    BYE,
-    DEFAULT_CHUNK,
-    DTYPE_F16,
-    DTYPE_F32,
-    DTYPE_I8,
-    DTYPE_SIZE,
-    FLAG_HMAC,
-    HEARTBEAT,
-    HELLO,
-    HMAC_LEN,
-    MAGIC,
-    MAX_ID,
-    MAX_MESSAGE,
-    MAX_TEXT,
-    MAX_TOTAL,
-    MODEL,
-    MODEL_STATES,
-    PARAMS,
-    PREFIX,
-    PREFIX_LEN,
-    PROTOCOL_VERSION,
-    REJECT,
-    TYPE_NAMES,
-    UPDATE,
-    Message,
-    WireError,
-    hmac_sha256,
-    parse_up_topic,
-    topic_down,
-    topic_model,
-    topic_up,
-    topic_up_wildcard,
-    valid_id,
-)
+import struct
+from hashlib import sha256
 
-__all__ = [
-    "BYE",
-    "DEFAULT_CHUNK",
-    "DTYPE_F16",
-    "DTYPE_F32",
-    "DTYPE_I8",
-    "DTYPE_SIZE",
-    "FLAG_HMAC",
-    "HEARTBEAT",
-    "HELLO",
-    "HMAC_LEN",
-    "MAGIC",
-    "MAX_ID",
-    "MAX_MESSAGE",
-    "MAX_TEXT",
-    "MAX_TOTAL",
-    "MODEL",
-    "MODEL_STATES",
-    "PARAMS",
-    "PREFIX",
-    "PREFIX_LEN",
-    "PROTOCOL_VERSION",
-    "REJECT",
-    "TYPE_NAMES",
-    "UPDATE",
-    "Message",
-    "Reassembler",
-    "WireError",
-    "decode",
-    "encode_bye",
-    "encode_heartbeat",
-    "encode_hello",
-    "encode_model",
-    "encode_params",
-    "encode_reject",
-    "encode_update",
-    "hmac_sha256",
-    "iter_params",
-    "iter_update",
-    "parse_up_topic",
-    "topic_down",
-    "topic_model",
-    "topic_up",
-    "topic_up_wildcard",
-    "valid_id",
-]
+PROTOCOL_VERSION = 1
+MAGIC = b"EP"
+
+# message types
+HELLO = 1
+UPDATE = 2
+PARAMS = 3
+HEARTBEAT = 4
+BYE = 5
+MODEL = 6
+REJECT = 7
+
+# payload element types; only f32 is produced today, the others are reserved
+DTYPE_F32 = 1
+DTYPE_F16 = 2
+DTYPE_I8 = 3
+DTYPE_SIZE = {DTYPE_F32: 4, DTYPE_F16: 2, DTYPE_I8: 1}
+
+FLAG_HMAC = 0x01
+HMAC_LEN = 16  # hmac-sha256 truncated to 128 bits
+MODEL_STATES = ("running", "done")
+MAX_ID = 32
+MAX_TEXT = 2048  # model spec / reason strings, in UTF-8 bytes
+MAX_MESSAGE = 1 << 20  # default bound on one encoded message (one chunk)
+MAX_TOTAL = 1 << 28  # bound on the logical length announced by a chunk
+DEFAULT_CHUNK = 4096
+
+# magic, version, type, flags, job id length, worker id length, reserved,
+# body length; then job id, worker id, per-type fields, body, optional tag
+PREFIX = "<2sBBBBBBI"
+PREFIX_LEN = 12
+
+# per-type fixed fields, after the two ids
+_CHUNK = ("dtype", "chunk_index", "chunk_count", "chunk_size", "total_len")
+FIELDS = {
+    HELLO: ("<IIB", ("incarnation", "max_chunk", "dtypes")),
+    UPDATE: ("<IIIIfIfBHHII", ("incarnation", "seq", "clock", "base_version",
+                               "compute_time", "samples", "loss") + _CHUNK),
+    PARAMS: ("<IIBHHII", ("version", "seq") + _CHUNK),
+    HEARTBEAT: ("<II", ("incarnation", "clock")),
+    BYE: ("<I", ("incarnation",)),
+    MODEL: ("<BII", ("state", "version", "n_params")),
+    REJECT: ("<I", ("seq",)),
+}  # fmt: skip
+# which attribute carries the UTF-8 body of text messages
+TEXT_BODY = {HELLO: "model", BYE: "reason", MODEL: "model", REJECT: "reason"}
+DATA_BODY = (UPDATE, PARAMS)
+
+_ID_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
+
+
+class WireError(ValueError):
+    """Bad bytes from the network; ``reason`` is a short stable token for counters."""
+
+    def __init__(self, reason, detail=""):
+        super().__init__(reason + ": " + detail if detail else reason)
+        self.reason = reason
+
+
+class Message:
+    """One decoded message (or one chunk of a chunked UPDATE/PARAMS).
+
+    Fields its type lacks read as these class defaults, so only the fields
+    decode sets take room in an instance."""
+
+    flags = incarnation = seq = clock = base_version = samples = dtype = 0
+    version = chunk_index = chunk_size = total_len = offset = n_params = 0
+    max_chunk = dtypes = 0
+    chunk_count = 1
+    tagged = False
+    compute_time = 0.0
+    loss = float("nan")
+    data = b""
+    reason = state = model = ""
+
+    def __init__(self, mtype, job, wid):
+        self.type = mtype
+        self.job = job
+        self.wid = wid
+
+    def __repr__(self):
+        return "Message(type %d job=%s wid=%s)" % (self.type, self.job, self.wid)
+
+
+def valid_id(s):
+    """True if ``s`` is a job/worker id: 1..32 of [A-Za-z0-9_-]."""
+    if not isinstance(s, str) or not 0 < len(s) <= MAX_ID:
+        return False
+    for c in s:
+        if c not in _ID_CHARS:
+            return False
+    return True
+
+
+def check_id(name, s):
+    if not valid_id(s):
+        raise ValueError("%s must be 1..32 of [A-Za-z0-9_-], got %r" % (name, s))
+    return s.encode()
+
+
+def topic_up(job, wid):
+    """Worker -> PS topic of one worker."""
+    check_id("job", job)
+    check_id("wid", wid)
+    return "edgeps/" + job + "/up/" + wid
+
+
+def topic_down(job, wid):
+    """PS -> worker topic of one worker (releases, rejects)."""
+    check_id("job", job)
+    check_id("wid", wid)
+    return "edgeps/" + job + "/down/" + wid
+
+
+def topic_model(job):
+    """Retained job-state topic every worker reads first."""
+    check_id("job", job)
+    return "edgeps/" + job + "/model"
+
+
+def byte_view(data):
+    """(flat byte memoryview, source item size) of a buffer, without a copy.
+
+    A MicroPython memoryview of array('f') counts items and cannot be re-typed,
+    so there its memory is aliased (the caller keeps ``data`` alive)."""
+    if isinstance(data, (bytes, bytearray)):
+        return memoryview(data), 1
+    try:
+        mv = memoryview(data)
+    except TypeError:
+        raise TypeError("data must be bytes-like, got %r" % type(data)) from None
+    try:
+        return mv.cast("B"), 1  # CPython
+    except AttributeError:
+        pass
+    n = len(mv)
+    if n == 0:
+        return mv, 1
+    isz = len(bytes(mv[0:1]))
+    import uctypes  # type: ignore[import-not-found]
+
+    return memoryview(uctypes.bytearray_at(uctypes.addressof(data), n * isz)), isz
+
+
+_pads = {}  # type: dict
+
+
+def hmac_sha256(key, msg):
+    """RFC 2104 HMAC-SHA256 (MicroPython has sha256 but no ``hmac`` module)."""
+    if not isinstance(key, bytes):
+        key = bytes(key)  # a bytearray key cannot be a dict key
+    pads = _pads.get(key)
+    if pads is None:
+        k = key
+        if len(k) > 64:
+            k = sha256(k).digest()
+        k = k + bytes(64 - len(k))
+        pads = (bytes(b ^ 0x36 for b in k), bytes(b ^ 0x5C for b in k))
+        if len(_pads) > 8:
+            _pads.clear()
+        _pads[key] = pads
+    inner = sha256(pads[0])
+    inner.update(msg)
+    outer = sha256(pads[1])
+    outer.update(inner.digest())
+    return outer.digest()
+
+
+def same_digest(a, b):
+    # constant time, so a forger learns nothing from timing
+    if len(a) != len(b):
+        return False
+    acc = 0
+    for i in range(len(a)):
+        acc |= a[i] ^ b[i]
+    return acc == 0
+
+
+def _as_view(buf):
+    try:
+        mv = memoryview(buf)
+    except TypeError:
+        raise WireError("buffer", "not bytes-like") from None
+    try:
+        if mv.format != "B" or mv.ndim != 1:
+            mv = mv.cast("B")
+    except AttributeError:
+        pass  # MicroPython: bytes/bytearray views are already flat bytes
+    except (TypeError, ValueError):
+        raise WireError("buffer", "not a contiguous byte buffer") from None
+    return mv
+
+
+def _decode_id(mv, name):
+    try:
+        s = bytes(mv).decode()
+    except Exception:
+        raise WireError("id", name + " is not UTF-8") from None
+    if not valid_id(s):
+        raise WireError("id", "bad " + name)
+    return s
+
+
+def decode(buf, key=None, max_len=MAX_MESSAGE):
+    """Bytes -> Message; raises WireError(reason) on anything malformed.
+
+    With a (non-empty) ``key`` the HMAC tag is required and checked; without
+    one a tag, if present, is skipped unchecked (``msg.tagged`` says so).
+    """
+    mv = _as_view(buf)
+    n = len(mv)
+    if n > max_len:
+        raise WireError("oversize", "%d > %d bytes" % (n, max_len))
+    if n < PREFIX_LEN:
+        raise WireError("short", "%d bytes" % n)
+    magic, ver, mtype, flags, jl, wl, _, bl = struct.unpack_from(PREFIX, mv, 0)
+    if magic != MAGIC:
+        raise WireError("magic")
+    if ver != PROTOCOL_VERSION:
+        raise WireError("version", "got %d" % ver)
+    spec = FIELDS.get(mtype)
+    if spec is None:
+        raise WireError("type", "got %d" % mtype)
+    if flags & ~FLAG_HMAC:
+        raise WireError("flags", "got 0x%02x" % flags)
+    fmt, names = spec
+    p = PREFIX_LEN + jl + wl
+    hl = p + struct.calcsize(fmt)
+    tl = HMAC_LEN if flags & FLAG_HMAC else 0
+    if n < hl + bl + tl:
+        raise WireError("short", "%d < %d bytes" % (n, hl + bl + tl))
+    if n != hl + bl + tl:
+        raise WireError("length", "%d trailing bytes" % (n - hl - bl - tl))
+    if key:
+        if not tl:
+            raise WireError("hmac", "tag missing")
+        want = hmac_sha256(key, mv[: hl + bl])[:HMAC_LEN]
+        if not same_digest(want, mv[hl + bl :]):
+            raise WireError("hmac", "tag mismatch")
+    job = _decode_id(mv[PREFIX_LEN : PREFIX_LEN + jl], "job")
+    if mtype == MODEL:
+        if wl:
+            raise WireError("id", "model message carries a worker id")
+        wid = ""
+    else:
+        wid = _decode_id(mv[PREFIX_LEN + jl : p], "wid")
+    msg = Message(mtype, job, wid)
+    msg.flags = flags
+    msg.tagged = bool(tl)
+    vals = struct.unpack_from(fmt, mv, p)
+    for i in range(len(names)):
+        setattr(msg, names[i], vals[i])
+    body = mv[hl : hl + bl]
+    if mtype in DATA_BODY:
+        _check_chunk(msg, bl)
+        msg.data = body  # pyright: ignore[reportAttributeAccessIssue]
+    elif mtype in TEXT_BODY:
+        if bl > MAX_TEXT:
+            raise WireError("text", "longer than %d bytes" % MAX_TEXT)
+        try:
+            text = bytes(body).decode()
+        except Exception:
+            raise WireError("text", "not UTF-8") from None
+        setattr(msg, TEXT_BODY[mtype], text)
+    elif bl:
+        raise WireError("length", "unexpected body")
+    if mtype == MODEL:
+        code = vals[0]  # the state byte
+        if code >= len(MODEL_STATES):
+            raise WireError("value", "model state %d" % code)
+        msg.state = MODEL_STATES[code]
+    elif mtype == UPDATE:
+        ct = msg.compute_time
+        if not ct >= 0.0 or ct == float("inf"):
+            raise WireError("value", "compute_time")
+    return msg
+
+
+def _check_chunk(msg, bl):
+    esz = DTYPE_SIZE.get(msg.dtype)
+    if esz is None:
+        raise WireError("dtype", "got %d" % msg.dtype)
+    total = msg.total_len
+    size = msg.chunk_size
+    count = msg.chunk_count
+    idx = msg.chunk_index
+    if total > MAX_TOTAL or total % esz:
+        raise WireError("length", "total_len %d" % total)
+    if total == 0:
+        if size or count != 1 or idx or bl:
+            raise WireError("chunk", "empty payload with chunk fields")
+        return
+    if size == 0 or size % esz or count != (total + size - 1) // size:
+        raise WireError("chunk", "size %d count %d total %d" % (size, count, total))
+    if idx >= count:
+        raise WireError("chunk", "index %d of %d" % (idx, count))
+    msg.offset = idx * size
+    if bl != min(size, total - msg.offset):
+        raise WireError("length", "chunk body %d bytes" % bl)
+
+
+# ---------------------------------------------------------------- encoding
+
+
+def _uint(name, v, bits):
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise TypeError("%s must be an int, got %r" % (name, v))
+    if v < 0 or v >> bits:
+        raise ValueError("%s out of range for u%d: %d" % (name, bits, v))
+    return v
+
+
+def _text(name, s):
+    if not isinstance(s, str):
+        raise TypeError("%s must be a str" % name)
+    b = s.encode()
+    if len(b) > MAX_TEXT:
+        raise ValueError("%s longer than %d bytes" % (name, MAX_TEXT))
+    return b
+
+
+def _frame(mtype, jb, wb, fmt, vals, body, key):
+    flen = struct.calcsize(fmt)
+    hl = PREFIX_LEN + len(jb) + len(wb) + flen
+    bl = len(body)
+    out = bytearray(hl + bl + (HMAC_LEN if key else 0))
+    flags = FLAG_HMAC if key else 0
+    struct.pack_into(
+        PREFIX, out, 0, MAGIC, PROTOCOL_VERSION, mtype, flags, len(jb), len(wb), 0, bl
+    )
+    p = PREFIX_LEN
+    out[p : p + len(jb)] = jb
+    p += len(jb)
+    out[p : p + len(wb)] = wb
+    p += len(wb)
+    struct.pack_into(fmt, out, p, *vals)
+    p += flen
+    out[p : p + bl] = body
+    if key:
+        out[hl + bl :] = hmac_sha256(key, memoryview(out)[: hl + bl])[:HMAC_LEN]
+    # the bytearray itself: a copy would double a chunk on a board's heap
+    return out
+
+
+def _chunks(mtype, jb, wb, fmt, head, data, dtype, max_chunk, key):
+    """Check eagerly, then return a generator of framed chunks.
+
+    The per-chunk fields are ``head + (dtype, index, count, size, total)``.
+    """
+    if dtype not in DTYPE_SIZE:
+        raise ValueError("unknown dtype %r" % (dtype,))
+    _uint("max_chunk", max_chunk, 32)
+    mv, isz = byte_view(data)
+    esz = DTYPE_SIZE[dtype]
+    total = len(mv)
+    if total % esz:
+        raise ValueError("data length %d is not a multiple of %d" % (total, esz))
+    if total > MAX_TOTAL:
+        raise ValueError("data longer than %d bytes" % MAX_TOTAL)
+    room = max_chunk - PREFIX_LEN - len(jb) - len(wb) - struct.calcsize(fmt)
+    room -= HMAC_LEN if key else 0
+    # whole elements per chunk, so a board can land each chunk in a typed array
+    size = room - room % max(esz, isz)
+    if size <= 0:
+        raise ValueError("max_chunk %d leaves no room for data" % max_chunk)
+    if total == 0:
+        size = 0
+        count = 1
+    else:
+        size = min(size, total)
+        count = (total + size - 1) // size
+        if count > 0xFFFF:
+            raise ValueError("more than 65535 chunks: raise max_chunk")
+    return _gen(mtype, jb, wb, fmt, head, data, mv, dtype, count, size, total, key)
+
+
+def _gen(mtype, jb, wb, fmt, head, data, mv, dtype, count, size, total, key):
+    # ``data`` stays referenced here: on MicroPython ``mv`` aliases its memory
+    for i in range(count):
+        a = i * size
+        vals = head + (dtype, i, count, size, total)
+        yield _frame(mtype, jb, wb, fmt, vals, mv[a : min(total, a + size)], key)
+    del data
+
+
+def _f32(name, v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise TypeError("%s must be a float, got %r" % (name, v)) from None
+
+
+def encode_hello(
+    job, wid, incarnation, model="", max_chunk=DEFAULT_CHUNK, dtypes=None, key=None
+):
+    """A worker announces itself (and asks for parameters)."""
+    if dtypes is None:
+        dtypes = (DTYPE_F32,)
+    mask = 0
+    for d in dtypes:
+        if d not in DTYPE_SIZE:
+            raise ValueError("unknown dtype %r" % (d,))
+        mask |= 1 << d
+    vals = (_uint("incarnation", incarnation, 32), _uint("max_chunk", max_chunk, 32))
+    jb, wb = check_id("job", job), check_id("wid", wid)
+    body = _text("model", model)
+    return _frame(HELLO, jb, wb, FIELDS[HELLO][0], vals + (mask,), body, key)
+
+
+def iter_update(job, wid, incarnation, seq, clock, base_version, compute_time,
+                samples, loss, data, dtype=DTYPE_F32, max_chunk=DEFAULT_CHUNK,
+                key=None):  # fmt: skip
+    """Like encode_update but yields chunks one by one (a board holds one at a time)."""
+    ct = _f32("compute_time", compute_time)
+    if not ct >= 0.0 or ct == float("inf"):
+        raise ValueError("compute_time must be finite and >= 0, got %r" % (ct,))
+    head = (_uint("incarnation", incarnation, 32), _uint("seq", seq, 32),
+            _uint("clock", clock, 32), _uint("base_version", base_version, 32),
+            ct, _uint("samples", samples, 32), _f32("loss", loss))  # fmt: skip
+    jb, wb = check_id("job", job), check_id("wid", wid)
+    return _chunks(UPDATE, jb, wb, FIELDS[UPDATE][0], head, data, dtype, max_chunk, key)
+
+
+def encode_heartbeat(job, wid, incarnation, clock, key=None):
+    """I am alive (sent while computing or waiting at a barrier)."""
+    vals = (_uint("incarnation", incarnation, 32), _uint("clock", clock, 32))
+    jb, wb = check_id("job", job), check_id("wid", wid)
+    return _frame(HEARTBEAT, jb, wb, FIELDS[HEARTBEAT][0], vals, b"", key)
+
+
+def encode_bye(job, wid, incarnation, reason, key=None):
+    """A worker leaves (reason "bye"), or its last will fires (reason "lost")."""
+    vals = (_uint("incarnation", incarnation, 32),)
+    jb, wb = check_id("job", job), check_id("wid", wid)
+    return _frame(BYE, jb, wb, FIELDS[BYE][0], vals, _text("reason", reason), key)

@@ -3,16 +3,16 @@
 import sys
 from array import array
 
-from edgeps_worker import data, datafile
+from edgeps_worker import data, datafile, ring
 
-ring = data.RingBuffer(4, 3, data.LABEL_INT, seed=9)
+rb = ring.RingBuffer(4, 3, data.LABEL_INT, seed=9)
 for i in range(6):
-    ring.add([i, i + 0.5, -i], i % 3)
+    rb.add([i, i + 0.5, -i], i % 3)
 # the two oldest samples were overwritten
-print("ring", ring.count(), ring.added, list(ring.y), list(ring.X)[:3])
+print("ring", rb.count(), rb.added, list(rb.y), list(rb.X)[:3])
 X = array("f", bytes(4 * 5 * 3))
 y = array("i", bytes(4 * 5))
-print("ringbatch", ring.batch(X, y, 5), list(y), list(X)[:6])
+print("ringbatch", rb.batch(X, y, 5), list(y), list(X)[:6])
 
 src = data.FileSource(sys.argv[1], seed=4)
 X = array("f", bytes(4 * 6 * src.n_features))
@@ -37,7 +37,7 @@ def read(xbuf):
     return 1
 
 
-sensor = data.SensorSource(read, 2, capacity=4, seed=3)
+sensor = ring.SensorSource(read, 2, capacity=4, seed=3)
 print("sensor", sensor.fill(10), sensor.count(), sensor.bad_readings)
 
 for bad in ("missing.bin", sys.argv[2]):

@@ -7,7 +7,7 @@ import json
 import struct
 import sys
 
-from edgeps_worker import wire
+from edgeps_worker import wire_host as wire
 
 
 def vector_call(v):
@@ -51,14 +51,16 @@ def check_typed_target():
     """PARAMS chunks land straight in a board's array('f'), in any order."""
     from array import array
 
+    from edgeps_worker.params_sink import ParamsSink
+
     values = [i * 0.5 - 3.0 for i in range(50)]
     chunks = wire.encode_params("j", "w", 4, array("f", values), max_chunk=64)
     target = array("f", [0.0] * 50)
-    r = wire.Reassembler(max_bytes=200, max_age=10, max_pending=1)
+    sink = ParamsSink(target, 200)
     whole = None
     for c in chunks[1:] + chunks[:1]:
-        whole = r.add(wire.decode(c), 0, into=target) or whole
-    if len(chunks) < 3 or whole is None or whole.data is not target:
+        whole = sink.add(wire.decode(c), wire.DTYPE_F32) or whole
+    if len(chunks) < 3 or whole is not True:
         return "not reassembled"
     if list(target) != values:
         return "values differ"

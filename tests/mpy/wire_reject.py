@@ -6,7 +6,7 @@ Prints 'decoded N rejected M other 0' and exits 1 if anything else escaped.
 import random
 import sys
 
-from edgeps_worker import wire
+from edgeps_worker import wire_host as wire
 
 random.seed(7)
 base = [

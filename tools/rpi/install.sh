@@ -46,6 +46,14 @@ if ! printf '%s' "$JOB$WID" | grep -Eq '^[A-Za-z0-9_-]+$'; then
     exit 2
 fi
 [ -e "$SOURCE" ] || { echo "install.sh: no source at $SOURCE" >&2; exit 2; }
+# the unit runs with ProtectHome=yes and PrivateTmp=yes: the service cannot
+# read data under /home, /root, /run/user, /tmp or /var/tmp
+case "$DATA" in
+    /home|/home/*|/root|/root/*|/run/user|/run/user/*|/tmp|/tmp/*|/var/tmp|/var/tmp/*)
+        echo "install.sh: --data $DATA: the service cannot read it (ProtectHome=yes," \
+             "PrivateTmp=yes); copy it to /var/lib/edgeps/ first" >&2
+        exit 2 ;;
+esac
 
 run() {
     echo "+ $*"

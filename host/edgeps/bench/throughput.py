@@ -177,7 +177,7 @@ def measure_receive(
 
 def measure_ps(host: str, port: int, n_params: int, n: int, chunk: int = 0) -> Measure:
     """Updates/s applied by the real coordinator, each released with a publish."""
-    from edgeps_worker import wire
+    from edgeps_worker import wire_host as wire
 
     from edgeps.core import ParameterServer
     from edgeps.policy.asp import ASP

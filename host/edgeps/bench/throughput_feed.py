@@ -22,7 +22,7 @@ DEADLINE = 60.0  # seconds per measurement, whatever happens
 
 def update_payloads(n_params: int, n: int, chunk: int = 0) -> list[list[bytes]]:
     """Encoded UPDATEs (each a list of chunks), round-robin over the bench workers."""
-    from edgeps_worker import wire
+    from edgeps_worker import wire_host as wire
 
     rng = np.random.default_rng(7)
     grad = (rng.standard_normal(n_params) * 1e-4).astype("<f4").tobytes()
@@ -51,7 +51,7 @@ def _feed(
 ) -> None:
     """Feeder process: QoS1 publishes as fast as paho's inflight window allows."""
     import paho.mqtt.client as mqtt
-    from edgeps_worker import wire
+    from edgeps_worker import wire_host as wire
 
     client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv311)
     client.max_inflight_messages_set(100)

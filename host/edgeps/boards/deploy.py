@@ -9,6 +9,7 @@ set up by install.sh run the same service.
 from __future__ import annotations
 
 import argparse
+import posixpath
 import shlex
 import sys
 from pathlib import Path
@@ -57,7 +58,35 @@ WantedBy=multi-user.target
 """
 
 
-def check_args(broker: str, job: str, worker_id: str, batch: int) -> None:
+# paths the unit hides from the service: ProtectHome=yes makes these empty and
+# unreadable, PrivateTmp=yes gives the service its own /tmp and /var/tmp
+HIDDEN_FROM_SERVICE = {
+    "/home": "ProtectHome=yes",
+    "/root": "ProtectHome=yes",
+    "/run/user": "ProtectHome=yes",
+    "/tmp": "PrivateTmp=yes",
+    "/var/tmp": "PrivateTmp=yes",
+}
+DATA_DIR = "/var/lib/edgeps"  # the unit's StateDirectory, readable by the service
+
+
+def check_data(data: str | None) -> None:
+    """ValueError for a --data path the sandboxed service could not read."""
+    if not data:
+        return
+    path = posixpath.normpath(posixpath.join(DATA_DIR, data))
+    for top, setting in HIDDEN_FROM_SERVICE.items():
+        if path == top or path.startswith(top + "/"):
+            raise ValueError(
+                f"--data {data}: the service runs with {setting}, so it cannot "
+                f"read files under {top}; copy the file to {DATA_DIR}/ (e.g. "
+                f"{DATA_DIR}/{posixpath.basename(path)}, owned by {SERVICE_USER})"
+            )
+
+
+def check_args(
+    broker: str, job: str, worker_id: str, batch: int, data: str | None = None
+) -> None:
     """ValueError for settings the worker would refuse at start-up."""
     if not broker.startswith(("mqtt://", "mqtts://")) or broker[-3:] == "://":
         raise ValueError(f"--broker must look like mqtt://host:1883, got {broker!r}")
@@ -66,6 +95,7 @@ def check_args(broker: str, job: str, worker_id: str, batch: int) -> None:
             raise ValueError(f"{name} must match [A-Za-z0-9_-]{{1,32}}, got {value!r}")
     if batch < 1:
         raise ValueError("--batch must be positive")
+    check_data(data)
 
 
 def worker_args(data: str | None, batch: int, extra: list[str]) -> str:
@@ -115,7 +145,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--broker", default="mqtt://192.168.1.10:1883")
     parser.add_argument("--job", default="demo")
     parser.add_argument("--id", dest="worker_id", default="pi-1", help="worker id")
-    parser.add_argument("--data", help="data file on the Pi (CSV or NPZ)")
+    parser.add_argument(
+        "--data", help="data file on the Pi (CSV or NPZ), e.g. /var/lib/edgeps/d.csv"
+    )
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument(
         "--source", default=".", help="what pip installs: a checkout dir or a wheel"
@@ -125,7 +157,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        check_args(args.broker, args.job, args.worker_id, args.batch)
+        check_args(args.broker, args.job, args.worker_id, args.batch, args.data)
     except ValueError as exc:
         print(f"edgeps deploy: {exc}", file=sys.stderr)
         return 2

@@ -4,12 +4,15 @@ The plan is a list of commands (esptool to erase and write the firmware,
 optionally mpy-cross to precompile the worker, mpremote to copy files and
 reset), built and checked before anything runs, so ``--dry-run`` prints
 exactly what would be executed and a bad config fails before the board is
-touched.
+touched. The board gets only the modules it runs (``BOARD_MODULES``), taken
+from the installed ``edgeps_worker`` package; main.py, boot.py and the
+example config ship in the wheel as the ``edgeps_firmware`` package data.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import shlex
 import shutil
 import subprocess
@@ -20,6 +23,8 @@ from pathlib import Path
 
 from edgeps_worker import config as fwconfig
 
+from edgeps.boards import mpy as mpyver
+
 # where the MicroPython image starts in flash, per chip (bootloader offset)
 FIRMWARE_OFFSET = {
     "esp32": "0x1000",
@@ -29,15 +34,64 @@ FIRMWARE_OFFSET = {
     "esp32c6": "0x0",
 }
 MPY_ARCH = {"esp32": "xtensawin", "esp32s2": "xtensawin", "esp32s3": "xtensawin"}
-# CPython-only helpers that never run on a board
-HOST_ONLY = {"_mpshim.py"}
+# the edgeps_worker modules main.py imports on a board, directly or through
+# each other (tests/test_boards.py checks this against the imports); the rest
+# of the package (wire_host, bench_publish, mqtt_reconnect, _mpshim) is host
+# or test code and never copied
+BOARD_MODULES = (
+    "__init__",
+    "app",
+    "clock",
+    "config",
+    "data",
+    "datafile",
+    "kernels",
+    "mqtt",
+    "mqtt_link",
+    "mqtt_packets",
+    "params_sink",
+    "ring",
+    "trainer",
+    "wire",
+    "worker",
+)
+ENTRY_FILES = ("boot.py", "main.py")
 
 
 def default_firmware_dir() -> Path:
-    """firmware/ of this checkout: the parent of the edgeps_worker package."""
+    """Where main.py and boot.py are: the edgeps_firmware package (an install
+    ships them there; in a checkout it is firmware/), else next to edgeps_worker."""
+    spec = importlib.util.find_spec("edgeps_firmware")
+    if spec is not None and spec.submodule_search_locations:
+        for loc in spec.submodule_search_locations:
+            if (Path(loc) / "main.py").is_file():
+                return Path(loc)
+    return package_dir().parent
+
+
+def package_dir() -> Path:
+    """The edgeps_worker package this host runs (installed or the checkout's)."""
     import edgeps_worker
 
-    return Path(edgeps_worker.__file__).resolve().parent.parent
+    return Path(edgeps_worker.__file__).resolve().parent
+
+
+def board_sources(pkg: Path | None = None) -> list[Path]:
+    """The board's module sources in BOARD_MODULES order; ValueError if one lacks."""
+    pkg = pkg or package_dir()
+    paths = [pkg / (name + ".py") for name in BOARD_MODULES]
+    missing = [p.name for p in paths if not p.is_file()]
+    if missing:
+        raise ValueError(f"{pkg} lacks board modules: {', '.join(missing)}")
+    return paths
+
+
+def mpy_cross_command(
+    mpy_cross: str, arch: str, src: Path, dst: Path, compat: list[str]
+) -> list[str]:
+    """One compile step; the source name embedded is the board's path of the file."""
+    return [mpy_cross, "-march=" + arch, "-o", str(dst), *compat,
+            "-s", "edgeps_worker/" + src.name, str(src)]  # fmt: skip
 
 
 def tool(name: str) -> str:
@@ -105,18 +159,28 @@ def build_plan(
     firmware_dir: Path | None = None,
     stage: Path | None = None,
     data_pending: bool = False,
+    micropython: str | None = None,
+    mpy_cross: str | None = None,
 ) -> FlashPlan:
-    """Every command needed to flash ``chip`` on ``port``; raises ValueError."""
+    """Every command needed to flash ``chip`` on ``port``; raises ValueError.
+
+    With ``mpy`` the board's MicroPython release must be known: ``micropython``
+    ("1.24.1"), else the one in the firmware image's name; the compiler is
+    checked against it (see ``edgeps.boards.mpy``).
+    """
     if chip not in FIRMWARE_OFFSET:
         raise ValueError(f"chip must be one of {sorted(FIRMWARE_OFFSET)}, got {chip!r}")
     if mpy and chip not in MPY_ARCH:
         raise ValueError(f"--mpy is supported for {sorted(MPY_ARCH)}, not {chip}")
     if baud <= 0:
         raise ValueError("--baud must be positive")
-    fw_dir = firmware_dir or default_firmware_dir()
-    pkg = fw_dir / "edgeps_worker"
-    if not (fw_dir / "main.py").is_file() or not pkg.is_dir():
-        raise ValueError(f"{fw_dir} does not hold main.py and edgeps_worker/")
+    if firmware_dir is not None:
+        fw_dir, pkg = firmware_dir, firmware_dir / "edgeps_worker"
+    else:
+        fw_dir, pkg = default_firmware_dir(), package_dir()
+    if not all((fw_dir / n).is_file() for n in ENTRY_FILES) or not pkg.is_dir():
+        raise ValueError(f"{fw_dir} does not hold main.py, boot.py and edgeps_worker/")
+    sources = board_sources(pkg)
     cfg, extras = check_inputs(config_path, firmware, port, data_pending)
     plan = FlashPlan()
     if firmware is not None:
@@ -126,24 +190,19 @@ def build_plan(
             [*esptool, "--baud", str(baud), "write-flash", "-z",
              FIRMWARE_OFFSET[chip], str(firmware)]
         )  # fmt: skip
-    sources = sorted(p for p in pkg.glob("*.py") if p.name not in HOST_ONLY)
     mpremote = [tool("mpremote"), "connect", port]
     if mpy:
+        release = board_release(micropython, firmware)
+        compiler = mpy_cross or tool("mpy-cross")
+        compat = mpyver.compiler_flags(compiler, ["-march=" + MPY_ARCH[chip]], release)
         # one fixed place, so --dry-run shows exactly what a real run executes
         plan.stage = stage or Path(tempfile.gettempdir()) / "edgeps-flash"
         out_pkg = plan.stage / "edgeps_worker"
-        for src in sources:
-            dst = out_pkg / (src.stem + ".mpy")
-            plan.commands.append(
-                [
-                    tool("mpy-cross"),
-                    "-march=" + MPY_ARCH[chip],
-                    "-o",
-                    str(dst),
-                    str(src),
-                ]
-            )
         board_files = [out_pkg / (s.stem + ".mpy") for s in sources]
+        for src, dst in zip(sources, board_files, strict=True):
+            plan.commands.append(
+                mpy_cross_command(compiler, MPY_ARCH[chip], src, dst, compat)
+            )
     else:
         board_files = sources
     plan.commands.append([*mpremote, "fs", "mkdir", ":edgeps_worker"])
@@ -151,7 +210,7 @@ def build_plan(
         plan.commands.append(
             [*mpremote, "fs", "cp", str(f), ":edgeps_worker/" + f.name]
         )
-    for name in ("boot.py", "main.py"):
+    for name in ENTRY_FILES:
         plan.commands.append([*mpremote, "fs", "cp", str(fw_dir / name), ":" + name])
     plan.commands.append([*mpremote, "fs", "cp", str(config_path), ":config.json"])
     for extra in extras:
@@ -159,6 +218,27 @@ def build_plan(
         plan.commands.append([*mpremote, "fs", "cp", str(extra), ":" + target])
     plan.commands.append([*mpremote, "reset"])
     return plan
+
+
+def board_release(
+    micropython: str | None, firmware: Path | None
+) -> tuple[int, int, int]:
+    """The MicroPython release the board will run, for --mpy; ValueError if unknown."""
+    if micropython:
+        return mpyver.parse_release(micropython)
+    if firmware is not None:
+        release = mpyver.release_from_image(firmware.name)
+        if release is None:
+            raise ValueError(
+                f"--mpy: {firmware.name} names no MicroPython version; pass "
+                "--micropython VERSION (the image's, e.g. 1.24.1)"
+            )
+        return release
+    raise ValueError(
+        "--mpy needs the board's MicroPython version: pass --micropython VERSION, "
+        "a --firmware image named like ESP32_GENERIC-20241129-v1.24.1.bin, "
+        "or drop --dry-run so that the board is asked"
+    )
 
 
 def execute(plan: FlashPlan) -> int:
@@ -187,7 +267,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baud", type=int, default=460800, help="esptool baud rate")
     parser.add_argument("--mpy", action="store_true", help="precompile with mpy-cross")
     parser.add_argument(
-        "--firmware-dir", type=Path, help="worker sources (default: this checkout)"
+        "--micropython",
+        metavar="VERSION",
+        help="the board's MicroPython release for --mpy, e.g. 1.24.1 (default: "
+        "from the --firmware name, else asked from the board)",
+    )
+    parser.add_argument(
+        "--mpy-cross", metavar="PATH", help="mpy-cross to use (default: next to Python)"
+    )
+    parser.add_argument(
+        "--firmware-dir",
+        type=Path,
+        help="a dir with main.py, boot.py, edgeps_worker/ (default: the installed)",
     )
     parser.add_argument(
         "--data-from",
@@ -224,6 +315,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.data_from:
             prepare_data(args)
+        micropython = args.micropython
+        if args.mpy and not micropython and args.firmware is None and not args.dry_run:
+            release = mpyver.ask_board(tool("mpremote"), args.port)
+            micropython = mpyver.fmt(release)
+            print(f"board runs MicroPython {micropython}")
         plan = build_plan(
             port=args.port,
             config_path=args.config,
@@ -233,6 +329,8 @@ def run(args: argparse.Namespace) -> int:
             baud=args.baud,
             firmware_dir=args.firmware_dir,
             data_pending=bool(args.data_from) and args.dry_run,
+            micropython=micropython,
+            mpy_cross=args.mpy_cross,
         )
     except ValueError as exc:
         print(f"edgeps flash: {exc}", file=sys.stderr)

@@ -16,7 +16,7 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
-from edgeps_worker import wire
+from edgeps_worker import wire_host as wire
 
 from edgeps.core.types import Event, Heartbeat, Join, Leave, Push, Rejected
 from edgeps.kernels import ModelSpec

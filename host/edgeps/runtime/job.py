@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
-from edgeps_worker import wire
+from edgeps_worker import wire_host as wire
 
 from edgeps.commands.connection import connection_options
 from edgeps.commands.model_forms import complete_model

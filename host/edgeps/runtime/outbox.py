@@ -6,7 +6,7 @@ import logging
 from typing import Any, Protocol
 
 import numpy as np
-from edgeps_worker import wire
+from edgeps_worker import wire_host as wire
 
 from edgeps.core.types import Release
 from edgeps.runtime.peers import Peers

@@ -1,0 +1,369 @@
+"""The host's wire module: every encoder and decoder, the chunk reassembler, topics.
+
+``from edgeps_worker import wire_host as wire`` on the host; a board imports
+``edgeps_worker.wire``, which holds only what a worker sends and receives, so
+none of this code takes board RAM (``edgeps flash`` does not copy this file).
+Every name of ``wire`` is re-exported here. It runs on MicroPython too: the
+golden byte tests check it there.
+"""
+
+import struct
+
+from edgeps_worker.wire import (
+    BYE,
+    DEFAULT_CHUNK,
+    DTYPE_F16,
+    DTYPE_F32,
+    DTYPE_I8,
+    DTYPE_SIZE,
+    FIELDS,
+    FLAG_HMAC,
+    HEARTBEAT,
+    HELLO,
+    HMAC_LEN,
+    MAGIC,
+    MAX_ID,
+    MAX_MESSAGE,
+    MAX_TEXT,
+    MAX_TOTAL,
+    MODEL,
+    MODEL_STATES,
+    PARAMS,
+    PREFIX,
+    PREFIX_LEN,
+    PROTOCOL_VERSION,
+    REJECT,
+    UPDATE,
+    Message,
+    WireError,
+    _chunks,
+    _frame,
+    _text,
+    _uint,
+    check_id,
+    decode,
+    encode_bye,
+    encode_heartbeat,
+    encode_hello,
+    hmac_sha256,
+    iter_update,
+    topic_down,
+    topic_model,
+    topic_up,
+    valid_id,
+)
+
+TYPE_NAMES = {
+    HELLO: "hello",
+    UPDATE: "update",
+    PARAMS: "params",
+    HEARTBEAT: "heartbeat",
+    BYE: "bye",
+    MODEL: "model",
+    REJECT: "reject",
+}
+
+# ---------------------------------------------------------------- topics
+
+
+def topic_up_wildcard(job):
+    """What the PS subscribes to: every worker's up topic."""
+    check_id("job", job)
+    return "edgeps/" + job + "/up/+"
+
+
+def parse_up_topic(topic):
+    """``edgeps/J/up/W`` -> ``(J, W)``; anything else -> None."""
+    if isinstance(topic, (bytes, bytearray, memoryview)):
+        try:
+            topic = bytes(topic).decode()
+        except Exception:
+            return None
+    if not isinstance(topic, str):
+        return None
+    parts = topic.split("/")
+    if len(parts) != 4 or parts[0] != "edgeps" or parts[2] != "up":
+        return None
+    if not valid_id(parts[1]) or not valid_id(parts[3]):
+        return None
+    return parts[1], parts[3]
+
+
+# ---------------------------------------------------------------- encoders (PS)
+
+
+def encode_update(
+    job,
+    wid,
+    incarnation,
+    seq,
+    clock,
+    base_version,
+    compute_time,
+    samples,
+    loss,
+    data,
+    dtype=DTYPE_F32,
+    max_chunk=DEFAULT_CHUNK,
+    key=None,
+):
+    """A gradient pushed by a worker, as a list of chunks of at most max_chunk bytes."""
+    return list(
+        iter_update(
+            job,
+            wid,
+            incarnation,
+            seq,
+            clock,
+            base_version,
+            compute_time,
+            samples,
+            loss,
+            data,
+            dtype,
+            max_chunk,
+            key,
+        )
+    )
+
+
+def iter_params(
+    job, wid, version, data, max_chunk=DEFAULT_CHUNK, seq=0, dtype=DTYPE_F32, key=None
+):
+    """Like encode_params but yields chunks one by one."""
+    head = (_uint("version", version, 32), _uint("seq", seq, 32))
+    jb = check_id("job", job)
+    wb = check_id("wid", wid)
+    return _chunks(PARAMS, jb, wb, FIELDS[PARAMS][0], head, data, dtype, max_chunk, key)
+
+
+def encode_params(
+    job, wid, version, data, max_chunk=DEFAULT_CHUNK, seq=0, dtype=DTYPE_F32, key=None
+):
+    """Parameters at ``version`` sent to one worker (its release), as chunks.
+
+    ``seq`` is the seq of the UPDATE this release answers (0 when it answers
+    none, as after a HELLO); with ``version`` it names the release, so a
+    board never mixes the chunks of two releases.
+    """
+    return list(iter_params(job, wid, version, data, max_chunk, seq, dtype, key))
+
+
+def encode_model(job, state, model, version, n_params, key=None):
+    """Retained job state: running/done, the model spec, current version, size."""
+    if state not in MODEL_STATES:
+        raise ValueError("state must be one of %r, got %r" % (MODEL_STATES, state))
+    vals = (
+        MODEL_STATES.index(state),
+        _uint("version", version, 32),
+        _uint("n_params", n_params, 32),
+    )
+    jb = check_id("job", job)
+    return _frame(MODEL, jb, b"", FIELDS[MODEL][0], vals, _text("model", model), key)
+
+
+def encode_reject(job, wid, seq, reason, key=None):
+    """The PS tells a worker it dropped its update ``seq`` and why."""
+    vals = (_uint("seq", seq, 32),)
+    jb = check_id("job", job)
+    wb = check_id("wid", wid)
+    return _frame(REJECT, jb, wb, FIELDS[REJECT][0], vals, _text("reason", reason), key)
+
+
+# ---------------------------------------------------------------- reassembly
+
+_COPY_FIELDS = (
+    "flags tagged incarnation seq clock base_version compute_time samples loss dtype "
+    "version chunk_index chunk_count chunk_size total_len offset data reason state "
+    "model n_params max_chunk dtypes"
+).split()
+
+
+def copy_message(msg):
+    """A shallow copy of a decoded Message (the reassembler hands out one)."""
+    m = Message(msg.type, msg.job, msg.wid)
+    for name in _COPY_FIELDS:
+        setattr(m, name, getattr(msg, name))
+    return m
+
+
+class _Partial:
+    """The chunks of one logical message seen so far."""
+
+    def __init__(self, msg, now):
+        self.first = msg
+        self.t0 = now
+        self.buf = bytearray(msg.total_len)
+        self.seen = bytearray((msg.chunk_count + 7) // 8)
+        self.missing = msg.chunk_count
+        self.meta = _meta(msg)
+
+
+def _meta(msg):
+    # every chunk of one message must agree on these; floats compared as bits
+    return (
+        msg.dtype,
+        msg.chunk_count,
+        msg.chunk_size,
+        msg.total_len,
+        msg.clock,
+        msg.base_version,
+        msg.samples,
+        struct.pack("<ff", msg.compute_time, msg.loss),
+    )
+
+
+class Reassembler:
+    """Joins chunked UPDATE/PARAMS messages with bounded memory and age (the PS's).
+
+    ``max_bytes`` bounds one message, ``max_pending`` the number of partial
+    messages held at once (the oldest is evicted), ``max_age`` (seconds, same
+    clock as ``now``) how long a partial may wait for its missing chunks. A
+    board does not reassemble: its ``params_sink.ParamsSink`` writes each
+    PARAMS chunk straight into the parameter buffer.
+    """
+
+    def __init__(self, max_bytes=1 << 24, max_age=30.0, max_pending=64):
+        if max_bytes <= 0 or max_pending <= 0 or not max_age > 0:
+            raise ValueError("max_bytes, max_age and max_pending must be > 0")
+        self.max_bytes = max_bytes
+        self.max_age = max_age
+        self.max_pending = max_pending
+        self._pending = {}
+        # keys of recently completed messages: a late redelivered chunk of one
+        # must not start a partial that can never complete
+        self._done = []
+        self.duplicates = 0
+        self.expired = 0
+        self.evicted = 0
+
+    def pending(self):
+        """Number of partial messages held."""
+        return len(self._pending)
+
+    def pending_bytes(self):
+        """Bytes reserved by partial messages."""
+        n = 0
+        for p in self._pending.values():
+            n += len(p.buf)
+        return n
+
+    def expire(self, now):
+        """Drop partial messages older than max_age; returns how many."""
+        old = [k for k, p in self._pending.items() if now - p.t0 > self.max_age]
+        for k in old:
+            del self._pending[k]
+        self.expired += len(old)
+        return len(old)
+
+    def add(self, msg, now):
+        """Feed one decoded message; returns the whole message once complete.
+
+        Messages that are not chunked come straight back; the others return
+        None until their last chunk, then a copy of the first chunk's message
+        whose ``data`` is the joined payload (a bytearray). Chunks that
+        disagree or exceed the bounds raise WireError.
+        """
+        if msg.type != UPDATE and msg.type != PARAMS:
+            return msg
+        self.expire(now)
+        total = msg.total_len
+        if total > self.max_bytes:
+            raise WireError("size", "%d > %d bytes" % (total, self.max_bytes))
+        if msg.chunk_count == 1:
+            return msg
+        if msg.type == UPDATE:
+            key = (UPDATE, msg.job, msg.wid, msg.incarnation, msg.seq)
+        else:
+            key = (PARAMS, msg.job, msg.wid, msg.version, msg.seq)
+        part = self._pending.get(key)
+        if part is None:
+            if key in self._done:
+                self.duplicates += 1
+                return None
+            part = self._start(key, msg, now)
+        elif _meta(msg) != part.meta:
+            del self._pending[key]
+            raise WireError("chunk", "chunks of one message disagree")
+        i = msg.chunk_index
+        bit = 1 << (i & 7)
+        if part.seen[i >> 3] & bit:
+            self.duplicates += 1
+            return None
+        part.seen[i >> 3] |= bit
+        part.buf[msg.offset : msg.offset + len(msg.data)] = msg.data
+        part.missing -= 1
+        if part.missing:
+            return None
+        del self._pending[key]
+        self._done.append(key)
+        if len(self._done) > 2 * self.max_pending + 8:
+            self._done.pop(0)
+        whole = copy_message(part.first)
+        whole.chunk_index = 0
+        whole.chunk_count = 1
+        whole.chunk_size = total
+        whole.offset = 0
+        whole.data = part.buf  # pyright: ignore[reportAttributeAccessIssue]
+        return whole
+
+    def _start(self, key, msg, now):
+        while len(self._pending) >= self.max_pending:
+            oldest = None
+            for k, p in self._pending.items():
+                if oldest is None or p.t0 < self._pending[oldest].t0:
+                    oldest = k
+            del self._pending[oldest]
+            self.evicted += 1
+        part = _Partial(msg, now)
+        self._pending[key] = part
+        return part
+
+
+__all__ = [
+    "BYE",
+    "DEFAULT_CHUNK",
+    "DTYPE_F16",
+    "DTYPE_F32",
+    "DTYPE_I8",
+    "DTYPE_SIZE",
+    "FLAG_HMAC",
+    "HEARTBEAT",
+    "HELLO",
+    "HMAC_LEN",
+    "MAGIC",
+    "MAX_ID",
+    "MAX_MESSAGE",
+    "MAX_TEXT",
+    "MAX_TOTAL",
+    "MODEL",
+    "MODEL_STATES",
+    "Message",
+    "PARAMS",
+    "PREFIX",
+    "PREFIX_LEN",
+    "PROTOCOL_VERSION",
+    "REJECT",
+    "Reassembler",
+    "TYPE_NAMES",
+    "UPDATE",
+    "WireError",
+    "copy_message",
+    "decode",
+    "encode_bye",
+    "encode_heartbeat",
+    "encode_hello",
+    "encode_model",
+    "encode_params",
+    "encode_reject",
+    "encode_update",
+    "hmac_sha256",
+    "iter_params",
+    "iter_update",
+    "parse_up_topic",
+    "topic_down",
+    "topic_model",
+    "topic_up",
+    "topic_up_wildcard",
+    "valid_id",
+]
