@@ -6,13 +6,13 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from edgeps.bench.micropython import micropython_path
 
 REPO = Path(__file__).resolve().parents[1]
 FIRMWARE = REPO / "firmware"
@@ -102,13 +102,6 @@ def mosquitto(tmp_path: Path) -> Iterator[Broker]:
         yield broker
     finally:
         broker.stop()
-
-
-def micropython_path() -> str | None:
-    exe = Path(sys.executable).with_name("micropython")
-    if exe.exists():
-        return str(exe)
-    return shutil.which("micropython")
 
 
 @pytest.fixture(scope="session")

