@@ -15,7 +15,7 @@ import paho.mqtt.client as mqtt
 
 from edgeps.transport.backoff import Backoff
 from edgeps.transport.options import ConnectionOptions
-from edgeps.transport.paho_link import CONNECT_ERRORS, MqttLink
+from edgeps.transport.paho_link import CONNECT_ERRORS, MqttLink, fresh_client_id
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +80,10 @@ class HostLink(MqttLink):
         while not self._closing:
             if self._stop.wait(self.backoff.next()):
                 return False
+            # a fresh id per attempt, like a new client would get; paho has no
+            # public setter and reconnect() reuses the one it was built with
+            self.connection_id = fresh_client_id(self.client_id)
+            client._client_id = self.connection_id.encode()
             try:
                 client.reconnect()
             except CONNECT_ERRORS as exc:
