@@ -132,6 +132,8 @@ class Coordinator:
         self._t0 = clock()
         self._last_rate = (self._t0, 0)
         self._rate = 0.0
+        self._relink = threading.Event()  # set by `link_up`, on the network thread
+        self.model_republished = 0
 
     # ---- outgoing messages: the MQTT ActionSink
     @property
@@ -141,6 +143,18 @@ class Coordinator:
     def publish_model(self, state: str) -> None:
         """Retained MODEL message: job state, model spec and current version."""
         self.outbox.model(state, self.server.version, self.server.n_params)
+
+    def link_up(self) -> None:
+        """The link is up again (HostLink's ``on_up``): republish MODEL in the loop."""
+        self._relink.set()
+
+    def _republish_model(self) -> None:
+        # a broker restarted without persistence lost the retained MODEL, and a
+        # worker that starts now would wait for it forever
+        self._relink.clear()
+        self.model_republished += 1
+        log.info("link up again: MODEL republished")
+        self.publish_model("running")
 
     def on_release(self, action: Release) -> None:
         self.outbox.release(action)
@@ -258,6 +272,7 @@ class Coordinator:
         now = self.clock()
         self._t0 = now
         self._last_rate = (now, 0)
+        self._relink.clear()
         self.publish_model("running")
         next_tick = now + s.tick_interval
         next_eval = now + s.eval_interval
@@ -276,6 +291,8 @@ class Coordinator:
                 self.handle(item[0], item[1], now)
                 burst += 1
                 item = self.link.get_nowait() if burst < 256 else None
+            if self._relink.is_set():
+                self._republish_model()
             now = self.clock()
             if now >= next_tick:
                 self.tick(now)

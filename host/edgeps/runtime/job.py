@@ -266,6 +266,7 @@ class Job:
                 observer=dash.publish if dash is not None else None,
             )
             self.coordinator = coord
+            client.on_up = coord.link_up
             self.ready.set()
             with stop_on_signals(coord):
                 summary = coord.run()

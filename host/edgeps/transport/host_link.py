@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import paho.mqtt.client as mqtt
@@ -27,6 +28,11 @@ class HostLink(MqttLink):
     publish). Subscriptions are renewed on every (re)connect (clean session)
     and the link counts as up once the broker granted them (SUBACK), so
     nothing published to us right after `start` is lost.
+
+    ``on_up`` (settable later) is called on the network thread each time the
+    link is up again, after the SUBACK: a broker restarted without persistence
+    has lost every retained message, so the coordinator republishes its MODEL
+    then. It must return at once (it only sets a flag).
     """
 
     max_inflight = 200
@@ -40,6 +46,7 @@ class HostLink(MqttLink):
         queue_size: int = 20000,
         queue_bytes: int = 256 << 20,
         backoff: Backoff | None = None,
+        on_up: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(
             options, client_id, queue_size=queue_size, queue_bytes=queue_bytes
@@ -48,6 +55,7 @@ class HostLink(MqttLink):
         self.backoff = backoff or Backoff(initial=0.25, maximum=8.0, jitter=0.2)
         self._up = threading.Event()
         self._will: tuple[str, bytes, int, bool] | None = None
+        self.on_up = on_up
 
     def _on_connect(
         self, client: Any, userdata: Any, flags: Any, reason: Any, props: Any
@@ -59,14 +67,23 @@ class HostLink(MqttLink):
         if self.subscriptions:
             client.subscribe(self.subscriptions)
         else:
-            self._up.set()
+            self._became_up()
 
     def _on_subscribe(
         self, client: Any, userdata: Any, mid: int, reasons: Any, props: Any
     ) -> None:
         if any(r.is_failure for r in reasons):
             log.warning("broker refused a subscription: %s", reasons)
+        self._became_up()
+
+    def _became_up(self) -> None:
         self._up.set()
+        hook = self.on_up
+        if hook is not None:
+            try:
+                hook()
+            except Exception:  # the network thread must go on whatever it does
+                log.exception("on_up hook failed")
 
     def _on_disconnect(
         self, client: Any, userdata: Any, flags: Any, reason: Any, props: Any
