@@ -23,6 +23,7 @@ from edgeps.core.server import ParameterServer
 from edgeps.core.types import WorkerStats
 from edgeps.observe.dashboard import Dashboard, open_dashboard
 from edgeps.policy import parse_policy
+from edgeps.runtime.accounting import sys_subscriptions
 from edgeps.runtime.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from edgeps.runtime.coordinator import Coordinator, Settings, Summary
 from edgeps.runtime.metrics import MetricsWriter, Progress
@@ -228,7 +229,10 @@ class Job:
             client = HostLink(
                 self.options.at(self.broker.url),
                 client_id=f"edgeps-host-{cfg.job}",
-                subscriptions=[(wire.topic_up_wildcard(cfg.job), 1)],
+                subscriptions=[
+                    (wire.topic_up_wildcard(cfg.job), 1),
+                    *sys_subscriptions(),
+                ],
             )
             client.start()
             if self.banner:

@@ -56,6 +56,7 @@ class HostLink(MqttLink):
         self._up = threading.Event()
         self._will: tuple[str, bytes, int, bool] | None = None
         self.on_up = on_up
+        self.refused: list[str] = []  # topics the broker refused at the last SUBACK
 
     def _on_connect(
         self, client: Any, userdata: Any, flags: Any, reason: Any, props: Any
@@ -72,8 +73,14 @@ class HostLink(MqttLink):
     def _on_subscribe(
         self, client: Any, userdata: Any, mid: int, reasons: Any, props: Any
     ) -> None:
-        if any(r.is_failure for r in reasons):
-            log.warning("broker refused a subscription: %s", reasons)
+        refused = [
+            topic
+            for (topic, _), r in zip(self.subscriptions, reasons, strict=False)
+            if r.is_failure
+        ]
+        if refused and refused != self.refused:
+            log.warning("broker refused the subscriptions to %s", ", ".join(refused))
+        self.refused = refused
         self._became_up()
 
     def _became_up(self) -> None:

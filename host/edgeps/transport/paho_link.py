@@ -88,6 +88,9 @@ class _Inbox:
         self._release(len(item[1]))
         return item
 
+    def qsize(self) -> int:
+        return self._q.qsize()
+
     def clear(self) -> None:
         while self.get(None) is not None:
             pass
@@ -144,6 +147,11 @@ class MqttLink:
         self.dropped = 0  # received messages that did not fit in the inbox
         self.connects = 0  # accepted CONNACKs
         self.disconnects = 0
+
+    @property
+    def inbox(self) -> _Inbox:
+        """Received messages not yet taken (``qsize()`` is the depth)."""
+        return self._inbox
 
     # -- paho callbacks: they run on the network thread and never block --
 
