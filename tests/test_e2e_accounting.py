@@ -143,7 +143,7 @@ def test_a_refused_sys_subscription_is_said_in_the_summary(tmp_path: Path) -> No
     assert not heard
     assert summary.broker["sys"] == "unreadable"
     assert summary.broker["publish_dropped"] is None
-    assert "serve may not read $SYS (refused, or an ACL" in summary_table(summary)
+    assert "serve heard nothing on $SYS (an ACL refuses it" in summary_table(summary)
 
 
 def test_emulate_and_serve_take_the_password_from_a_file(tmp_path: Path) -> None:

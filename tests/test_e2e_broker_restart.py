@@ -50,6 +50,7 @@ def test_worker_started_after_a_broker_restart_joins(mosquitto: Any) -> None:
     assert coord is not None
     link = coord.link
     assert isinstance(link, HostLink)
+    first_id = link.connection_id
     mosquitto.proc.kill()
     mosquitto.proc.wait(10)
     mosquitto.restart()
@@ -75,7 +76,9 @@ def test_worker_started_after_a_broker_restart_joins(mosquitto: Any) -> None:
         job.stop()
         summary = finish(job, host)
 
-    # Assert
+    # Assert: a fresh client id for the reconnect too; MODEL is back; w00 trains
+    assert link.connection_id != first_id
+    assert link.connection_id.startswith("edgeps-host-brjob-")
     assert coord.model_republished >= 1
     assert retained is not None
     assert wire.decode(retained).type == wire.MODEL

@@ -82,8 +82,8 @@ def _unknown_and_broker(summary: Summary) -> list[str]:
             sys_text = "published no drop/queue counters in $SYS"
         else:  # refused or unreadable
             sys_text = (
-                "serve may not read $SYS (refused, or an ACL on the broker): "
-                "what it dropped is unknown"
+                "serve heard nothing on $SYS (an ACL refuses it, or the broker "
+                "publishes none): what it dropped is unknown"
             )
         lines.append(
             f"broker: {sys_text}; serve's inbox overflowed {b.get('inbox_full', 0)}x"
