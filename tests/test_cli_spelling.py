@@ -97,3 +97,13 @@ def test_serve_config_keys_are_exactly_the_serve_flags() -> None:
     keys = set(KEYS)
 
     assert keys == flags - negations - {"help", "config"}
+
+
+def test_every_command_taking_a_user_takes_its_password_from_a_file_only() -> None:
+    users = sorted(cmd for cmd, used in FLAGS.items() if "--username" in used)
+
+    missing = [cmd for cmd in users if "--password-file" not in FLAGS[cmd]]
+    on_the_line = [cmd for cmd, used in FLAGS.items() if "--password" in used]
+
+    assert set(MQTT_COMMANDS) <= set(users)
+    assert missing == [] and on_the_line == []

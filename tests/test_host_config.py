@@ -82,3 +82,17 @@ def test_staleness_aware_step_is_opt_in(tmp_path: Path) -> None:
     assert merge({}).staleness_aware is False
     assert merge({"staleness_aware": True}).staleness_aware is True
     assert merge({}, str(conf)).staleness_aware is True
+
+
+def test_norm_guard_is_on_by_default_and_set_by_flag_or_toml(tmp_path: Path) -> None:
+    conf = tmp_path / "serve.toml"
+    conf.write_text("norm-guard = 0\n")
+    assert merge({}).norm_guard == 10.0
+    assert merge({}, str(conf)).norm_guard == 0.0
+    assert merge({"norm_guard": 4}, str(conf)).norm_guard == 4.0
+    for bad in (1.0, 0.5, -2.0, float("inf")):
+        with pytest.raises(ValueError, match="--norm-guard"):
+            merge({"norm_guard": bad})
+    conf.write_text("norm_guard = 3\n")
+    with pytest.raises(ValueError, match="norm-guard"):
+        merge({}, str(conf))

@@ -4,6 +4,8 @@ Simulated workers with fixed, unequal speeds (1x to 4x) push in virtual time;
 only the time spent inside ``ParameterServer.handle`` is counted. The
 bare optimizer step on the same vector is timed too, so the table shows what
 the bookkeeping (validation, exactly-once, monitor, policy) costs on top.
+The server checks each push with serve's default norm guard (``--norm-guard
+0`` times it without).
 """
 
 from __future__ import annotations
@@ -31,16 +33,29 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--repeat", dest="repeats", type=int, default=3, help="runs; median shown"
     )
+    parser.add_argument(
+        "--norm-guard",
+        type=float,
+        default=10.0,
+        metavar="K",
+        help="the server's norm guard, as in serve (default: 10; 0: off)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead")
 
 
-def time_policy(policy: str, n_workers: int, n_params: int, pushes: int) -> float:
+def time_policy(
+    policy: str, n_workers: int, n_params: int, pushes: int, norm_guard: float = 0.0
+) -> float:
     """Seconds spent in ``handle`` for ``pushes`` pushes."""
     from edgeps.core import Join, ParameterServer, Push, Release
+    from edgeps.core.norm_guard import NormGuard
     from edgeps.policy import parse_policy
 
     ps = ParameterServer(
-        np.zeros(n_params, np.float32), policy=parse_policy(policy), lr=0.01
+        np.zeros(n_params, np.float32),
+        policy=parse_policy(policy),
+        lr=0.01,
+        norm_guard=NormGuard(norm_guard) if norm_guard > 0 else None,
     )
     grad = np.random.default_rng(0).normal(size=n_params).astype(np.float32)
     speed = {f"w{i}": 1.0 + (i % 4) for i in range(n_workers)}
@@ -91,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
             raise SystemExit(f"{name} must be >= 1")
     if args.repeats < 1 or any(n < 1 for n in args.workers):
         raise SystemExit("--repeat and --workers must be >= 1")
+    if not (args.norm_guard == 0 or args.norm_guard > 1):
+        raise SystemExit("--norm-guard must be 0 (off) or > 1")
     step = statistics.median(
         time_optimizer(args.params, args.pushes) for _ in range(args.repeats)
     )
@@ -98,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     for policy in policies:
         for n in args.workers:
             spent = statistics.median(
-                time_policy(policy, n, args.params, args.pushes)
+                time_policy(policy, n, args.params, args.pushes, args.norm_guard)
                 for _ in range(args.repeats)
             )
             rows.append(
@@ -116,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
         "pushes": args.pushes,
         "repeats": args.repeats,
         "bare_step_us": 1e6 * step / args.pushes,
+        "norm_guard": args.norm_guard,
         "rows": rows,
     }
     if args.json:
@@ -124,7 +142,8 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"PS core, {args.params} params, {args.pushes} pushes, median of "
         f"{args.repeats}; kernels backend {result['backend']}; bare SGD step "
-        f"{result['bare_step_us']:.1f} us"
+        f"{result['bare_step_us']:.1f} us; norm guard "
+        f"{args.norm_guard:g}" + (" (off)" if not args.norm_guard else "")
     )
     print(
         f"{'policy':<16} {'workers':>7} {'pushes/s':>10} {'us/push':>8} {'x step':>7}"

@@ -108,6 +108,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     _flag(p, "--max-update-norm", "reject updates with a larger L2 norm", type=float)
     _flag(
         p,
+        "--norm-guard",
+        "reject updates whose L2 norm is above K times the median of the last 64 "
+        "applied (once 8 were applied); 0 turns it off",
+        type=float,
+        metavar="K",
+    )
+    _flag(
+        p,
         "--staleness-aware",
         "scale the step by 1/(staleness+1) (default: plain lr)",
         action=on_off,

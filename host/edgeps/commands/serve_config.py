@@ -41,6 +41,8 @@ class ServeConfig:
     # lr/(staleness+1) slowed DSP with stragglers ~3.5x to 0.93 accuracy: opt-in
     staleness_aware: bool = False
     max_update_norm: float | None = None
+    # refuse updates above k x the median norm of the last 64 applied; 0 = off
+    norm_guard: float = 10.0
     liveness_timeout: float = 10.0
     target_accuracy: float | None = None
     max_time: float | None = None
@@ -180,6 +182,12 @@ def check(cfg: ServeConfig) -> None:
     _positive("metrics-interval", cfg.metrics_interval, allow_none=False)
     _positive("checkpoint-interval", cfg.checkpoint_interval, allow_none=False)
     _positive("max-update-norm", cfg.max_update_norm)
+    if not math.isfinite(cfg.norm_guard) or not (
+        cfg.norm_guard == 0 or cfg.norm_guard > 1
+    ):
+        raise ValueError(
+            f"--norm-guard must be 0 (off) or a number > 1, got {cfg.norm_guard!r}"
+        )
     if cfg.target_accuracy is not None and not 0.0 < cfg.target_accuracy <= 1.0:
         raise ValueError(
             f"--target-accuracy must be in (0, 1], got {cfg.target_accuracy!r}"

@@ -24,6 +24,7 @@ from edgeps.core.args import (
     check_worker_id,
 )
 from edgeps.core.monitor import PerformanceMonitor
+from edgeps.core.norm_guard import NormGuard
 from edgeps.core.policy_api import Policy
 from edgeps.core.registry import WorkerRecord
 from edgeps.core.snapshot import server_snapshot
@@ -61,6 +62,8 @@ class ParameterServer:
     liveness_timeout : seconds a computing worker may stay silent before it is
         declared dead and leaves the barrier (suspected after half of it).
     max_update_norm : pushes whose L2 norm exceeds this are dropped ("norm").
+    norm_guard : also drop ("norm") pushes outsized against the recent applied
+        norms (``edgeps.core.norm_guard``); None: no such check.
     monitor : the ``PerformanceMonitor`` to feed (a default one if None).
     """
 
@@ -74,6 +77,7 @@ class ParameterServer:
         staleness_aware: bool = False,
         liveness_timeout: float = 10.0,
         max_update_norm: float | None = None,
+        norm_guard: NormGuard | None = None,
         monitor: PerformanceMonitor | None = None,
     ) -> None:
         check_params(params)
@@ -102,6 +106,7 @@ class ParameterServer:
         self.max_update_norm = (
             None if max_update_norm is None else float(max_update_norm)
         )
+        self.norm_guard = norm_guard
         self.monitor = monitor if monitor is not None else PerformanceMonitor()
         self.version = 0
         self.max_staleness_seen = 0
@@ -296,7 +301,12 @@ class ParameterServer:
             self._count_rejection(rec, rec.worker_id, "not_released")
             return [Rejected(rec.worker_id, seq, "not_released")]
         problem = content_problem(
-            rec, push, self.version, self.n_params, self.max_update_norm
+            rec,
+            push,
+            self.version,
+            self.n_params,
+            self.max_update_norm,
+            self.norm_guard,
         )
         if problem is None:
             rec.last_push_clock = int(push.clock)
@@ -312,6 +322,8 @@ class ParameterServer:
         lr = self.lr / (staleness + 1) if self.staleness_aware else self.lr
         self.optimizer.step(self._params, push.update, lr)
         self.version += 1
+        if self.norm_guard is not None:
+            self.norm_guard.accept(kernels.l2_norm(push.update))
         compute = float(push.compute_time)
         # iteration = release -> push (compute + both link legs): the worker's
         # own pace, without the time the policy kept it waiting at the barrier

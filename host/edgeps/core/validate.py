@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from edgeps import kernels
+from edgeps.core.norm_guard import NormGuard
 from edgeps.core.registry import WorkerRecord
 from edgeps.core.types import Push
 
@@ -34,9 +35,18 @@ def identity_problem(rec: WorkerRecord | None, push: Push) -> str | None:
 
 
 def content_problem(
-    rec: WorkerRecord, push: Push, version: int, n_params: int, max_norm: float | None
+    rec: WorkerRecord,
+    push: Push,
+    version: int,
+    n_params: int,
+    max_norm: float | None,
+    guard: NormGuard | None = None,
 ) -> str | None:
-    """Is this (new) push from the worker's current turn usable?"""
+    """Is this (new) push from the worker's current turn usable?
+
+    ``norm``: above ``max_norm``, or outsized for the ``guard`` (k x the median
+    of the recent applied norms).
+    """
     if push.clock < 1 or push.clock <= rec.last_push_clock:
         return "bad_clock"
     if push.base_version < 0 or push.base_version > version:
@@ -52,6 +62,11 @@ def content_problem(
         return "bad_shape"
     if not kernels.all_finite(u):
         return "non_finite"
-    if max_norm is not None and kernels.l2_norm(u) > max_norm:
+    if max_norm is None and guard is None:
+        return None
+    norm = kernels.l2_norm(u)
+    if max_norm is not None and norm > max_norm:
+        return "norm"
+    if guard is not None and not guard.admits(norm):
         return "norm"
     return None

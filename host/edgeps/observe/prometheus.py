@@ -3,11 +3,13 @@
 A custom collector on a private registry turns the newest metrics record into
 metric families at scrape time, so nothing is counted twice: the counters are
 the parameter server's own (accepted and rejected per worker, dropped
-messages, applied updates by staleness).
+messages, applied updates by staleness). Rejections and wire-level drops of
+senders the PS does not know carry ``worker="unknown"``.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -92,10 +94,21 @@ class StateCollector(Collector):
             "Typical time of one iteration, by phase (performance monitor)",
             labels=["worker", "phase"],
         )
+        unknown: dict[str, Any] = rec.get("unknown", {})
+        rejections, drops = _per_source(workers, unknown)
+        for (wid, reason), n in sorted(rejections.items()):
+            rejected.add_metric([wid, reason], float(n))
+        dropped = CounterMetricFamily(
+            "edgeps_worker_messages_dropped",
+            "Network messages dropped at ingest, per sender (worker or unknown) "
+            "and reason",
+            labels=["worker", "reason"],
+        )
+        for (wid, reason), n in sorted(drops.items()):
+            dropped.add_metric([wid, reason], float(n))
+        yield dropped
         for wid, w in sorted(workers.items()):
             applied.add_metric([wid], float(w.get("accepted", 0)))
-            for reason, n in sorted(w.get("rejected_by_reason", {}).items()):
-                rejected.add_metric([wid, reason], float(n))
             clock.add_metric([wid], float(w.get("clock", 0)))
             lag.add_metric([wid], float(w.get("staleness") or 0))
             waiting.add_metric([wid], 1.0 if w.get("waiting") else 0.0)
@@ -140,6 +153,7 @@ class StateCollector(Collector):
         for reason, n in sorted(rec.get("dropped", {}).items()):
             dropped.add_metric([reason], float(n))
         yield dropped
+        yield from _broker(rec.get("broker", {}))
         gauges = (
             ("edgeps_model_version", "Parameter version", rec.get("version")),
             (
@@ -166,6 +180,44 @@ class StateCollector(Collector):
         for name, doc, value in gauges:
             if value is not None:
                 yield GaugeMetricFamily(name, doc, value=float(value))
+
+
+def _per_source(
+    workers: dict[str, dict[str, Any]], unknown: dict[str, Any]
+) -> tuple[Counter[tuple[str, str]], Counter[tuple[str, str]]]:
+    """(worker, reason) -> rejected and dropped; a worker named unknown is summed."""
+    rejections: Counter[tuple[str, str]] = Counter()
+    drops: Counter[tuple[str, str]] = Counter()
+    rows = [*workers.items(), ("unknown", unknown)]
+    for wid, w in rows:
+        for reason, n in w.get("rejected_by_reason", {}).items():
+            rejections[(wid, reason)] += int(n)
+        for reason, n in w.get("dropped_by_reason", {}).items():
+            drops[(wid, reason)] += int(n)
+    return rejections, drops
+
+
+def _broker(broker: dict[str, Any]) -> Iterator[Metric]:
+    """The broker's $SYS counters (when it publishes them) and whether it refused."""
+    if not broker:
+        return
+    yield GaugeMetricFamily(
+        "edgeps_broker_sys_unreadable",
+        "1 if serve cannot read the broker's $SYS (refused, or an ACL)",
+        value=1.0 if broker.get("sys") in ("refused", "unreadable") else 0.0,
+    )
+    if broker.get("publish_dropped") is not None:
+        yield CounterMetricFamily(
+            "edgeps_broker_publish_dropped",
+            "Publishes the broker dropped at its queue/inflight limits ($SYS)",
+            value=float(broker["publish_dropped"]),
+        )
+    if broker.get("store_messages") is not None:
+        yield GaugeMetricFamily(
+            "edgeps_broker_store_messages",
+            "Messages held in the broker's store ($SYS)",
+            value=float(broker["store_messages"]),
+        )
 
 
 class Exporter:

@@ -28,6 +28,7 @@ from edgeps.core.server import ParameterServer
 from edgeps.core.sink import carry_out
 from edgeps.core.types import Applied, Held, Rejected, Release, Tick, WorkerLeft
 from edgeps.observe.fields import add_run_fields
+from edgeps.runtime.accounting import Accounting
 from edgeps.runtime.ingest import Ingest
 from edgeps.runtime.metrics import MetricsWriter, Progress
 from edgeps.runtime.outbox import Outbox
@@ -78,6 +79,8 @@ class Summary:
     max_staleness: int
     workers: dict[str, dict[str, Any]] = field(default_factory=dict)
     dropped: dict[str, int] = field(default_factory=dict)
+    unknown: dict[str, Any] = field(default_factory=dict)  # see runtime.accounting
+    broker: dict[str, Any] = field(default_factory=dict)
 
 
 class Coordinator:
@@ -115,6 +118,9 @@ class Coordinator:
             peers=self.peers,
             hmac_key=settings.hmac_key,
         )
+        self.accounting = Accounting(
+            settings.job, lambda wid: server.worker_state(wid) is not None
+        )
         self.stop_event = threading.Event()
         self.applied = 0
         self.outbox = Outbox(
@@ -132,6 +138,8 @@ class Coordinator:
         self._t0 = clock()
         self._last_rate = (self._t0, 0)
         self._rate = 0.0
+        self._relink = threading.Event()  # set by `link_up`, on the network thread
+        self.model_republished = 0
 
     # ---- outgoing messages: the MQTT ActionSink
     @property
@@ -141,6 +149,18 @@ class Coordinator:
     def publish_model(self, state: str) -> None:
         """Retained MODEL message: job state, model spec and current version."""
         self.outbox.model(state, self.server.version, self.server.n_params)
+
+    def link_up(self) -> None:
+        """The link is up again (HostLink's ``on_up``): republish MODEL in the loop."""
+        self._relink.set()
+
+    def _republish_model(self) -> None:
+        # a broker restarted without persistence lost the retained MODEL, and a
+        # worker that starts now would wait for it forever
+        self._relink.clear()
+        self.model_republished += 1
+        log.info("link up again: MODEL republished")
+        self.publish_model("running")
 
     def on_release(self, action: Release) -> None:
         self.outbox.release(action)
@@ -165,7 +185,16 @@ class Coordinator:
     # ---- incoming messages
     def handle(self, topic: str, payload: bytes, now: float) -> None:
         """One raw message: validate and decode (bad input is dropped), handle, act."""
+        if topic.startswith("$SYS/"):
+            self.accounting.feed_sys(topic, payload)
+            return
         item = self.ingest.feed(topic, payload, now)
+        if isinstance(item, Rejected):
+            # ingest counted it as a drop too: charge it once, as a rejection
+            self.accounting.resync(self.ingest.dropped)
+            self.accounting.rejected_at_ingest(item.worker_id, item.reason)
+        else:
+            self.accounting.after_feed(topic, self.ingest.dropped)
         if item is None:
             return
         if isinstance(item, Rejected):
@@ -176,6 +205,7 @@ class Coordinator:
     # ---- periodic work
     def tick(self, now: float) -> None:
         self.ingest.expire(now)
+        self.accounting.resync(self.ingest.dropped)
         carry_out(self.server.handle(Tick(), now), self)
 
     def run_evaluation(self) -> float | None:
@@ -207,6 +237,8 @@ class Coordinator:
             "max_staleness": self.server.max_staleness_seen,
             "workers": self.worker_rows(now),
             "dropped": self.dropped(),
+            "unknown": self.unknown(),
+            "broker": self.broker_report(),
         }
         return add_run_fields(
             record,
@@ -225,6 +257,15 @@ class Coordinator:
             out["inbox_full"] = lost
         return out
 
+    def unknown(self) -> dict[str, Any]:
+        """Rejections and drops of senders the PS does not know, by reason."""
+        return self.accounting.unknown(self.server.rejected_unregistered)
+
+    def broker_report(self) -> dict[str, Any]:
+        """The broker's $SYS drop/queue counters and serve's inbox overflow."""
+        refused = list(getattr(self.link, "refused", []))
+        return self.accounting.broker(refused, int(getattr(self.link, "dropped", 0)))
+
     def worker_rows(self, now: float) -> dict[str, dict[str, Any]]:
         """Per worker: clock, staleness, state, straggler class, accepted/rejected."""
         raw = self.server.snapshot(now)["workers"]
@@ -233,7 +274,9 @@ class Coordinator:
         for wid in sorted(set(raw) | set(stats)):
             w = raw.get(wid, {})
             s = stats.get(wid)
-            rej = dict(s.rejected) if s is not None else {}
+            rej = Counter(s.rejected) if s is not None else Counter()
+            rej.update(self.accounting.rejected_of(wid))
+            dropped = self.accounting.dropped_of(wid)
             rows[wid] = {
                 "clock": w.get("clock", 0),
                 "staleness": w.get("lag") or 0,  # clocks behind the fastest
@@ -242,7 +285,9 @@ class Coordinator:
                 "waiting": w.get("waiting", False),
                 "accepted": s.accepted if s is not None else 0,
                 "rejected": sum(rej.values()),
-                "rejected_by_reason": rej,
+                "rejected_by_reason": dict(sorted(rej.items())),
+                "dropped": sum(dropped.values()),
+                "dropped_by_reason": dropped,
                 "max_staleness": s.max_staleness if s is not None else 0,
             }
         return rows
@@ -258,6 +303,7 @@ class Coordinator:
         now = self.clock()
         self._t0 = now
         self._last_rate = (now, 0)
+        self._relink.clear()
         self.publish_model("running")
         next_tick = now + s.tick_interval
         next_eval = now + s.eval_interval
@@ -276,6 +322,8 @@ class Coordinator:
                 self.handle(item[0], item[1], now)
                 burst += 1
                 item = self.link.get_nowait() if burst < 256 else None
+            if self._relink.is_set():
+                self._republish_model()
             now = self.clock()
             if now >= next_tick:
                 self.tick(now)
@@ -344,4 +392,6 @@ class Coordinator:
             max_staleness=self.server.max_staleness_seen,
             workers=rows,
             dropped=self.dropped(),
+            unknown=self.unknown(),
+            broker=self.broker_report(),
         )

@@ -18,10 +18,12 @@ from edgeps_worker import wire_host as wire
 from edgeps.commands.connection import connection_options
 from edgeps.commands.model_forms import complete_model
 from edgeps.commands.serve_config import ServeConfig
+from edgeps.core.norm_guard import NormGuard
 from edgeps.core.server import ParameterServer
 from edgeps.core.types import WorkerStats
 from edgeps.observe.dashboard import Dashboard, open_dashboard
 from edgeps.policy import parse_policy
+from edgeps.runtime.accounting import sys_subscriptions
 from edgeps.runtime.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from edgeps.runtime.coordinator import Coordinator, Settings, Summary
 from edgeps.runtime.metrics import MetricsWriter, Progress
@@ -96,6 +98,7 @@ def build_server(cfg: ServeConfig, model: Model) -> tuple[ParameterServer, str]:
         staleness_aware=cfg.staleness_aware,
         liveness_timeout=cfg.liveness_timeout,
         max_update_norm=cfg.max_update_norm,
+        norm_guard=NormGuard(cfg.norm_guard) if cfg.norm_guard > 0 else None,
     )
     if ckpt is not None:
         restore(server, ckpt)
@@ -226,7 +229,10 @@ class Job:
             client = HostLink(
                 self.options.at(self.broker.url),
                 client_id=f"edgeps-host-{cfg.job}",
-                subscriptions=[(wire.topic_up_wildcard(cfg.job), 1)],
+                subscriptions=[
+                    (wire.topic_up_wildcard(cfg.job), 1),
+                    *sys_subscriptions(),
+                ],
             )
             client.start()
             if self.banner:
@@ -266,6 +272,7 @@ class Job:
                 observer=dash.publish if dash is not None else None,
             )
             self.coordinator = coord
+            client.on_up = coord.link_up
             self.ready.set()
             with stop_on_signals(coord):
                 summary = coord.run()

@@ -53,4 +53,39 @@ def summary_table(summary: Summary) -> str:
     if summary.dropped:
         dropped = ", ".join(f"{k}={v}" for k, v in sorted(summary.dropped.items()))
         lines.append(f"dropped messages: {dropped}")
+    lines.extend(_unknown_and_broker(summary))
     return "\n".join(lines)
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(counts.items())) or "-"
+
+
+def _unknown_and_broker(summary: Summary) -> list[str]:
+    """Senders the PS does not know; what the broker dropped; serve's inbox."""
+    lines = []
+    u = summary.unknown
+    if u.get("rejected") or u.get("dropped"):
+        lines.append(
+            f"unknown senders: rejected {_counts(u.get('rejected_by_reason', {}))}; "
+            f"dropped {_counts(u.get('dropped_by_reason', {}))}"
+        )
+    b = summary.broker
+    if b:
+        sys_state = b.get("sys")
+        if sys_state == "ok":
+            sys_text = (
+                f"dropped {b.get('publish_dropped')} publishes, holds "
+                f"{b.get('store_messages')} messages"
+            )
+        elif sys_state == "no_counters":
+            sys_text = "published no drop/queue counters in $SYS"
+        else:  # refused or unreadable
+            sys_text = (
+                "serve heard nothing on $SYS (an ACL refuses it, or the broker "
+                "publishes none): what it dropped is unknown"
+            )
+        lines.append(
+            f"broker: {sys_text}; serve's inbox overflowed {b.get('inbox_full', 0)}x"
+        )
+    return lines

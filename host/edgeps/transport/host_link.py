@@ -9,13 +9,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import paho.mqtt.client as mqtt
 
 from edgeps.transport.backoff import Backoff
 from edgeps.transport.options import ConnectionOptions
-from edgeps.transport.paho_link import CONNECT_ERRORS, MqttLink
+from edgeps.transport.paho_link import CONNECT_ERRORS, MqttLink, fresh_client_id
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +28,11 @@ class HostLink(MqttLink):
     publish). Subscriptions are renewed on every (re)connect (clean session)
     and the link counts as up once the broker granted them (SUBACK), so
     nothing published to us right after `start` is lost.
+
+    ``on_up`` (settable later) is called on the network thread each time the
+    link is up again, after the SUBACK: a broker restarted without persistence
+    has lost every retained message, so the coordinator republishes its MODEL
+    then. It must return at once (it only sets a flag).
     """
 
     max_inflight = 200
@@ -40,6 +46,7 @@ class HostLink(MqttLink):
         queue_size: int = 20000,
         queue_bytes: int = 256 << 20,
         backoff: Backoff | None = None,
+        on_up: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(
             options, client_id, queue_size=queue_size, queue_bytes=queue_bytes
@@ -48,6 +55,8 @@ class HostLink(MqttLink):
         self.backoff = backoff or Backoff(initial=0.25, maximum=8.0, jitter=0.2)
         self._up = threading.Event()
         self._will: tuple[str, bytes, int, bool] | None = None
+        self.on_up = on_up
+        self.refused: list[str] = []  # topics the broker refused at the last SUBACK
 
     def _on_connect(
         self, client: Any, userdata: Any, flags: Any, reason: Any, props: Any
@@ -59,14 +68,29 @@ class HostLink(MqttLink):
         if self.subscriptions:
             client.subscribe(self.subscriptions)
         else:
-            self._up.set()
+            self._became_up()
 
     def _on_subscribe(
         self, client: Any, userdata: Any, mid: int, reasons: Any, props: Any
     ) -> None:
-        if any(r.is_failure for r in reasons):
-            log.warning("broker refused a subscription: %s", reasons)
+        refused = [
+            topic
+            for (topic, _), r in zip(self.subscriptions, reasons, strict=False)
+            if r.is_failure
+        ]
+        if refused and refused != self.refused:
+            log.warning("broker refused the subscriptions to %s", ", ".join(refused))
+        self.refused = refused
+        self._became_up()
+
+    def _became_up(self) -> None:
         self._up.set()
+        hook = self.on_up
+        if hook is not None:
+            try:
+                hook()
+            except Exception:  # the network thread must go on whatever it does
+                log.exception("on_up hook failed")
 
     def _on_disconnect(
         self, client: Any, userdata: Any, flags: Any, reason: Any, props: Any
@@ -80,6 +104,10 @@ class HostLink(MqttLink):
         while not self._closing:
             if self._stop.wait(self.backoff.next()):
                 return False
+            # a fresh id per attempt, like a new client would get; paho has no
+            # public setter and reconnect() reuses the one it was built with
+            self.connection_id = fresh_client_id(self.client_id)
+            client._client_id = self.connection_id.encode()
             try:
                 client.reconnect()
             except CONNECT_ERRORS as exc:

@@ -10,7 +10,11 @@ clean session) and one private network thread that drives ``client.loop()``:
 - callbacks return at once: received messages go into a bounded inbox
   (count and bytes) and what does not fit is counted in ``dropped``;
 - every socket it opens has TCP_NODELAY (with Nagle, a small PUBACK ahead of
-  a PARAMS costs a ~40 ms delayed ACK).
+  a PARAMS costs a ~40 ms delayed ACK);
+- every connection attempt uses a fresh MQTT client id, the given name plus
+  an unguessable suffix (`fresh_client_id`): the broker disconnects a client
+  when another connects with the same id, so a fixed id would let anyone on
+  the broker aim such a takeover at a known worker or at the host.
 
 `MqttLink` itself is the transport of the shared worker loop (connect,
 subscribe, publish, poll, close, abort): a lost link raises OSError into the
@@ -27,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import queue
+import secrets
 import socket
 import ssl
 import threading
@@ -41,6 +46,12 @@ from edgeps.transport.options import ConnectionOptions
 log = logging.getLogger(__name__)
 
 CONNECT_ERRORS = (OSError, ssl.SSLError)
+CLIENT_ID_SUFFIX_BYTES = 8  # 64 random bits per connection attempt
+
+
+def fresh_client_id(name: str) -> str:
+    """``name`` plus a random suffix: a client id nobody else can guess or reuse."""
+    return f"{name}-{secrets.token_hex(CLIENT_ID_SUFFIX_BYTES)}"
 
 
 class _Inbox:
@@ -77,6 +88,9 @@ class _Inbox:
         self._release(len(item[1]))
         return item
 
+    def qsize(self) -> int:
+        return self._q.qsize()
+
     def clear(self) -> None:
         while self.get(None) is not None:
             pass
@@ -92,7 +106,8 @@ class MqttLink:
     Parameters
     ----------
     options: broker URL, TLS, credentials, keepalive.
-    client_id: MQTT client id.
+    client_id: the name in the MQTT client id; each connection attempt adds
+        a fresh random suffix (the id in use is `connection_id`).
     connect_timeout: seconds for TCP, TLS and CONNACK, and for a SUBACK.
     publish_timeout: seconds to wait for a PUBACK before declaring the link dead.
     queue_size, queue_bytes: bounds of the inbox of received messages.
@@ -116,6 +131,7 @@ class MqttLink:
         self.options = options
         self.address = options.address
         self.client_id = client_id
+        self.connection_id = ""  # the MQTT client id of the latest attempt
         self.connect_timeout = connect_timeout
         self.publish_timeout = publish_timeout
         self._inbox = _Inbox(queue_size, queue_bytes)
@@ -131,6 +147,11 @@ class MqttLink:
         self.dropped = 0  # received messages that did not fit in the inbox
         self.connects = 0  # accepted CONNACKs
         self.disconnects = 0
+
+    @property
+    def inbox(self) -> _Inbox:
+        """Received messages not yet taken (``qsize()`` is the depth)."""
+        return self._inbox
 
     # -- paho callbacks: they run on the network thread and never block --
 
@@ -195,9 +216,10 @@ class MqttLink:
 
     def _new_client(self) -> mqtt.Client:
         opts = self.options
+        self.connection_id = fresh_client_id(self.client_id)
         client = mqtt.Client(
             CallbackAPIVersion.VERSION2,
-            client_id=self.client_id,
+            client_id=self.connection_id,
             clean_session=True,
             protocol=mqtt.MQTTv311,
         )
