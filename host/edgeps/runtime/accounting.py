@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from edgeps_worker import wire
+from edgeps_worker import wire_host as wire
 
 log = logging.getLogger(__name__)
 
