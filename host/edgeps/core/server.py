@@ -23,6 +23,7 @@ from edgeps.core.args import (
     check_positive,
     check_worker_id,
 )
+from edgeps.core.balance import Balancer
 from edgeps.core.monitor import PerformanceMonitor
 from edgeps.core.policy_api import Policy
 from edgeps.core.registry import WorkerRecord
@@ -62,6 +63,8 @@ class ParameterServer:
         declared dead and leaves the barrier (suspected after half of it).
     max_update_norm : pushes whose L2 norm exceeds this are dropped ("norm").
     monitor : the ``PerformanceMonitor`` to feed (a default one if None).
+    balancer : assigns each released worker its batch and weights each push by
+        its samples (lr x samples / base batch); None: every push weighs the same.
     """
 
     def __init__(
@@ -75,6 +78,7 @@ class ParameterServer:
         liveness_timeout: float = 10.0,
         max_update_norm: float | None = None,
         monitor: PerformanceMonitor | None = None,
+        balancer: Balancer | None = None,
     ) -> None:
         check_params(params)
         if not isinstance(policy, Policy):
@@ -103,6 +107,9 @@ class ParameterServer:
             None if max_update_norm is None else float(max_update_norm)
         )
         self.monitor = monitor if monitor is not None else PerformanceMonitor()
+        if not isinstance(balancer, (Balancer, type(None))):
+            raise TypeError(f"balancer must be a Balancer, got {type(balancer)!r}")
+        self.balancer = balancer
         self.version = 0
         self.max_staleness_seen = 0
         self.forced_releases = 0  # safety net firings: a policy left everyone waiting
@@ -210,6 +217,8 @@ class ParameterServer:
         rec.waiting = False
         rec.last_seen = rec.released_at = now
         rec.joins += 1
+        if self.balancer is not None:
+            self.balancer.joined(worker_id, max(0, int(event.max_batch)))
         self.policy.on_joined(self.view, worker_id, now)
         self.policy.on_released(self.view, worker_id, now)
         return [self._release([worker_id, *self._release_pass(now)])]
@@ -276,6 +285,8 @@ class ParameterServer:
             self.view.floor = rec.clock  # rejoiners continue from here
         rec.state = WorkerState.DEAD
         rec.waiting = False
+        if self.balancer is not None:
+            self.balancer.left(rec.worker_id)
         self.policy.on_left(self.view, rec.worker_id, now)
 
     # ---- pushes -----------------------------------------------------------
@@ -310,6 +321,8 @@ class ParameterServer:
     def _apply(self, rec: WorkerRecord, push: Push, now: float) -> list[Action]:
         staleness = self.version - int(push.base_version)
         lr = self.lr / (staleness + 1) if self.staleness_aware else self.lr
+        if self.balancer is not None:
+            lr *= self.balancer.weight(int(push.samples))
         self.optimizer.step(self._params, push.update, lr)
         self.version += 1
         compute = float(push.compute_time)
@@ -323,6 +336,8 @@ class ParameterServer:
             iteration_time=since_release,
             now=now,
         )
+        if self.balancer is not None:
+            self.balancer.observe(rec.worker_id, push.samples, compute, since_release)
         rec.clock += 1
         rec.answer = int(push.seq)
         rec.waiting = True
@@ -372,7 +387,8 @@ class ParameterServer:
         """One release of the current version, answering each worker's last push."""
         version, params = self.params_view()
         answers = tuple(self._workers[w].answer for w in worker_ids)
-        return Release(tuple(worker_ids), version, params, answers)
+        batches = None if self.balancer is None else self.balancer.batches(worker_ids)
+        return Release(tuple(worker_ids), version, params, answers, batches)
 
     def _release_action(self, now: float) -> list[Action]:
         released = self._release_pass(now)
