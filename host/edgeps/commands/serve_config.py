@@ -40,6 +40,7 @@ class ServeConfig:
     optimizer: str = "sgd"
     # lr/(staleness+1) slowed DSP with stragglers ~3.5x to 0.93 accuracy: opt-in
     staleness_aware: bool = False
+    balance: bool = False  # the PS assigns batches (see README, "Work assignment")
     max_update_norm: float | None = None
     liveness_timeout: float = 10.0
     target_accuracy: float | None = None

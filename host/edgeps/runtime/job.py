@@ -18,6 +18,7 @@ from edgeps_worker import wire
 from edgeps.commands.connection import connection_options
 from edgeps.commands.model_forms import complete_model
 from edgeps.commands.serve_config import ServeConfig
+from edgeps.core.balance import Balancer
 from edgeps.core.server import ParameterServer
 from edgeps.core.types import WorkerStats
 from edgeps.observe.dashboard import Dashboard, open_dashboard
@@ -96,6 +97,7 @@ def build_server(cfg: ServeConfig, model: Model) -> tuple[ParameterServer, str]:
         staleness_aware=cfg.staleness_aware,
         liveness_timeout=cfg.liveness_timeout,
         max_update_norm=cfg.max_update_norm,
+        balancer=Balancer() if cfg.balance else None,
     )
     if ckpt is not None:
         restore(server, ckpt)
