@@ -321,8 +321,8 @@ class ParameterServer:
     def _apply(self, rec: WorkerRecord, push: Push, now: float) -> list[Action]:
         staleness = self.version - int(push.base_version)
         lr = self.lr / (staleness + 1) if self.staleness_aware else self.lr
-        if self.balancer is not None:
-            lr *= self.balancer.weight(int(push.samples))
+        lr *= self.policy.step_scale(self.view, push, staleness)
+        lr *= 1.0 if self.balancer is None else self.balancer.weight(push.samples)
         self.optimizer.step(self._params, push.update, lr)
         self.version += 1
         compute = float(push.compute_time)

@@ -77,8 +77,15 @@ class DSP(Policy):
 
     name = "dsp"
 
-    def __init__(self, w: float = 2.0, grace: float = 4.0, spike: float = 2.0) -> None:
+    def __init__(
+        self,
+        w: float = 2.0,
+        grace: float = 4.0,
+        spike: float = 2.0,
+        damp: float = 0.0,
+    ) -> None:
         self.w = _positive("w", w)
+        self.damp = _positive("damp", damp)
         self.grace = _positive("grace", grace)
         self.spike = _positive("spike", spike)
         if self.spike < 1.0:
@@ -219,6 +226,15 @@ class DSP(Policy):
             owed = min(self.grace, (away - t) / t_max)
         self._set_progress(wid, self._progress[wid] + t / t_max + owed)
 
+    def step_scale(self, view: ClusterView, push: Push, staleness: int) -> float:
+        """With ``damp`` d > 0: ``min(1, d * N / (staleness + 1))``, N live workers.
+
+        Only a push staler than about d rounds of every live worker is damped.
+        """
+        if self.damp <= 0:
+            return 1.0
+        return min(1.0, self.damp * max(1, view.n_live) / (staleness + 1))
+
     def may_proceed(self, view: ClusterView, worker_id: str, now: float) -> bool:
         if worker_id not in self._progress:
             return True
@@ -246,4 +262,5 @@ class DSP(Policy):
         return max(ps) - min(ps) if ps else 0.0
 
     def describe(self) -> str:
-        return f"dsp:w={self.w:g},grace={self.grace:g},spike={self.spike:g}"
+        damp = f",damp={self.damp:g}" if self.damp > 0 else ""
+        return f"dsp:w={self.w:g},grace={self.grace:g},spike={self.spike:g}{damp}"

@@ -28,6 +28,10 @@ DATASETS: dict[str, tuple[str, float]] = {
     "sensors": ("iid", 0.91),
     "digits": ("dirichlet:0.3", 0.9),
 }
+# digits has 1,438 training rows: a per-class Dirichlet split cannot give 64
+# workers 8 rows each, so past 16 workers each draws its own Dirichlet mix
+LARGE = 16
+LARGE_PARTITION = {"dirichlet:0.3": "labelmix:0.3"}
 SIZES = (8, 64)
 POLICIES = ("bsp", "asp", "ssp:3", "dsp", "kofn:auto", "dssp")
 MAX_TIME = 30.0  # virtual seconds per run
@@ -119,6 +123,8 @@ def cells(
 
 def config(cell: Cell, policy: str, seed: int, max_time: float) -> SimConfig:
     partition, target = DATASETS[cell.dataset]
+    if cell.workers > LARGE:
+        partition = LARGE_PARTITION.get(partition, partition)
     return SimConfig(
         policy=policy,
         scenario=cell.scenario,

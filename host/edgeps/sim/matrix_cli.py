@@ -79,6 +79,7 @@ def run_matrix_command(args: argparse.Namespace) -> int:
     print(
         f"virtual seconds to the target accuracy ({targets}) and final accuracy at "
         f"{max_time:g} s; medians over {args.seeds} seeds; * = best in the cell"
+        f" (digits past {matrix.LARGE} workers: labelmix:0.3)"
     )
     print(table(results, max_time))
     print()
