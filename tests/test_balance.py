@@ -162,3 +162,29 @@ def test_the_simulator_obeys_assignments_and_each_board_cap() -> None:
     plain = Simulator(replace(cfg, balance=False)).run()
     # the round no longer waits for 4x slower boards at full batch
     assert balanced_bsp > 2 * plain.applied
+
+
+def test_labelmix_gives_every_worker_a_skewed_shard_of_distinct_rows() -> None:
+    from edgeps.workloads.datasets import partition
+
+    y = np.repeat(np.arange(10), 40)
+    shards = partition(y, 64, "labelmix:0.3", seed=1)
+    assert len(shards) == 64
+    assert all(len(s) == 8 and len(set(s.tolist())) == 8 for s in shards)
+    # skewed: most shards hold far fewer than all ten classes
+    assert np.median([len(np.unique(y[s])) for s in shards]) <= 5
+
+
+def test_dsp_damp_scales_only_pushes_staler_than_a_round() -> None:
+    from edgeps.policy.dsp import DSP
+
+    ps = ParameterServer(
+        np.zeros(4, np.float32), policy=DSP(damp=1.0), lr=1.0, balancer=None
+    )
+    for w in ("a", "b"):
+        ps.handle(Join(w), 0.0)
+    policy = ps.policy
+    assert policy.step_scale(ps.view, _push("a", 1, 32), staleness=1) == 1.0
+    assert policy.step_scale(ps.view, _push("a", 1, 32), staleness=7) == 0.25
+    assert DSP().step_scale(ps.view, _push("a", 1, 32), staleness=7) == 1.0
+    assert "damp=1" in policy.describe() and "damp" not in DSP().describe()
