@@ -20,8 +20,10 @@ workers: the iteration time of the median board at the default batch.
 Assignment: ``b_i = (T* - c_i) / r_i``, rounded and clamped to
 ``[min_batch, min(max_batch, cap_i)]`` where ``cap_i`` is the limit the board
 announced (its memory; 0 = none). A board slower than the median gets a
-smaller batch, a faster one a larger batch, up to its cap. A new assignment
-is adopted only when it differs from the current one by more than
+smaller batch; a faster one a larger batch only when ``max_batch`` allows it
+(by default it does not: measured, that cost ASP and DSP time on non-IID data
+and never sped BSP up). A new assignment is adopted only when it differs
+from the current one by more than
 ``hysteresis`` (relative) and by more than one sample, and never right after a
 transient spike (the last sample an outlier), so noise and the feedback of a
 changed batch on the measured times do not make assignments oscillate.
@@ -96,7 +98,8 @@ class Balancer:
     base_batch : the batch every worker uses without balancing; a push's
         weight is its samples over this (see ``weight``).
     min_batch, max_batch : bounds of any assignment (defaults: base / 16,
-        at least 1, and 4 x base).
+        at least 1, and the base: a board faster than the median keeps its
+        batch, as larger batches and steps only cost asynchronous policies).
     hysteresis : relative change below which an assignment stays put.
     warmup : pushes of a worker before it is assigned anything but the base;
         its levels start from their medians over these.
@@ -111,7 +114,7 @@ class Balancer:
         min_batch: int | None = None,
         max_batch: int | None = None,
         hysteresis: float = 0.15,
-        warmup: int = 5,
+        warmup: int = 3,
         alpha: float = 0.2,
         transient_factor: float = 3.0,
         persistent_window: int = 6,
@@ -121,7 +124,7 @@ class Balancer:
             "min_batch", max(1, base_batch // 16) if min_batch is None else min_batch
         )
         self.max_batch = _check_batch(
-            "max_batch", 4 * base_batch if max_batch is None else max_batch
+            "max_batch", base_batch if max_batch is None else max_batch
         )
         if not self.min_batch <= self.base_batch <= self.max_batch:
             raise ValueError("need min_batch <= base_batch <= max_batch")

@@ -180,7 +180,9 @@ class Simulator:
         carry_out(self.server.handle(event, self.loop.now), self)
 
     def _ps_join(self, w: SimWorker, incarnation: int) -> None:
-        self._release_no[w.worker_id] = 0
+        # release numbers keep growing across joins: a join delivered twice
+        # (its acknowledgement lost) must not restart them below what the
+        # board already took, or every later release looks like a redelivery
         self._ps(Join(w.worker_id, incarnation, max_batch=w.profile.max_batch))
 
     def _ps_tick(self) -> None:
