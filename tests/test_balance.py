@@ -188,3 +188,14 @@ def test_dsp_damp_scales_only_pushes_staler_than_a_round() -> None:
     assert policy.step_scale(ps.view, _push("a", 1, 32), staleness=7) == 0.25
     assert DSP().step_scale(ps.view, _push("a", 1, 32), staleness=7) == 1.0
     assert "damp=1" in policy.describe() and "damp" not in DSP().describe()
+
+
+def test_serve_builds_its_core_with_a_balancer_only_when_asked() -> None:
+    from edgeps.commands.serve_config import ServeConfig
+    from edgeps.runtime.job import build_server, load_model
+
+    cfg = ServeConfig(balance=True)
+    server, _ = build_server(cfg, load_model(cfg))
+    assert isinstance(server.balancer, Balancer)
+    plain, _ = build_server(ServeConfig(), load_model(ServeConfig()))
+    assert plain.balancer is None
