@@ -120,6 +120,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "scale the step by 1/(staleness+1) (default: plain lr)",
         action=on_off,
     )
+    _flag(
+        p,
+        "--balance",
+        "assign each worker its batch from the monitor so iteration times even "
+        "out, and weight each push by its samples (base batch 32)",
+        action=on_off,
+    )
     _flag(p, "--eval-interval", "seconds between test-set evaluations", type=float)
     _flag(p, "--metrics-interval", "seconds between metrics snapshots", type=float)
     _flag(p, "--checkpoint", "write checkpoints (.npz) to this path")

@@ -43,6 +43,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default="auto",
         help="lr / (staleness + 1); auto: each policy's default",
     )
+    parser.add_argument(
+        "--balance",
+        action=argparse.BooleanOptionalAction,
+        default=d.balance,
+        help="the PS assigns each board its batch from the monitor",
+    )
     parser.add_argument("--target-accuracy", type=float, default=d.target_accuracy)
     parser.add_argument("--max-time", type=float, default=d.max_time, help="seconds")
     parser.add_argument("--json", action="store_true", help="print JSON instead")
@@ -63,6 +69,7 @@ def _config(args: argparse.Namespace) -> SimConfig:
         optimizer=args.optimizer,
         lr=args.lr,
         staleness_aware=aware,
+        balance=args.balance,
         target_accuracy=args.target_accuracy,
         max_time=args.max_time,
     )

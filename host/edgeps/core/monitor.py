@@ -35,6 +35,7 @@ class RobustEwma:
     factor: float
     window: int
     warmup: int = 3
+    clip: float = 1.0  # an outlier enters at mean +- clip x band (0: not at all)
     mean: float = 0.0
     dev: float = 0.0
     n: int = 0
@@ -83,7 +84,7 @@ class RobustEwma:
             self._run_side = 0
             self.last_outlier = 0
             return
-        self._fold(self.mean + side * self.band())
+        self._fold(self.mean + side * self.clip * self.band())
 
     def _fold(self, x: float, weight: float | None = None) -> None:
         a = self.alpha if weight is None else weight

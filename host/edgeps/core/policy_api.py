@@ -51,6 +51,10 @@ class Policy(ABC):
     def may_proceed(self, view: ClusterView, worker_id: str, now: float) -> bool:
         """May this waiting worker start its next iteration now?"""
 
+    def step_scale(self, view: ClusterView, push: Push, staleness: int) -> float:
+        """Share of the step this admitted push gets (1.0: the plain step)."""
+        return 1.0
+
     def on_applied(self, view: ClusterView, push: Push, now: float) -> None:
         """Called after a push is applied and the pusher's clock advanced."""
         return None

@@ -23,6 +23,7 @@ from edgeps.core.args import (
     check_positive,
     check_worker_id,
 )
+from edgeps.core.balance import Balancer
 from edgeps.core.monitor import PerformanceMonitor
 from edgeps.core.norm_guard import NormGuard
 from edgeps.core.policy_api import Policy
@@ -65,6 +66,8 @@ class ParameterServer:
     norm_guard : also drop ("norm") pushes outsized against the recent applied
         norms (``edgeps.core.norm_guard``); None: no such check.
     monitor : the ``PerformanceMonitor`` to feed (a default one if None).
+    balancer : assigns each released worker its batch and weights each push by
+        its samples (lr x samples / base batch); None: every push weighs the same.
     """
 
     def __init__(
@@ -79,6 +82,7 @@ class ParameterServer:
         max_update_norm: float | None = None,
         norm_guard: NormGuard | None = None,
         monitor: PerformanceMonitor | None = None,
+        balancer: Balancer | None = None,
     ) -> None:
         check_params(params)
         if not isinstance(policy, Policy):
@@ -108,6 +112,9 @@ class ParameterServer:
         )
         self.norm_guard = norm_guard
         self.monitor = monitor if monitor is not None else PerformanceMonitor()
+        if not isinstance(balancer, (Balancer, type(None))):
+            raise TypeError(f"balancer must be a Balancer, got {type(balancer)!r}")
+        self.balancer = balancer
         self.version = 0
         self.max_staleness_seen = 0
         self.forced_releases = 0  # safety net firings: a policy left everyone waiting
@@ -215,6 +222,8 @@ class ParameterServer:
         rec.waiting = False
         rec.last_seen = rec.released_at = now
         rec.joins += 1
+        if self.balancer is not None:
+            self.balancer.joined(worker_id, max(0, int(event.max_batch)))
         self.policy.on_joined(self.view, worker_id, now)
         self.policy.on_released(self.view, worker_id, now)
         return [self._release([worker_id, *self._release_pass(now)])]
@@ -281,6 +290,8 @@ class ParameterServer:
             self.view.floor = rec.clock  # rejoiners continue from here
         rec.state = WorkerState.DEAD
         rec.waiting = False
+        if self.balancer is not None:
+            self.balancer.left(rec.worker_id)
         self.policy.on_left(self.view, rec.worker_id, now)
 
     # ---- pushes -----------------------------------------------------------
@@ -320,6 +331,8 @@ class ParameterServer:
     def _apply(self, rec: WorkerRecord, push: Push, now: float) -> list[Action]:
         staleness = self.version - int(push.base_version)
         lr = self.lr / (staleness + 1) if self.staleness_aware else self.lr
+        lr *= self.policy.step_scale(self.view, push, staleness)
+        lr *= 1.0 if self.balancer is None else self.balancer.weight(push.samples)
         self.optimizer.step(self._params, push.update, lr)
         self.version += 1
         if self.norm_guard is not None:
@@ -335,6 +348,8 @@ class ParameterServer:
             iteration_time=since_release,
             now=now,
         )
+        if self.balancer is not None:
+            self.balancer.observe(rec.worker_id, push.samples, compute, since_release)
         rec.clock += 1
         rec.answer = int(push.seq)
         rec.waiting = True
@@ -384,7 +399,8 @@ class ParameterServer:
         """One release of the current version, answering each worker's last push."""
         version, params = self.params_view()
         answers = tuple(self._workers[w].answer for w in worker_ids)
-        return Release(tuple(worker_ids), version, params, answers)
+        batches = None if self.balancer is None else self.balancer.batches(worker_ids)
+        return Release(tuple(worker_ids), version, params, answers, batches)
 
     def _release_action(self, now: float) -> list[Action]:
         released = self._release_pass(now)

@@ -9,7 +9,7 @@ becomes an event (``edgeps.runtime.ingest``), so the core trusts these types.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -31,6 +31,7 @@ class Join:
 
     worker_id: str
     incarnation: int = 0  # bumped by the worker on each (re)start
+    max_batch: int = 0  # the largest batch the board can take (0: announced none)
 
 
 @dataclass(frozen=True)
@@ -93,14 +94,17 @@ class Release:
 
     ``params`` is read-only and shared by every release of the same version;
     ``answers[i]`` is the seq of the push that ``worker_ids[i]`` was waiting on,
-    or None when its release answers no push (after a join). Two releases are
-    equal when they release the same workers at the same version.
+    or None when its release answers no push (after a join). ``batches`` is
+    the batch each released worker should use next, when the PS balances the
+    work (None, or a worker missing from it: its own default). Two releases
+    are equal when they release the same workers at the same version.
     """
 
     worker_ids: tuple[str, ...]
     version: int
     params: np.ndarray = field(default_factory=_no_params, compare=False, repr=False)
     answers: tuple[int | None, ...] = field(default=(), compare=False)
+    batches: Mapping[str, int] | None = field(default=None, compare=False)
 
     def targets(self) -> Iterator[tuple[str, int | None]]:
         """(worker id, seq of the push its release answers or None) per worker."""

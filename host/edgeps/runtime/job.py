@@ -18,6 +18,7 @@ from edgeps_worker import wire_host as wire
 from edgeps.commands.connection import connection_options
 from edgeps.commands.model_forms import complete_model
 from edgeps.commands.serve_config import ServeConfig
+from edgeps.core.balance import Balancer
 from edgeps.core.norm_guard import NormGuard
 from edgeps.core.server import ParameterServer
 from edgeps.core.types import WorkerStats
@@ -99,6 +100,7 @@ def build_server(cfg: ServeConfig, model: Model) -> tuple[ParameterServer, str]:
         liveness_timeout=cfg.liveness_timeout,
         max_update_norm=cfg.max_update_norm,
         norm_guard=NormGuard(cfg.norm_guard) if cfg.norm_guard > 0 else None,
+        balancer=Balancer() if cfg.balance else None,
     )
     if ckpt is not None:
         restore(server, ckpt)

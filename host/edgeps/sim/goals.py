@@ -23,12 +23,25 @@ SCENARIOS = ("mixed", "homogeneous", "stragglers")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--policies", default=POLICIES)
-    parser.add_argument("--scenarios", default=",".join(SCENARIOS))
+    parser.add_argument("--policies", default=None, help=f"default: {POLICIES}")
+    parser.add_argument(
+        "--scenarios", default=None, help="default: " + ",".join(SCENARIOS)
+    )
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0, help="first seed")
     parser.add_argument("--json", action="store_true")
+    m = parser.add_argument_group("the matrix (--matrix)")
+    m.add_argument(
+        "--matrix",
+        action="store_true",
+        help="every policy x scenario x dataset x size x balancing, goals checked",
+    )
+    m.add_argument("--datasets", default=None, help="default: sensors,digits")
+    m.add_argument("--sizes", default="8,64", help="worker counts")
+    m.add_argument("--balance", choices=("off", "on", "both"), default="both")
+    m.add_argument("--max-time", type=float, default=None, help="virtual s per run")
+    m.add_argument("--jobs", type=int, default=None, help="processes (default 2)")
 
 
 def _t(summaries: list[PolicySummary], policy: str) -> float:
@@ -90,9 +103,16 @@ def check_goals(results: dict[str, list[PolicySummary]]) -> list[dict[str, Any]]
 def run(args: argparse.Namespace) -> int:
     from edgeps.commands.simulate import summary_cells, table
 
+    if args.matrix:
+        from edgeps.sim.matrix_cli import run_matrix_command
+
+        return run_matrix_command(args)
     try:
-        policies = split_policies(args.policies)
-        scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
+        policies = split_policies(args.policies or POLICIES)
+        scenarios = [
+            s.strip() for s in (args.scenarios or ",".join(SCENARIOS)).split(",")
+        ]
+        scenarios = [s for s in scenarios if s]
         base = SimConfig(n_workers=args.workers)
         results = {
             sc: compare(

@@ -17,6 +17,7 @@ import logging
 import numpy as np
 
 from edgeps import kernels
+from edgeps.core.balance import Balancer
 from edgeps.core.server import ParameterServer
 from edgeps.core.sink import carry_out
 from edgeps.core.types import (
@@ -57,6 +58,7 @@ class SimWorker:
         *,
         seed: int,
         index: int,
+        batch: int,
     ) -> None:
         self.worker_id = worker_id
         self.profile = profile
@@ -73,6 +75,8 @@ class SimWorker:
         self.seq = 0
         self.expected_release = 0  # releases are numbered so redeliveries are ignored
         self.waiting = True
+        self.default_batch = batch
+        self.batch = batch  # the PS may assign another with each release
         self.busy_time = 0.0
         self.alive_since: float | None = 0.0
         self.alive_time = 0.0
@@ -113,14 +117,16 @@ class Simulator:
             lr=cfg.lr,
             staleness_aware=bool(cfg.staleness_aware),
             liveness_timeout=cfg.liveness_timeout,
+            balancer=Balancer(base_batch=cfg.batch_size) if cfg.balance else None,
         )
         shards = partition(self.data.y_train, cfg.n_workers, cfg.partition, cfg.seed)
         self.workers: dict[str, SimWorker] = {}
         pairs = zip(shards, self.scenario.profiles.items(), strict=True)
         for index, (shard, (wid, profile)) in enumerate(pairs):
             X, y = self.data.shard(shard)
+            batch = min(cfg.batch_size, profile.max_batch or cfg.batch_size)
             self.workers[wid] = SimWorker(
-                wid, profile, X, y, seed=cfg.seed, index=index
+                wid, profile, X, y, seed=cfg.seed, index=index, batch=batch
             )
         self.loop = EventLoop()
         self.trace: list[tuple[float, float]] = []
@@ -147,13 +153,15 @@ class Simulator:
 
     # -- the PS side: the ActionSink ----------------------------------------
     def on_release(self, action: Release) -> None:
+        batches = action.batches or {}
         for wid, _answer in action.targets():
             w = self.workers.get(wid)
             if w is None:
                 continue
             self._release_no[wid] += 1
             n = self._release_no[wid]
-            self._send(w, self._on_params, w, n, action.version, action.params)
+            batch = batches.get(wid, w.default_batch)
+            self._send(w, self._on_params, w, n, action.version, action.params, batch)
 
     def on_applied(self, action: Applied) -> None:
         self.applied += 1
@@ -172,8 +180,10 @@ class Simulator:
         carry_out(self.server.handle(event, self.loop.now), self)
 
     def _ps_join(self, w: SimWorker, incarnation: int) -> None:
-        self._release_no[w.worker_id] = 0
-        self._ps(Join(w.worker_id, incarnation))
+        # release numbers keep growing across joins: a join delivered twice
+        # (its acknowledgement lost) must not restart them below what the
+        # board already took, or every later release looks like a redelivery
+        self._ps(Join(w.worker_id, incarnation, max_batch=w.profile.max_batch))
 
     def _ps_tick(self) -> None:
         self._ps(Tick())
@@ -190,13 +200,20 @@ class Simulator:
 
     # -- the board side ----------------------------------------------------
     def _on_params(
-        self, w: SimWorker, release_no: int, version: int, params: np.ndarray
+        self,
+        w: SimWorker,
+        release_no: int,
+        version: int,
+        params: np.ndarray,
+        batch: int,
     ) -> None:
         if not w.alive or not w.waiting or release_no <= w.expected_release:
             return  # a redelivery, or a message for a board that is down
         w.expected_release = release_no
         w.waiting = False
-        duration = w.profile.sample_compute(w.compute_rng)
+        # a board never goes past its own memory limit, whatever it is told
+        w.batch = min(batch, w.profile.max_batch or batch)
+        duration = w.profile.sample_compute(w.compute_rng, w.batch)
         self.loop.after(
             duration, self._on_computed, w, w.epoch, version, params, duration
         )
@@ -211,7 +228,7 @@ class Simulator:
     ) -> None:
         if epoch != w.epoch:
             return  # crashed meanwhile: the work is lost
-        X, y = w.next_batch(self.config.batch_size)
+        X, y = w.next_batch(w.batch)
         loss, grad = kernels.loss_and_grad(self.spec, params, X, y)
         w.busy_time += duration
         w.clock += 1

@@ -22,6 +22,7 @@ class SimConfig:
     optimizer: str = "sgd"
     lr: float = 0.03
     staleness_aware: bool | None = None  # None ("auto"): off, as no policy asks for it
+    balance: bool = False  # the PS assigns each worker its batch (Balancer)
     target_accuracy: float = 0.91
     max_time: float = 60.0  # virtual seconds
     eval_interval: float = 0.1

@@ -251,12 +251,51 @@ def partition_dirichlet(
     raise ValueError(f"could not give every worker {min_size} rows with alpha={alpha}")
 
 
+def partition_labelmix(
+    y: np.ndarray, n_workers: int, alpha: float, seed: int, *, min_size: int = 8
+) -> list[np.ndarray]:
+    """Label-skewed shards when workers outnumber what a split can fill.
+
+    Each worker draws its class mix from Dirichlet(alpha) and takes
+    ``max(min_size, len(y) // n_workers)`` rows by that mix, distinct within
+    its shard; shards of different workers may overlap.
+    """
+    y = np.asarray(y)
+    if n_workers <= 0 or not (alpha > 0 and np.isfinite(alpha)):
+        raise ValueError("need n_workers > 0 and a positive finite alpha")
+    rng = np.random.default_rng(seed)
+    labels = np.unique(y)
+    pools = [np.flatnonzero(y == label) for label in labels]
+    size = max(min_size, len(y) // n_workers)
+    shards = []
+    for _ in range(n_workers):
+        mix = rng.dirichlet(np.full(len(labels), alpha))
+        weights = np.concatenate(
+            [np.full(len(p), m / len(p)) for p, m in zip(pools, mix, strict=True)]
+        )
+        order = np.concatenate(pools)
+        take = rng.choice(
+            len(order),
+            size=min(size, len(order)),
+            replace=False,
+            p=weights / weights.sum(),
+        )
+        shards.append(np.sort(order[take]))
+    return shards
+
+
 def partition(
     y: np.ndarray, n_workers: int, scheme: str = "iid", seed: int = 0
 ) -> list[np.ndarray]:
-    """Split training rows over workers: ``"iid"`` or ``"dirichlet:ALPHA"``."""
+    """Split training rows over workers: "iid", "dirichlet:A" or "labelmix:A"."""
     if scheme == "iid":
         return partition_iid(len(y), n_workers, seed)
+    if isinstance(scheme, str) and scheme.startswith("labelmix:"):
+        try:
+            alpha = float(scheme.partition(":")[2])
+        except ValueError:
+            raise ValueError(f"bad labelmix alpha in {scheme!r}") from None
+        return partition_labelmix(y, n_workers, alpha, seed)
     if isinstance(scheme, str) and scheme.startswith("dirichlet"):
         _, _, arg = scheme.partition(":")
         try:

@@ -15,6 +15,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 BASE_COMPUTE = 0.1  # seconds per iteration of a normal board at batch 32
+BASE_BATCH = 32  # the batch BASE_COMPUTE is measured at
+FIXED_FRACTION = 0.1  # share of an iteration at the base batch that no batch changes
 BASE_LINK = 0.005  # one-way delay of a quiet Wi-Fi link, seconds
 
 
@@ -33,6 +35,8 @@ class WorkerProfile:
     loss_p: chance a message is lost on the link (QoS 1 retries it).
     crash_at, rejoin_at: the worker dies at ``crash_at`` and restarts, as a new
         incarnation, at ``rejoin_at`` (None: never).
+    max_batch: the largest batch the board's memory takes (0: no limit); it
+        announces it when it joins.
     """
 
     compute_time: float = BASE_COMPUTE
@@ -45,6 +49,7 @@ class WorkerProfile:
     loss_p: float = 0.0
     crash_at: float | None = None
     rejoin_at: float | None = None
+    max_batch: int = 0
 
     def __post_init__(self) -> None:
         nums = {
@@ -66,6 +71,10 @@ class WorkerProfile:
         ):
             if not 0.0 <= p < 1.0:
                 raise ValueError(f"{key} must be in [0, 1), got {p!r}")
+        if isinstance(self.max_batch, bool) or not (
+            isinstance(self.max_batch, int) and self.max_batch >= 0
+        ):
+            raise ValueError(f"max_batch must be an int >= 0, got {self.max_batch!r}")
         if self.rejoin_at is not None and (
             self.crash_at is None or self.rejoin_at <= self.crash_at
         ):
@@ -76,9 +85,20 @@ class WorkerProfile:
         """Iteration time without interference, i.e. most of the time."""
         return self.compute_time * self.straggler_factor
 
-    def sample_compute(self, rng: np.random.Generator) -> float:
-        """Draw the duration of one iteration."""
-        t = self.typical_compute * float(rng.lognormal(0.0, self.compute_jitter))
+    def sample_compute(
+        self, rng: np.random.Generator, batch: int = BASE_BATCH
+    ) -> float:
+        """Draw the duration of one iteration at ``batch`` samples.
+
+        A tenth of the time at the base batch is fixed cost (loading the model,
+        framing the push); the rest grows linearly with the batch.
+        """
+        scale = FIXED_FRACTION + (1.0 - FIXED_FRACTION) * batch / BASE_BATCH
+        t = (
+            self.typical_compute
+            * scale
+            * float(rng.lognormal(0.0, self.compute_jitter))
+        )
         if self.interference_p > 0 and rng.random() < self.interference_p:
             t *= self.interference_factor
         return t
@@ -156,6 +176,18 @@ def _mixed(n: int, rng: np.random.Generator) -> list[WorkerProfile]:
     return out
 
 
+def _lossy(n: int, rng: np.random.Generator) -> list[WorkerProfile]:
+    # a crowded 2.4 GHz band: slow, jittery links that lose one message in 8
+    return [
+        WorkerProfile(
+            link_delay=BASE_LINK * float(rng.uniform(2.0, 6.0)),
+            link_jitter=0.02,
+            loss_p=0.125,
+        )
+        for _ in range(n)
+    ]
+
+
 def _churn(n: int, rng: np.random.Generator) -> list[WorkerProfile]:
     out = [WorkerProfile(link_jitter=0.005) for _ in range(n)]
     for i in sorted(_pick(rng, n, _n_stragglers(n))):
@@ -177,6 +209,7 @@ _BUILDERS: dict[
         "stragglers + interference (p=0.1, 5x) + link delay, jitter and 1% loss",
     ),
     "churn": (_churn, "a quarter of the boards crash and rejoin 10-20 s later"),
+    "lossy": (_lossy, "every link 10-30 ms, 20 ms jitter, loses 1 message in 8"),
 }
 
 SCENARIOS: tuple[str, ...] = tuple(_BUILDERS)

@@ -1,0 +1,232 @@
+"""Work assignment from the monitor: each worker's batch, so iterations even out.
+
+After Zhang et al.'s load-balancing strategy (Wireless Networks 2019): the
+performance monitor that sets the barrier also sets how much work each node
+does. Pure logic, time passed in; the core feeds it every applied push and
+asks it for the batch of every worker it releases.
+
+Model. One iteration of worker i at batch b takes ``c_i + b * r_i`` seconds:
+``r_i`` is its compute time per sample, ``c_i`` the part that does not grow
+with the batch (both link legs). Both are robust EWMAs (the monitor's
+``RobustEwma``): a transient spike (a sample outside the normal band) does
+not move them at all, a run of ``persistent_window`` (6) outliers on one side
+is adopted as a new level; both start from the medians of a worker's first
+``warmup`` pushes.
+So interference barely moves an assignment and a persistent slowdown moves it
+within a few iterations.
+
+Target. ``T* = median_i (c_i + base_batch * r_i)`` over the live, measured
+workers: the iteration time of the median board at the default batch.
+Assignment: ``b_i = (T* - c_i) / r_i``, rounded and clamped to
+``[min_batch, min(max_batch, cap_i)]`` where ``cap_i`` is the limit the board
+announced (its memory; 0 = none). A board slower than the median gets a
+smaller batch; a faster one a larger batch only when ``max_batch`` allows it
+(by default it does not: measured, that cost ASP and DSP time on non-IID data
+and never sped BSP up). A new assignment is adopted only when it differs
+from the current one by more than
+``hysteresis`` (relative) and by more than one sample, and never right after a
+transient spike (the last sample an outlier), so noise and the feedback of a
+changed batch on the measured times do not make assignments oscillate.
+
+Cost. ``T*`` is a median over live workers, recomputed after every
+``max(1, n_live // 4)`` observations or a change of membership, so the work
+per event stays constant on average as the cluster grows.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable
+
+from edgeps.core.monitor import RobustEwma
+
+
+def _check_batch(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    return value
+
+
+class _Pace:
+    __slots__ = ("per_sample", "fixed", "cap", "batch", "first")
+
+    def __init__(
+        self, per_sample: RobustEwma, fixed: RobustEwma, cap: int, batch: int
+    ) -> None:
+        self.per_sample = per_sample
+        self.fixed = fixed
+        self.cap = cap
+        self.batch = batch
+        self.first: list[tuple[float, float]] | None = []  # until warmed up
+
+    def fold(self, per_sample: float, fixed: float, warmup: int) -> None:
+        """Start from the medians of the first ``warmup`` pushes, then average.
+
+        Samples above twice the smallest are left out of that median: spikes
+        among the very first iterations would otherwise set the level that the
+        first assignment is computed from.
+        """
+        if self.first is None:
+            self.per_sample.update(per_sample)
+            self.fixed.update(fixed)
+            return
+        self.first.append((per_sample, fixed))
+        if len(self.first) < warmup:
+            return
+        for series, values in zip(
+            (self.per_sample, self.fixed), zip(*self.first, strict=True), strict=True
+        ):
+            # interference only ever slows a board: drop the warmup's spikes
+            low = min(values)
+            kept = [v for v in values if v <= 2 * low] if low > 0 else list(values)
+            level = statistics.median(kept)
+            series.mean, series.n, series.last = level, len(values), level
+            series.dev = statistics.median(abs(v - level) for v in kept)
+        self.first = None
+
+    @property
+    def ready(self) -> bool:
+        return self.first is None
+
+
+class Balancer:
+    """Assigns each worker its next batch from its measured per-sample pace.
+
+    Parameters
+    ----------
+    base_batch : the batch every worker uses without balancing; a push's
+        weight is its samples over this (see ``weight``).
+    min_batch, max_batch : bounds of any assignment (defaults: base / 16,
+        at least 1, and the base: a board faster than the median keeps its
+        batch, as larger batches and steps only cost asynchronous policies).
+    hysteresis : relative change below which an assignment stays put.
+    warmup : pushes of a worker before it is assigned anything but the base;
+        its levels start from their medians over these.
+    alpha, transient_factor, persistent_window : of the robust averages, as in
+        ``edgeps.core.monitor.PerformanceMonitor``.
+    """
+
+    def __init__(
+        self,
+        *,
+        base_batch: int = 32,
+        min_batch: int | None = None,
+        max_batch: int | None = None,
+        hysteresis: float = 0.15,
+        warmup: int = 3,
+        alpha: float = 0.2,
+        transient_factor: float = 3.0,
+        persistent_window: int = 6,
+    ) -> None:
+        self.base_batch = _check_batch("base_batch", base_batch)
+        self.min_batch = _check_batch(
+            "min_batch", max(1, base_batch // 16) if min_batch is None else min_batch
+        )
+        self.max_batch = _check_batch(
+            "max_batch", base_batch if max_batch is None else max_batch
+        )
+        if not self.min_batch <= self.base_batch <= self.max_batch:
+            raise ValueError("need min_batch <= base_batch <= max_batch")
+        if not (isinstance(hysteresis, (int, float)) and 0 <= hysteresis < 1):
+            raise ValueError(f"hysteresis must be in [0, 1), got {hysteresis!r}")
+        _check_batch("warmup", warmup)
+        _check_batch("persistent_window", persistent_window)
+        if not 0.0 < alpha <= 1.0 or not transient_factor > 0:
+            raise ValueError("alpha must be in (0, 1] and transient_factor > 0")
+        self.hysteresis = float(hysteresis)
+        self.warmup = warmup
+        self._ewma = (float(alpha), float(transient_factor), persistent_window)
+        self._paces: dict[str, _Pace] = {}
+        self._live: set[str] = set()
+        self._target: float | None = None
+        self._stale_after = 0  # observations until the target is recomputed
+        self.changes = 0  # assignments changed, for reports and tests
+
+    def _series(self) -> RobustEwma:
+        a, f, w = self._ewma
+        # an outlier does not move the level at all; a run of them replaces it
+        return RobustEwma(a, f, w, self.warmup, clip=0.0)
+
+    # -- what the core tells it ----------------------------------------------
+    def joined(self, worker_id: str, max_batch: int = 0) -> None:
+        """A worker (re)joined, announcing its batch limit (0: none)."""
+        cap = int(max_batch) if max_batch and max_batch > 0 else 0
+        pace = self._paces.get(worker_id)
+        if pace is None:
+            pace = _Pace(self._series(), self._series(), cap, self.base_batch)
+            self._paces[worker_id] = pace
+        pace.cap = cap
+        pace.batch = self._clamp(pace, pace.batch)
+        self._live.add(worker_id)
+        self._target = None
+
+    def left(self, worker_id: str) -> None:
+        """A worker left; its pace is kept for when it comes back."""
+        self._live.discard(worker_id)
+        self._target = None
+
+    def observe(
+        self, worker_id: str, samples: int, compute_time: float, iteration: float
+    ) -> None:
+        """Fold in one applied push: its samples, compute and release-to-push time."""
+        pace = self._paces.get(worker_id)
+        samples = int(samples)
+        if pace is None or samples <= 0 or not math.isfinite(compute_time):
+            return
+        pace.fold(
+            max(0.0, compute_time) / samples,
+            max(0.0, iteration - compute_time),
+            self.warmup,
+        )
+        self._stale_after -= 1
+        if self._stale_after <= 0:
+            self._target = None
+
+    # -- what the core asks ---------------------------------------------------
+    def weight(self, samples: int) -> float:
+        """Step weight of a push of ``samples`` (1 for a base batch, 1 if unknown)."""
+        return samples / self.base_batch if samples > 0 else 1.0
+
+    def batch_for(self, worker_id: str) -> int:
+        """The batch this worker should use in its next iteration."""
+        pace = self._paces.get(worker_id)
+        if pace is None:
+            return self.base_batch
+        if not pace.ready or pace.per_sample.last_outlier > 0:
+            # warming up, or its last iteration was a transient spike: keep it
+            return pace.batch
+        target = self.target()
+        rate = pace.per_sample.mean
+        if math.isnan(target) or rate <= 0:
+            return pace.batch
+        desired = self._clamp(pace, round((target - pace.fixed.mean) / rate))
+        if abs(desired - pace.batch) > max(1.0, self.hysteresis * pace.batch):
+            pace.batch = desired
+            self.changes += 1
+        return pace.batch
+
+    def batches(self, worker_ids: Iterable[str]) -> dict[str, int]:
+        return {w: self.batch_for(w) for w in worker_ids}
+
+    def target(self) -> float:
+        """``T*``: the median live board's iteration time at the base batch."""
+        if self._target is None:
+            times = [
+                p.fixed.mean + self.base_batch * p.per_sample.mean
+                for w in self._live
+                if (p := self._paces[w]).ready
+            ]
+            self._target = statistics.median(times) if times else math.nan
+            self._stale_after = max(1, len(self._live) // 4)
+        return self._target
+
+    def _clamp(self, pace: _Pace, batch: int) -> int:
+        high = min(self.max_batch, pace.cap) if pace.cap else self.max_batch
+        return max(min(self.min_batch, high), min(int(batch), high))
+
+    def describe(self) -> str:
+        return (
+            f"balance:base={self.base_batch},min={self.min_batch},"
+            f"max={self.max_batch},hysteresis={self.hysteresis:g}"
+        )

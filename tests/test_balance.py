@@ -1,0 +1,201 @@
+"""Work assignment: the balancer's bounds, a board's cap, weighting, stability."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from edgeps.core import Join, ParameterServer, Push, Release
+from edgeps.core.balance import Balancer
+from edgeps.policy import parse_policy
+
+
+class Board:
+    """A board whose iteration at batch b takes fixed + b * per_sample seconds."""
+
+    def __init__(self, per_sample: float, fixed: float = 0.01) -> None:
+        self.per_sample = per_sample
+        self.fixed = fixed
+
+    def push(self, bal: Balancer, wid: str, batch: int, spike: float = 1.0) -> None:
+        compute = batch * self.per_sample * spike
+        bal.observe(wid, batch, compute, compute + self.fixed)
+
+
+def run(bal: Balancer, boards: dict[str, Board], rounds: int, spikes=None):
+    """Each round every board runs at its assigned batch; the batches per round."""
+    spikes = spikes or {}
+    history = []
+    for r in range(rounds):
+        batches = bal.batches(boards)
+        history.append(batches)
+        for wid, board in boards.items():
+            board.push(bal, wid, batches[wid], spikes.get((wid, r), 1.0))
+    return history
+
+
+def joined(boards: dict[str, Board], caps=None, **kw) -> Balancer:
+    bal = Balancer(**kw)
+    for wid in boards:
+        bal.joined(wid, (caps or {}).get(wid, 0))
+    return bal
+
+
+def test_slow_board_gets_a_smaller_batch_and_iterations_even_out() -> None:
+    boards = {f"f{i}": Board(0.003) for i in range(5)} | {"slow": Board(0.012)}
+    bal = joined(boards)
+    final = run(bal, boards, 40)[-1]
+    times = {w: b.fixed + final[w] * b.per_sample for w, b in boards.items()}
+    assert final["f0"] == 32
+    assert final["slow"] == pytest.approx(8, abs=1)
+    assert max(times.values()) / min(times.values()) < 1.15
+
+
+def test_assignments_stay_within_bounds_and_the_board_cap() -> None:
+    boards = {
+        "fast": Board(0.0005),
+        "capped": Board(0.0005),
+        "mid": Board(0.003),
+        "mid2": Board(0.003),
+        "crawl": Board(0.3),
+    }
+    bal = joined(boards, caps={"capped": 40}, min_batch=2, max_batch=100)
+    for batches in run(bal, boards, 30):
+        assert all(2 <= b <= 100 for b in batches.values())
+        assert batches["capped"] <= 40
+    assert batches["fast"] == 100  # would want ~190: the balancer's own bound
+    assert batches["capped"] == 40  # the board's announced memory limit
+    assert batches["crawl"] == 2
+
+
+def test_a_cap_below_the_minimum_batch_still_wins() -> None:
+    boards = {"tiny": Board(0.003), "b": Board(0.003)}
+    bal = joined(boards, caps={"tiny": 1})
+    assert all(h["tiny"] == 1 for h in run(bal, boards, 10))
+
+
+def test_transient_spikes_do_not_move_assignments() -> None:
+    rng = np.random.default_rng(3)
+    boards = {f"w{i}": Board(0.003) for i in range(8)}
+    spikes = {(w, r): 5.0 for w in boards for r in range(200) if rng.random() < 0.1}
+    spikes[("w0", 0)] = spikes[("w0", 1)] = 5.0  # even during the warmup
+    bal = joined(boards)
+    history = run(bal, boards, 200, spikes)
+    assert all(b == 32 for h in history for b in h.values())
+    assert bal.changes == 0
+
+
+def test_a_persistent_slowdown_is_followed_then_held_steady() -> None:
+    boards = {f"w{i}": Board(0.003) for i in range(4)}
+    bal = joined(boards)
+    run(bal, boards, 20)
+    boards["w3"].per_sample = 0.012  # another task took the board for good
+    history = run(bal, boards, 60)
+    assert history[-1]["w3"] == pytest.approx(8, abs=1)
+    # settled: the last 30 rounds change nothing
+    assert len({h["w3"] for h in history[-30:]}) == 1
+
+
+def test_push_weight_is_samples_over_the_base_batch() -> None:
+    bal = Balancer(base_batch=32)
+    assert bal.weight(32) == 1.0
+    assert bal.weight(8) == 0.25
+    assert bal.weight(0) == 1.0  # a worker that does not say: as before
+
+
+def test_invalid_settings_are_refused() -> None:
+    with pytest.raises(ValueError):
+        Balancer(base_batch=0)
+    with pytest.raises(ValueError):
+        Balancer(base_batch=32, min_batch=64)
+    with pytest.raises(ValueError):
+        Balancer(hysteresis=1.5)
+
+
+def _server(balancer: Balancer | None) -> ParameterServer:
+    return ParameterServer(
+        np.zeros(4, np.float32), policy=parse_policy("asp"), lr=1.0, balancer=balancer
+    )
+
+
+def _push(wid: str, seq: int, samples: int, base: int = 0) -> Push:
+    return Push(
+        wid, seq, seq, base, np.ones(4, np.float32), compute_time=0.01, samples=samples
+    )
+
+
+def test_the_server_weights_each_push_by_its_samples() -> None:
+    ps = _server(Balancer(base_batch=32))
+    ps.handle(Join("a"), 0.0)
+    ps.handle(_push("a", 1, samples=8), 0.1)
+    _, params = ps.params_snapshot()
+    np.testing.assert_allclose(params, -0.25)
+    plain = _server(None)
+    plain.handle(Join("a"), 0.0)
+    plain.handle(_push("a", 1, samples=8), 0.1)
+    np.testing.assert_allclose(plain.params_snapshot()[1], -1.0)
+
+
+def test_releases_carry_assignments_within_the_announced_cap() -> None:
+    ps = _server(Balancer(base_batch=32))
+    [join] = ps.handle(Join("a", max_batch=16), 0.0)
+    assert isinstance(join, Release) and join.batches == {"a": 16}
+    plain = _server(None)
+    [join] = plain.handle(Join("a", max_batch=16), 0.0)
+    assert isinstance(join, Release) and join.batches is None
+
+
+def test_the_simulator_obeys_assignments_and_each_board_cap() -> None:
+    from dataclasses import replace
+
+    from edgeps.sim.simulator import Simulator
+    from edgeps.sim.types import SimConfig
+
+    cfg = SimConfig(policy="bsp", scenario="stragglers", balance=True, max_time=8.0)
+    sim = Simulator(cfg)
+    slow = [w for w, p in sim.scenario.profiles.items() if p.straggler_factor > 1]
+    fast = next(w for w in sim.workers if w not in slow)
+    sim.workers[fast].profile = replace(sim.workers[fast].profile, max_batch=20)
+    result = sim.run()
+    balanced_bsp = result.applied
+    assert all(sim.workers[w].batch < 12 for w in slow)
+    assert sim.workers[fast].batch <= 20
+    plain = Simulator(replace(cfg, balance=False)).run()
+    # the round no longer waits for 4x slower boards at full batch
+    assert balanced_bsp > 2 * plain.applied
+
+
+def test_labelmix_gives_every_worker_a_skewed_shard_of_distinct_rows() -> None:
+    from edgeps.workloads.datasets import partition
+
+    y = np.repeat(np.arange(10), 40)
+    shards = partition(y, 64, "labelmix:0.3", seed=1)
+    assert len(shards) == 64
+    assert all(len(s) == 8 and len(set(s.tolist())) == 8 for s in shards)
+    # skewed: most shards hold far fewer than all ten classes
+    assert np.median([len(np.unique(y[s])) for s in shards]) <= 5
+
+
+def test_dsp_damp_scales_only_pushes_staler_than_a_round() -> None:
+    from edgeps.policy.dsp import DSP
+
+    ps = ParameterServer(
+        np.zeros(4, np.float32), policy=DSP(damp=1.0), lr=1.0, balancer=None
+    )
+    for w in ("a", "b"):
+        ps.handle(Join(w), 0.0)
+    policy = ps.policy
+    assert policy.step_scale(ps.view, _push("a", 1, 32), staleness=1) == 1.0
+    assert policy.step_scale(ps.view, _push("a", 1, 32), staleness=7) == 0.25
+    assert DSP().step_scale(ps.view, _push("a", 1, 32), staleness=7) == 1.0
+    assert "damp=1" in policy.describe() and "damp" not in DSP().describe()
+
+
+def test_serve_builds_its_core_with_a_balancer_only_when_asked() -> None:
+    from edgeps.commands.serve_config import ServeConfig
+    from edgeps.runtime.job import build_server, load_model
+
+    cfg = ServeConfig(balance=True)
+    server, _ = build_server(cfg, load_model(cfg))
+    assert isinstance(server.balancer, Balancer)
+    plain, _ = build_server(ServeConfig(), load_model(ServeConfig()))
+    assert plain.balancer is None
