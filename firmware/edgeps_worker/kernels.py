@@ -188,10 +188,16 @@ class Model:
                     src[o + i] = row[i] * (1.0 - v * v)
         return bad
 
-    def loss_and_grad(self, params, X, y, n, grad):
-        """Mean loss over the first n rows of X (row-major), gradient into grad."""
-        self._check(params, X, 0, n)
-        if len(grad) != self.n_params or len(y) < n:
+    def loss_and_grad(self, params, X, y, n, grad, fill=None):
+        """Mean loss over the first n rows of X (row-major), gradient into grad.
+
+        With ``fill(X, y, m)``, X and y hold one chunk (``rows`` rows): fill
+        writes the batch's next m rows there before each chunk, so a board
+        never holds the whole batch.
+        """
+        k = n if fill is None else min(n, self.rows)
+        self._check(params, X, 0, k)
+        if len(grad) != self.n_params or len(y) < k:
             raise ValueError("grad must hold n_params floats, y n labels")
         scale = 1.0 / n
         total = 0.0
@@ -199,10 +205,14 @@ class Model:
         nf = self.n_features
         for start in range(0, n, self.rows):
             m = min(self.rows, n - start)
-            if not self._forward(params, X, start * nf, m):
+            yo = start
+            if fill is not None:
+                fill(X, y, m)
+                yo = 0
+            if not self._forward(params, X, yo * nf, m):
                 ok = False
-            total += self._loss_delta(y, start, m, scale)
-            if self._backward(params, X, start * nf, m, grad, 3 if start else 0):
+            total += self._loss_delta(y, yo, m, scale)
+            if self._backward(params, X, yo * nf, m, grad, 3 if start else 0):
                 ok = False
         if ok and total == total:
             return total * scale
