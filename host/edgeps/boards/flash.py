@@ -43,6 +43,7 @@ BOARD_MODULES = (
     "alive",
     "app",
     "blockfp",
+    "builder",
     "clock",
     "config",
     "data",
