@@ -81,6 +81,8 @@ def make_transport(cfg):
         max_packet=cfg["max_chunk"] + 256,
         ssl_context=ctx,
         server_hostname=cfg["tls_hostname"] or cfg["broker_host"],
+        # the worker is done with a payload before it calls the client again
+        payload_views=True,
     )
 
 

@@ -35,6 +35,9 @@ class MQTTClient:
     ssl_context: an ``ssl.SSLContext`` (MicroPython or CPython) for TLS, with
         ``server_hostname`` the name the broker's certificate must carry.
     opener: ``opener(host, port, timeout_ms) -> link``; tests pass a fake.
+    payload_views: ``poll`` returns a message that was not queued with its
+        payload as a view into the receive buffer, valid only until the next
+        call to the client (a board then needs no second chunk-sized block).
     """
 
     def __init__(
@@ -52,6 +55,7 @@ class MQTTClient:
         ssl_context=None,
         server_hostname=None,
         opener=None,
+        payload_views=False,
     ):
         if password is not None and user is None:
             raise ValueError("a password needs a username [MQTT-3.1.2-22]")
@@ -67,6 +71,7 @@ class MQTTClient:
         self.retries = retries
         self.max_packet = max_packet
         self.max_queue = max_queue
+        self.payload_views = payload_views
 
         def tcp(host, port, timeout_ms):
             return _l.SocketLink(host, port, timeout_ms, ssl_context, server_hostname)
@@ -347,7 +352,7 @@ class MQTTClient:
             first, body = got
             ptype = first & 0xF0
             if ptype == _p.PUBLISH:
-                self._incoming(first, body)
+                self._incoming(first, body, kind == _p.PUBLISH)
                 if kind == _p.PUBLISH:
                     return body
             elif ptype == kind and (pid is None or _p.parse_u16(body, 0) == pid):
@@ -357,8 +362,10 @@ class MQTTClient:
             if _l.ticks_diff(_l.ticks_ms(), t0) >= timeout_ms:
                 return None
 
-    def _incoming(self, first, body):
-        msg = _p.parse_publish(first, body)
+    def _incoming(self, first, body, direct):
+        # only a message poll hands out at once may stay a view of _rbuf
+        view = direct and self.payload_views and not self._queue
+        msg = _p.parse_publish(first, body, not view)
         if msg is None:
             self.dropped += 1
             return
