@@ -218,6 +218,24 @@ def test_payload_views_point_into_the_receive_buffer_unless_queued() -> None:
     assert first[1] == b"queued"
 
 
+def test_buffers_allocated_early_are_used_and_checked() -> None:
+    # Prepare: buffers a board took before its imports fragmented the heap
+    wbuf, rbuf = bytearray(300), bytearray(261)
+    link = FakeBrokerLink()
+    c = _client(link, max_packet=256, buffers=(wbuf, rbuf))
+    link.inbox += mp.publish_packet("down", b"params", qos=0)
+
+    # Execute
+    c.publish("up", b"grad")
+    got = c.poll(0)
+
+    # Assert: the packets went through exactly these buffers
+    assert got == ("down", b"params")
+    assert bytes(wbuf).find(b"grad") > 0 and bytes(rbuf).find(b"params") > 0
+    with pytest.raises(ValueError):
+        MQTTClient("c2", max_packet=256, buffers=(bytearray(300), bytearray(260)))
+
+
 def test_poll_times_out_with_none() -> None:
     # Prepare
     c = _client(FakeBrokerLink())

@@ -15,6 +15,10 @@ import sys
 
 from edgeps_worker import app
 
+# the host chunks to our max_chunk; anything far larger is refused before a
+# buffer for it is allocated (topic and MQTT header fit in 256 bytes)
+MQTT_EXTRA = 256
+
 
 def read_config(path):
     """Validate a config file, then unload the validator (its code is heap)."""
@@ -56,8 +60,11 @@ def build_source(cfg, n_features, label_kind):
     return src
 
 
-def make_transport(cfg):
-    """The firmware MQTT client; on an ESP32 it brings Wi-Fi back on connect."""
+def make_transport(cfg, buffers):
+    """The firmware MQTT client; on an ESP32 it brings Wi-Fi back on connect.
+
+    ``buffers``: its (send, receive) buffers, from ``mqtt_buffers``.
+    """
     if sys.platform == "esp32":
         from edgeps_worker.wifi import mqtt_client_class
 
@@ -76,14 +83,19 @@ def make_transport(cfg):
         cfg["username"] or None,
         cfg["password"] or None,
         cfg["keepalive"],
-        # the host chunks to our max_chunk; anything far larger is refused
-        # before a buffer for it is allocated (topic and MQTT header fit in 256)
-        max_packet=cfg["max_chunk"] + 256,
+        max_packet=cfg["max_chunk"] + MQTT_EXTRA,
         ssl_context=ctx,
         server_hostname=cfg["tls_hostname"] or cfg["broker_host"],
         # the worker is done with a payload before it calls the client again
         payload_views=True,
+        buffers=buffers,
     )
+
+
+def mqtt_buffers(max_chunk):
+    """The MQTT client's send and receive buffers for max_chunk bytes of data."""
+    n = max_chunk + MQTT_EXTRA + 5  # and a fixed header byte, 4 length bytes
+    return bytearray(min(n, 16389)), bytearray(n)
 
 
 def build(path, stop=None):
@@ -104,6 +116,9 @@ def build(path, stop=None):
         except ValueError:
             pass  # the validation below says what is wrong with the model
     cfg = read_config(path)
+    # next, in the validator's space, before the imports below scatter small
+    # blocks over it: a 96K heap had no 1.3 KB hole left for them later
+    mqtt_bufs = mqtt_buffers(cfg["max_chunk"])
     from edgeps_worker import kernels, trainer, worker
 
     model = cfg["model"]
@@ -115,7 +130,7 @@ def build(path, stop=None):
         buffers,
     )
     w = worker.Worker(
-        make_transport(cfg),
+        make_transport(cfg, mqtt_bufs),
         net,
         cfg["job"],
         cfg["worker_id"],

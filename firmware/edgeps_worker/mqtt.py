@@ -38,6 +38,8 @@ class MQTTClient:
     payload_views: ``poll`` returns a message that was not queued with its
         payload as a view into the receive buffer, valid only until the next
         call to the client (a board then needs no second chunk-sized block).
+    buffers: (send, receive) bytearrays a board allocated early, else the
+        client allocates them; receive must hold ``max_packet + 5`` bytes.
     """
 
     def __init__(
@@ -56,6 +58,7 @@ class MQTTClient:
         server_hostname=None,
         opener=None,
         payload_views=False,
+        buffers=None,
     ):
         if password is not None and user is None:
             raise ValueError("a password needs a username [MQTT-3.1.2-22]")
@@ -82,8 +85,11 @@ class MQTTClient:
         # allocated once, early, for the largest packet (fixed header byte,
         # 4 length bytes, max_packet): no growth in a fragmented heap (only
         # a send buffer past 16 KB grows, for clients off the board)
-        self._wbuf = bytearray(min(max_packet, 16384) + 5)
-        self._rbuf = bytearray(max_packet + 5)
+        if buffers is None:
+            buffers = bytearray(min(max_packet, 16384) + 5), bytearray(max_packet + 5)
+        self._wbuf, self._rbuf = buffers
+        if len(self._rbuf) < max_packet + 5:
+            raise ValueError("receive buffer smaller than max_packet + 5")
         self._rmv = memoryview(self._rbuf)
         self._r0 = 0  # unread bytes are _rbuf[_r0:_r1]
         self._r1 = 0
