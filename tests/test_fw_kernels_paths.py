@@ -23,6 +23,7 @@ from conftest import run_micropython
 from edgeps.kernels import ModelSpec
 from edgeps_worker import blockfp, kernels
 from edgeps_worker.kernels import Model
+from edgeps_worker.kernels_eval import Predictor
 from test_fw_kernels import SCRIPT, make_case, reference
 
 PATH_CASES = [
@@ -109,7 +110,7 @@ def _cpython_step(spec_text: str, params, X, y, model: Model | None = None):
 def test_cpython_kernel_paths_match_numpy(spec_text, n):
     # Prepare
     spec, params, X, y = make_case(spec_text, n, seed=8)
-    model = Model(spec_text)  # scratch for one row: forward goes row by row
+    model = Predictor(spec_text)  # scratch for one row: forward goes row by row
     # Execute
     loss, grad = _cpython_step(spec_text, params, X, y, Model(spec_text))
     out = array("f", bytes(4 * n * model.n_outputs))
@@ -235,7 +236,7 @@ def test_scratch_rows_do_not_change_results_beyond_float32_rounding():
 )
 def test_buffers_too_small_for_the_unchecked_reads_are_refused(call):
     # Prepare: 4 rows of 6 features
-    model = Model("mlp:6-5-3")
+    model = Predictor("mlp:6-5-3")
     p = array("f", bytes(4 * model.n_params))
     g = array("f", bytes(4 * model.n_params))
     X = array("f", bytes(4 * 24))

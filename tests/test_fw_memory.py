@@ -27,18 +27,20 @@ from fw_host import write_worker_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.firmware]
 HEAP_ARG = os.environ.get("EDGEPS_FW_HEAP", "96K")
-# model -> (dataset, heap); the MLP's peak (about 90 KB) does not leave room in
-# a 96K heap for its 1 KB receive buffers once the heap is fragmented, so it
-# runs in 112K until the board image shrinks further (see firmware/README.md)
+# model -> (dataset, heap); the MLP's peak (about 86 KB) does not leave room in
+# a 96K heap: it starts there, trains once and runs out of memory encoding its
+# first UPDATE chunk (a fresh 1 KB block per chunk). It completes from 102K;
+# it runs in 112K until the board image shrinks further (see firmware/README.md)
 MODELS = {
     "mlp:64-32-10": ("digits", os.environ.get("EDGEPS_FW_HEAP", "112K")),
     "softmax:64x10": ("digits", HEAP_ARG),
     "logistic:30": ("breast_cancer", HEAP_ARG),
     "linear:64": ("digits", HEAP_ARG),
 }
-# the MLP worker's peak must not grow back (104.6 KB before the board image
-# was trimmed to what it runs)
-MLP_PEAK_LIMIT = 92 * 1024
+# the MLP worker's peak must not grow back: 87,840 B measured (104.6 KB before
+# the board image was trimmed to what it runs, 94,720 B before the builder,
+# -O3 .mpy files and 4-row batch chunks)
+MLP_PEAK_LIMIT = 88_700
 
 
 def compile_firmware(out: Path) -> Path:

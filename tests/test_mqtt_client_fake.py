@@ -195,6 +195,47 @@ def test_incoming_publish_during_puback_wait_is_kept_for_poll() -> None:
     assert got == ("down", b"params")
 
 
+def test_payload_views_point_into_the_receive_buffer_unless_queued() -> None:
+    # Prepare: one message arrives during a PUBACK wait (queued), one later
+    link = FakeBrokerLink()
+    c = _client(link, payload_views=True)
+    link.inbox += mp.publish_packet("down", b"queued", qos=1, pid=7)
+    c.publish("up", b"grad")
+    link.inbox += mp.publish_packet("down", b"direct", qos=1, pid=8)
+
+    # Execute
+    first = c.poll(0)
+    second = c.poll(0)
+    assert second is not None
+    seen = bytes(second[1])  # read before the next call, as the contract says
+    link.inbox += mp.publish_packet("down", b"XXXXXX", qos=1, pid=9)
+    third = c.poll(0)
+
+    # Assert: the queued copy is bytes and survives; the direct one was a view
+    assert first == ("down", b"queued")
+    assert isinstance(second[1], memoryview) and seen == b"direct"
+    assert third is not None and bytes(third[1]) == b"XXXXXX"
+    assert first[1] == b"queued"
+
+
+def test_buffers_allocated_early_are_used_and_checked() -> None:
+    # Prepare: buffers a board took before its imports fragmented the heap
+    wbuf, rbuf = bytearray(300), bytearray(261)
+    link = FakeBrokerLink()
+    c = _client(link, max_packet=256, buffers=(wbuf, rbuf))
+    link.inbox += mp.publish_packet("down", b"params", qos=0)
+
+    # Execute
+    c.publish("up", b"grad")
+    got = c.poll(0)
+
+    # Assert: the packets went through exactly these buffers
+    assert got == ("down", b"params")
+    assert bytes(wbuf).find(b"grad") > 0 and bytes(rbuf).find(b"params") > 0
+    with pytest.raises(ValueError):
+        MQTTClient("c2", max_packet=256, buffers=(bytearray(300), bytearray(260)))
+
+
 def test_poll_times_out_with_none() -> None:
     # Prepare
     c = _client(FakeBrokerLink())

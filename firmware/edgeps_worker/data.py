@@ -4,6 +4,9 @@ Every source offers ``n_features``, ``count()`` and ``batch(X, y, n) -> rows``
 which samples up to n rows (with a seeded xorshift, so CPython and MicroPython
 draw the same rows) into caller-owned buffers: ``X`` is array('f') of
 n * n_features, ``y`` an array of n labels ('i' class ids or 'f' targets).
+A batch can also be read in chunks: ``draw(n)`` returns the rows the batch
+has (a sensor source takes its readings first), then ``rows(X, y, m)``
+samples the next m of them; the chunks draw the same rows as one ``batch``.
 
 Binary file format (little-endian): magic b"EPSD", u8 version 1, u8 label kind
 (0: int32 class ids, 1: float32 targets), u16 n_features, u32 n_samples, then
@@ -72,6 +75,10 @@ class FileSource:
     def count(self):
         return self.n_samples
 
+    def draw(self, n):
+        """How many rows a batch of n has (then sampled by ``rows``): n."""
+        return n
+
     def batch(self, X, y, n):
         """Sample n rows with replacement into X, y; return n."""
         nf = self.n_features
@@ -86,6 +93,8 @@ class FileSource:
                 raise OSError("data file shrank while reading")
             y[r] = struct.unpack_from(fmt, lab, 0)[0]
         return n
+
+    rows = batch
 
     def close(self):
         self.f.close()

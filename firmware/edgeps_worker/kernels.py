@@ -188,10 +188,16 @@ class Model:
                     src[o + i] = row[i] * (1.0 - v * v)
         return bad
 
-    def loss_and_grad(self, params, X, y, n, grad):
-        """Mean loss over the first n rows of X (row-major), gradient into grad."""
-        self._check(params, X, 0, n)
-        if len(grad) != self.n_params or len(y) < n:
+    def loss_and_grad(self, params, X, y, n, grad, fill=None):
+        """Mean loss over the first n rows of X (row-major), gradient into grad.
+
+        With ``fill(X, y, m)``, X and y hold one chunk (``rows`` rows): fill
+        writes the batch's next m rows there before each chunk, so a board
+        never holds the whole batch.
+        """
+        k = n if fill is None else min(n, self.rows)
+        self._check(params, X, 0, k)
+        if len(grad) != self.n_params or len(y) < k:
             raise ValueError("grad must hold n_params floats, y n labels")
         scale = 1.0 / n
         total = 0.0
@@ -199,10 +205,14 @@ class Model:
         nf = self.n_features
         for start in range(0, n, self.rows):
             m = min(self.rows, n - start)
-            if not self._forward(params, X, start * nf, m):
+            yo = start
+            if fill is not None:
+                fill(X, y, m)
+                yo = 0
+            if not self._forward(params, X, yo * nf, m):
                 ok = False
-            total += self._loss_delta(y, start, m, scale)
-            if self._backward(params, X, start * nf, m, grad, 3 if start else 0):
+            total += self._loss_delta(y, yo, m, scale)
+            if self._backward(params, X, yo * nf, m, grad, 3 if start else 0):
                 ok = False
         if ok and total == total:
             return total * scale
@@ -210,14 +220,6 @@ class Model:
         for i in range(self.n_params):
             grad[i] = nan
         return nan
-
-    def _outputs(self, s):
-        """Turn row s of the output buffer into the model's outputs, in place."""
-        z, no = self.h[-1], self.n_outputs
-        if self.out == OUT_SOFTMAX:
-            _softmax(z, s * no, no, 1.0)
-        elif self.out == OUT_SIGMOID:
-            z[s] = 1.0 / (1.0 + math.exp(-z[s]))
 
     def _check(self, params, X, first, n):
         """The viper code reads without bounds checks: the buffers must fit."""
@@ -227,33 +229,3 @@ class Model:
             raise ValueError("params must hold n_params floats")
         if len(X) < (first + n) * self.n_features:
             raise ValueError("X holds fewer than the rows asked for")
-
-    def forward(self, params, X, n, out):
-        """Outputs of n rows into out (n * n_outputs): value, P(y=1) or class probs."""
-        self._check(params, X, 0, n)
-        nf, no = self.n_features, self.n_outputs
-        for start in range(0, n, self.rows):
-            m = min(self.rows, n - start)
-            ok = self._forward(params, X, start * nf, m)
-            z = self.h[-1]
-            for s in range(m):
-                self._outputs(s)
-                o = (start + s) * no
-                for j in range(no):
-                    out[o + j] = z[s * no + j] if ok else float("nan")
-        return out
-
-    def predict_one(self, params, X, s):
-        """Class id (or value, for linear) of row s."""
-        self._check(params, X, s, 1)
-        self._forward(params, X, s * self.n_features, 1)
-        z = self.h[-1]
-        if self.out == OUT_IDENTITY:
-            return z[0]
-        if self.out == OUT_SIGMOID:
-            return 1 if z[0] > 0.0 else 0
-        best = 0
-        for j in range(1, self.n_outputs):
-            if z[j] > z[best]:
-                best = j
-        return best

@@ -14,31 +14,10 @@ are pure functions (``mqtt_packets``); the socket sits behind a small link
 object. The caller owns reconnection (the worker loop rejoins its job).
 """
 
-from edgeps_worker.mqtt_link import (
-    ECONNRESET,
-    ETIMEDOUT,
-    SocketLink,
-    ticks_diff,
-    ticks_ms,
-)
-from edgeps_worker.mqtt_packets import (
-    CONNACK,
-    DISCONNECT_BYTES,
-    PINGREQ_BYTES,
-    PUBACK,
-    PUBLISH,
-    SUBACK,
-    check_header,
-    connect_packet,
-    parse_connack,
-    parse_publish,
-    parse_suback,
-    parse_u16,
-    puback_packet,
-    publish_into,
-    read_varint,
-    subscribe_packet,
-)
+# the modules, not their names: each imported name would be one more slot
+# in this module's globals, on the heap
+from edgeps_worker import mqtt_link as _l
+from edgeps_worker import mqtt_packets as _p
 
 
 class MQTTClient:
@@ -56,6 +35,11 @@ class MQTTClient:
     ssl_context: an ``ssl.SSLContext`` (MicroPython or CPython) for TLS, with
         ``server_hostname`` the name the broker's certificate must carry.
     opener: ``opener(host, port, timeout_ms) -> link``; tests pass a fake.
+    payload_views: ``poll`` returns a message that was not queued with its
+        payload as a view into the receive buffer, valid only until the next
+        call to the client (a board then needs no second chunk-sized block).
+    buffers: (send, receive) bytearrays a board allocated early, else the
+        client allocates them; receive must hold ``max_packet + 5`` bytes.
     """
 
     def __init__(
@@ -73,6 +57,8 @@ class MQTTClient:
         ssl_context=None,
         server_hostname=None,
         opener=None,
+        payload_views=False,
+        buffers=None,
     ):
         if password is not None and user is None:
             raise ValueError("a password needs a username [MQTT-3.1.2-22]")
@@ -88,9 +74,10 @@ class MQTTClient:
         self.retries = retries
         self.max_packet = max_packet
         self.max_queue = max_queue
+        self.payload_views = payload_views
 
         def tcp(host, port, timeout_ms):
-            return SocketLink(host, port, timeout_ms, ssl_context, server_hostname)
+            return _l.SocketLink(host, port, timeout_ms, ssl_context, server_hostname)
 
         self._opener = opener or tcp
         self._link = None
@@ -98,8 +85,11 @@ class MQTTClient:
         # allocated once, early, for the largest packet (fixed header byte,
         # 4 length bytes, max_packet): no growth in a fragmented heap (only
         # a send buffer past 16 KB grows, for clients off the board)
-        self._wbuf = bytearray(min(max_packet, 16384) + 5)
-        self._rbuf = bytearray(max_packet + 5)
+        if buffers is None:
+            buffers = bytearray(min(max_packet, 16384) + 5), bytearray(max_packet + 5)
+        self._wbuf, self._rbuf = buffers
+        if len(self._rbuf) < max_packet + 5:
+            raise ValueError("receive buffer smaller than max_packet + 5")
         self._rmv = memoryview(self._rbuf)
         self._r0 = 0  # unread bytes are _rbuf[_r0:_r1]
         self._r1 = 0
@@ -130,7 +120,7 @@ class MQTTClient:
         self._ping_sent = None
         self._acked = False
         try:
-            pkt = connect_packet(
+            pkt = _p.connect_packet(
                 self.client_id,
                 self.keepalive,
                 clean,
@@ -142,15 +132,15 @@ class MQTTClient:
                 self.password,
             )
             self._send(memoryview(pkt))
-            got = self._wait_for(CONNACK, None, ticks_ms(), self.timeout_ms)
+            got = self._wait_for(_p.CONNACK, None, _l.ticks_ms(), self.timeout_ms)
             if got is None:
-                raise OSError(ETIMEDOUT, "no CONNACK")
+                raise OSError(_l.ETIMEDOUT, "no CONNACK")
             self._acked = True
-            rc = parse_connack(got, clean)
+            rc = _p.parse_connack(got, clean)
             if rc == 255:
                 self._violation("malformed CONNACK")
             if rc != 0:
-                raise OSError(ECONNRESET, "broker refused connection: rc=%d" % rc)
+                raise OSError(_l.ECONNRESET, "broker refused connection: rc=%d" % rc)
         except BaseException:
             self.close_link()
             raise
@@ -158,14 +148,14 @@ class MQTTClient:
     def subscribe(self, topic, qos=1):
         """Subscribe and wait for the SUBACK; OSError if refused or unanswered."""
         pid = self._next_pid()
-        pkt = subscribe_packet(pid, topic, qos)
+        pkt = _p.subscribe_packet(pid, topic, qos)
         for _ in range(self.retries + 1):
             self._send(memoryview(pkt))
-            got = self._wait_for(SUBACK, pid, ticks_ms(), self.timeout_ms)
+            got = self._wait_for(_p.SUBACK, pid, _l.ticks_ms(), self.timeout_ms)
             if got is not None:
-                ack = parse_suback(got)
+                ack = _p.parse_suback(got)
                 if ack is None or ack[1] == 0x80:
-                    raise OSError(ECONNRESET, "subscription refused: " + str(topic))
+                    raise OSError(_l.ECONNRESET, "subscription refused: " + str(topic))
                 if ack[1] > qos:  # a broker may grant less, never more
                     self._violation("SUBACK granted QoS %d" % ack[1])
                 return
@@ -174,11 +164,11 @@ class MQTTClient:
     def publish(self, topic, payload, qos=1, retain=False):
         """Send one message; for QoS 1 return only after its PUBACK."""
         if self._link is None:
-            raise OSError(ECONNRESET, "not connected")
+            raise OSError(_l.ECONNRESET, "not connected")
         if isinstance(payload, str):
             payload = payload.encode()
         pid = self._next_pid() if qos else 0
-        self._wbuf, n = publish_into(self._wbuf, topic, payload, qos, retain, pid)
+        self._wbuf, n = _p.publish_into(self._wbuf, topic, payload, qos, retain, pid)
         mv = memoryview(self._wbuf)[:n]
         self._send(mv)
         if not qos:
@@ -188,7 +178,10 @@ class MQTTClient:
                 self._wbuf[0] |= 0x08  # DUP: the broker may have it already
                 self.resent += 1
                 self._send(mv)
-            if self._wait_for(PUBACK, pid, ticks_ms(), self.timeout_ms) is not None:
+            if (
+                self._wait_for(_p.PUBACK, pid, _l.ticks_ms(), self.timeout_ms)
+                is not None
+            ):
                 return
         self._dead("no PUBACK for packet %d" % pid)
 
@@ -197,15 +190,15 @@ class MQTTClient:
         if self._queue:
             return self._queue.pop(0)
         if self._link is None:
-            raise OSError(ECONNRESET, "not connected")
-        t0 = ticks_ms()
+            raise OSError(_l.ECONNRESET, "not connected")
+        t0 = _l.ticks_ms()
         while True:
             self._keepalive()
-            left = max(0, timeout_ms - ticks_diff(ticks_ms(), t0))
+            left = max(0, timeout_ms - _l.ticks_diff(_l.ticks_ms(), t0))
             # wake up in time for the next keepalive duty; a zero wait still
             # takes whatever the socket already holds
             step = min(left, max(1, self.keepalive * 500)) if self.keepalive else left
-            self._wait_for(PUBLISH, None, ticks_ms(), step)
+            self._wait_for(_p.PUBLISH, None, _l.ticks_ms(), step)
             if self._queue:
                 return self._queue.pop(0)
             if left <= 0:
@@ -213,15 +206,15 @@ class MQTTClient:
 
     def ping(self):
         """Send PINGREQ now (poll also does this when the link is idle)."""
-        self._send(memoryview(PINGREQ_BYTES))
+        self._send(memoryview(_p.PINGREQ_BYTES))
         if self._ping_sent is None:
-            self._ping_sent = ticks_ms()
+            self._ping_sent = _l.ticks_ms()
 
     def close(self):
         """Leave cleanly: DISCONNECT (so the last will is not sent), then close."""
         if self._link is not None:
             try:
-                self._send(memoryview(DISCONNECT_BYTES))
+                self._send(memoryview(_p.DISCONNECT_BYTES))
             except OSError:
                 pass
         self.close_link()
@@ -247,30 +240,30 @@ class MQTTClient:
 
     def _dead(self, why):
         self.close_link()
-        raise OSError(ETIMEDOUT, why)
+        raise OSError(_l.ETIMEDOUT, why)
 
     def _violation(self, why):
         self.violations += 1
         self.close_link()
-        raise OSError(ECONNRESET, "protocol violation: " + why)
+        raise OSError(_l.ECONNRESET, "protocol violation: " + why)
 
     def _keepalive(self):
         if not self.keepalive:
             return
-        now = ticks_ms()
+        now = _l.ticks_ms()
         if self._ping_sent is not None:
-            if ticks_diff(now, self._ping_sent) > max(
+            if _l.ticks_diff(now, self._ping_sent) > max(
                 self.timeout_ms, self.keepalive * 1000
             ):
                 self._dead("no PINGRESP")
-        elif ticks_diff(now, self._last_send) >= self.keepalive * 500:
+        elif _l.ticks_diff(now, self._last_send) >= self.keepalive * 500:
             self.ping()
 
     def _send(self, mv):
         link = self._link
         if link is None:
-            raise OSError(ECONNRESET, "not connected")
-        t0 = ticks_ms()
+            raise OSError(_l.ECONNRESET, "not connected")
+        t0 = _l.ticks_ms()
         try:
             while len(mv):
                 n = link.send(mv)
@@ -278,14 +271,14 @@ class MQTTClient:
                     mv = mv[n:]
                     if not len(mv):
                         break
-                left = self.timeout_ms - ticks_diff(ticks_ms(), t0)
+                left = self.timeout_ms - _l.ticks_diff(_l.ticks_ms(), t0)
                 # a peer taking a few bytes at a time must not stretch the wait
                 if left <= 0 or not n and not link.wait(True, left):
-                    raise OSError(ETIMEDOUT, "send timed out")
+                    raise OSError(_l.ETIMEDOUT, "send timed out")
         except OSError:
             self.close_link()
             raise
-        self._last_send = ticks_ms()
+        self._last_send = _l.ticks_ms()
 
     def _fill(self, need, t0, timeout_ms):
         """Read until ``need`` bytes are buffered; False once the deadline passed.
@@ -295,7 +288,7 @@ class MQTTClient:
         """
         link = self._link
         if link is None:
-            raise OSError(ECONNRESET, "not connected")
+            raise OSError(_l.ECONNRESET, "not connected")
         while self._r1 - self._r0 < need:
             if len(self._rbuf) - self._r0 < need:
                 self._compact()
@@ -308,7 +301,7 @@ class MQTTClient:
                 self._r1 += n
                 if self._r1 - self._r0 >= need:
                     break
-            left = timeout_ms - ticks_diff(ticks_ms(), t0)
+            left = timeout_ms - _l.ticks_diff(_l.ticks_ms(), t0)
             if left <= 0 or not n and not link.wait(False, left):
                 return False
         return True
@@ -325,7 +318,7 @@ class MQTTClient:
             return None
         while True:
             try:
-                hdr = read_varint(self._rbuf, self._r0 + 1, self._r1)
+                hdr = _p.read_varint(self._rbuf, self._r0 + 1, self._r1)
             except ValueError:
                 self._dead("bad remaining length")
             if hdr is not None:
@@ -333,7 +326,7 @@ class MQTTClient:
             if not self._fill(self._r1 - self._r0 + 1, t0, timeout_ms):
                 return None
         rl, start = hdr
-        why = check_header(self._rbuf[self._r0], rl, self._acked)
+        why = _p.check_header(self._rbuf[self._r0], rl, self._acked)
         if why is not None:
             self._violation(why)
         if rl > self.max_packet:
@@ -364,25 +357,27 @@ class MQTTClient:
                 return None
             first, body = got
             ptype = first & 0xF0
-            if ptype == PUBLISH:
-                self._incoming(first, body)
-                if kind == PUBLISH:
+            if ptype == _p.PUBLISH:
+                self._incoming(first, body, kind == _p.PUBLISH)
+                if kind == _p.PUBLISH:
                     return body
-            elif ptype == kind and (pid is None or parse_u16(body, 0) == pid):
+            elif ptype == kind and (pid is None or _p.parse_u16(body, 0) == pid):
                 return body
             # anything else check_header let through: late acks of earlier
             # retries, ping answers
-            if ticks_diff(ticks_ms(), t0) >= timeout_ms:
+            if _l.ticks_diff(_l.ticks_ms(), t0) >= timeout_ms:
                 return None
 
-    def _incoming(self, first, body):
-        msg = parse_publish(first, body)
+    def _incoming(self, first, body, direct):
+        # only a message poll hands out at once may stay a view of _rbuf
+        view = direct and self.payload_views and not self._queue
+        msg = _p.parse_publish(first, body, not view)
         if msg is None:
             self.dropped += 1
             return
         topic, payload, qos, pid = msg
         if qos == 1:
-            self._send(memoryview(puback_packet(pid)))
+            self._send(memoryview(_p.puback_packet(pid)))
         if len(self._queue) >= self.max_queue:
             self._queue.pop(0)
             self.dropped += 1

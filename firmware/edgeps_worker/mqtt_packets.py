@@ -172,8 +172,11 @@ def parse_suback(body):
     return parse_u16(body, 0), body[2]
 
 
-def parse_publish(first, body):
-    """(topic str, payload bytes, qos, pid) of a PUBLISH body, None if malformed."""
+def parse_publish(first, body, copy=True):
+    """(topic str, payload bytes, qos, pid) of a PUBLISH body, None if malformed.
+
+    ``copy=False``: the payload is a view into ``body``, not bytes.
+    """
     qos = (first >> 1) & 3
     tl = parse_u16(body, 0)
     i = 2 + tl
@@ -189,7 +192,7 @@ def parse_publish(first, body):
         if pid <= 0:
             return None
         i += 2
-    return topic, bytes(body[i:]), qos, pid
+    return topic, bytes(body[i:]) if copy else body[i:], qos, pid
 
 
 def check_header(first, rl, connected):

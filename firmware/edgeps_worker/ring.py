@@ -50,6 +50,10 @@ class RingBuffer:
             self.size += 1
         self.added += 1
 
+    def draw(self, n):
+        """How many rows a batch of n has (then sampled by ``rows``)."""
+        return n if n < self.size else self.size
+
     def batch(self, X, y, n):
         """Sample min(n, count) rows with replacement into X, y; return that count."""
         k = n if n < self.size else self.size
@@ -63,6 +67,8 @@ class RingBuffer:
                 X[d0 + i] = src[s0 + i]
             y[r] = self.y[j]
         return k
+
+    rows = batch
 
 
 class SensorSource:
@@ -103,3 +109,11 @@ class SensorSource:
     def batch(self, X, y, n):
         self.fill(self.per_batch)
         return self.ring.batch(X, y, n)
+
+    def draw(self, n):
+        """Take this batch's readings; how many rows it has (sampled by ``rows``)."""
+        self.fill(self.per_batch)
+        return self.ring.draw(n)
+
+    def rows(self, X, y, m):
+        return self.ring.batch(X, y, m)

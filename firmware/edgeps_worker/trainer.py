@@ -2,7 +2,9 @@
 
 It implements the trainer interface of ``edgeps_worker.worker``: the loop
 copies PARAMS into ``params_buffer()``, ``step()`` draws a minibatch from the
-source and returns (mean loss, samples, gradient array('f')).
+source and returns (mean loss, samples, gradient array('f')). The minibatch
+is read a chunk of rows at a time (``source.draw(n)`` says how many rows it
+has, ``source.rows`` fills each chunk), so RAM holds one chunk, not the batch.
 """
 
 import gc
@@ -38,9 +40,12 @@ class KernelTrainer:
         self.source = source
         self.batch = batch
         self.n_params = self.net.n_params
-        self.X = array("f", bytes(4 * batch * self.net.n_features))
+        # one chunk of the batch at a time: the kernels ask the source for
+        # ``net.rows`` rows per chunk (4 KB less for 16 rows of 64 features)
+        rows = self.net.rows
+        self.X = array("f", bytes(4 * rows * self.net.n_features))
         kind = label_kind(spec)
-        self.y = array("i" if kind == LABEL_INT else "f", bytes(4 * batch))
+        self.y = array("i" if kind == LABEL_INT else "f", bytes(4 * rows))
         self.steps = 0
 
     def params_buffer(self):
@@ -48,13 +53,15 @@ class KernelTrainer:
 
     def step(self):
         """One gradient on the next minibatch; (0.0, 0, zeros) when no data yet."""
-        n = self.source.batch(self.X, self.y, self.batch)
+        n = self.source.draw(self.batch)
         if n == 0:
             # nothing sampled yet (an empty sensor ring): a zero update, zero samples
             for i in range(self.n_params):
                 self.grad[i] = 0.0
             return 0.0, 0, self.grad
-        loss = self.net.loss_and_grad(self.params, self.X, self.y, n, self.grad)
+        loss = self.net.loss_and_grad(
+            self.params, self.X, self.y, n, self.grad, self.source.rows
+        )
         self.steps += 1
         return loss, n, self.grad
 

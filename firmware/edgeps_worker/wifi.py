@@ -1,7 +1,9 @@
 """Wi-Fi for ESP32 boards: boot.py joins at start-up, the MQTT link at every connect.
 
 Both import this module (precompiled with ``edgeps flash --mpy``), so the
-board never compiles boot.py from source a second time nor reruns it.
+board never compiles boot.py from source a second time nor reruns it. The
+board's MQTT client class is made here (not in the unloaded builder), as it
+lives as long as the worker.
 """
 
 import time
@@ -30,6 +32,23 @@ def wifi_connect(ssid, password, timeout_ms=20000, tries=3):
         wlan.disconnect()
         time.sleep_ms(1000 * (attempt + 1))
     return False
+
+
+def mqtt_client_class(cfg):
+    """The MQTT client class whose every (re)connect first brings Wi-Fi up."""
+    from edgeps_worker.mqtt import MQTTClient
+
+    class BoardMQTT(MQTTClient):
+        def connect(
+            self, will_topic=None, will_payload=None, will_retain=False, clean=True
+        ):
+            if not wifi_connect(
+                cfg["wifi_ssid"], cfg["wifi_password"], cfg["wifi_timeout_ms"], 1
+            ):
+                raise OSError("wifi down")
+            super().connect(will_topic, will_payload, will_retain, clean)
+
+    return BoardMQTT
 
 
 def join_from_config(path="config.json"):

@@ -7,7 +7,7 @@ y.bin holds int32 class ids (float32 targets for linear). Writes the gradient
 import sys
 from array import array
 
-from edgeps_worker.kernels import Model
+from edgeps_worker.kernels_eval import Predictor
 
 
 def load(path, typecode):
@@ -17,7 +17,7 @@ def load(path, typecode):
 
 
 spec, n = sys.argv[1], int(sys.argv[2])
-m = Model(spec)
+m = Predictor(spec)
 params = load(sys.argv[3], "f")
 X = load(sys.argv[4], "f")
 y = load(sys.argv[5], "f" if spec.startswith("linear") else "i")

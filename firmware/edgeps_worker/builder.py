@@ -1,0 +1,155 @@
+"""Builds the board's Worker from its config: run once, then unloaded.
+
+``app.build`` imports this module, builds the worker and deletes the module
+from ``sys.modules``: on MicroPython a loaded module's code stays on the heap
+until then, and none of this runs again. Nothing built here may keep a
+function of this module (a lambda, a class) alive, or its code stays loaded;
+the closures the worker keeps come from ``app``. Imports are deliberately
+late: the parameter and gradient buffers are reserved first, while the heap
+is still unfragmented.
+"""
+
+import gc
+import json
+import sys
+
+from edgeps_worker import app
+
+# the host chunks to our max_chunk; anything far larger is refused before a
+# buffer for it is allocated (topic and MQTT header fit in 256 bytes)
+MQTT_EXTRA = 256
+
+
+def read_config(path):
+    """Validate a config file, then unload the validator (its code is heap)."""
+    from edgeps_worker import config
+
+    cfg = config.load(path, sys.platform == "esp32")
+    app.unload("config")
+    return cfg
+
+
+def build_source(cfg, n_features, label_kind):
+    """The configured data source: a data file, or a sensor module's read()."""
+    from edgeps_worker import data
+
+    if cfg["sensor"]:
+        from edgeps_worker.ring import SensorSource
+
+        try:
+            mod = __import__(cfg["sensor"])
+            read = mod.read
+        except (ImportError, AttributeError):
+            raise ValueError(
+                "sensor module " + cfg["sensor"] + " with a read(xbuf) not found"
+            ) from None
+        src = SensorSource(read, n_features, cfg["capacity"], label_kind, cfg["seed"])
+        src.fill(cfg["batch"])
+        return src
+    path = cfg["data"]
+    if path.endswith(".csv"):
+        from edgeps_worker import datafile
+
+        return datafile.load_csv(
+            path, n_features, cfg["capacity"], label_kind, cfg["seed"]
+        )
+    src = data.FileSource(path, cfg["seed"])
+    if src.n_features != n_features or src.label_kind != label_kind:
+        src.close()
+        raise ValueError(path + " does not fit the model (features or label kind)")
+    return src
+
+
+def make_transport(cfg, buffers):
+    """The firmware MQTT client; on an ESP32 it brings Wi-Fi back on connect.
+
+    ``buffers``: its (send, receive) buffers, from ``mqtt_buffers``.
+    """
+    if sys.platform == "esp32":
+        from edgeps_worker.wifi import mqtt_client_class
+
+        cls = mqtt_client_class(cfg)
+    else:
+        from edgeps_worker.mqtt import MQTTClient as cls
+    ctx = None
+    if cfg["tls_ca"]:
+        from edgeps_worker.tlsconf import tls_context  # only then: code is heap
+
+        ctx = tls_context(cfg["tls_ca"])
+    return cls(
+        cfg["worker_id"],
+        cfg["broker_host"],
+        cfg["broker_port"],
+        cfg["username"] or None,
+        cfg["password"] or None,
+        cfg["keepalive"],
+        max_packet=cfg["max_chunk"] + MQTT_EXTRA,
+        ssl_context=ctx,
+        server_hostname=cfg["tls_hostname"] or cfg["broker_host"],
+        # the worker is done with a payload before it calls the client again
+        payload_views=True,
+        buffers=buffers,
+    )
+
+
+def mqtt_buffers(max_chunk):
+    """The MQTT client's send and receive buffers for max_chunk bytes of data."""
+    n = max_chunk + MQTT_EXTRA + 5  # and a fixed header byte, 4 length bytes
+    return bytearray(min(n, 16389)), bytearray(n)
+
+
+def build(path, stop=None):
+    """A ready Worker (not yet connected) for the config file at ``path``."""
+    from edgeps_worker import app
+
+    try:
+        with open(path) as f:
+            model = json.load(f).get("model", "")
+    except (OSError, ValueError, AttributeError):
+        model = ""
+    buffers = None
+    if isinstance(model, str) and model:
+        from edgeps_worker import kernels, trainer
+
+        try:
+            buffers = trainer.reserve(kernels.Model(model).n_params)
+        except ValueError:
+            pass  # the validation below says what is wrong with the model
+    cfg = read_config(path)
+    # next, in the validator's space, before the imports below scatter small
+    # blocks over it: a 96K heap had no 1.3 KB hole left for them later
+    mqtt_bufs = mqtt_buffers(cfg["max_chunk"])
+    from edgeps_worker import kernels, trainer, worker
+
+    model = cfg["model"]
+    inc_file = cfg["incarnation_file"]
+    net = trainer.KernelTrainer(
+        model,
+        build_source(cfg, kernels.parse_spec(model)[1][0], trainer.label_kind(model)),
+        cfg["batch"],
+        buffers,
+    )
+    w = worker.Worker(
+        make_transport(cfg, mqtt_bufs),
+        net,
+        cfg["job"],
+        cfg["worker_id"],
+        incarnation=app.next_incarnation(inc_file),
+        max_iterations=cfg["max_iterations"],
+        stop=stop,
+        heartbeat_ms=cfg["heartbeat_ms"],
+        release_timeout_ms=cfg["release_timeout_ms"],
+        max_chunk=cfg["max_chunk"],
+        key=cfg["hmac_key"].encode() or None,
+        save_incarnation=app.saver(inc_file),
+        mem_probe=app.live_heap
+        if cfg["memory_probe"] and hasattr(gc, "mem_alloc")
+        else None,
+        log=print if cfg["verbose"] else None,
+    )
+    if cfg["step_heartbeats"]:
+        # steps longer than the host's liveness timeout: beat during them
+        from edgeps_worker import alive
+
+        alive.install(w, cfg["heartbeat_ms"])
+    return w
