@@ -1,4 +1,4 @@
-"""A slow link in pure logic: token bucket, one-way delay, TCP-style loss; time passed in.
+"""A slow link as pure logic: token bucket, one-way delay, TCP-style loss; time given.
 
 ``LinkPipe`` is one direction of one link. Bytes entering at ``now`` are cut
 into TCP segments of at most ``mss`` bytes; each segment leaves when a token
@@ -57,7 +57,7 @@ class LinkShape:
 
 
 class TokenBucket:
-    """``rate`` bytes/s, at most ``burst`` bytes at once; ``take`` says when bytes leave.
+    """``rate`` bytes/s, ``burst`` bytes at once; ``take`` says when bytes have left.
 
     Taking more than the bucket holds goes into debt, so a big write leaves at
     the rate rather than being refused: the bucket serialises a queue.
@@ -97,7 +97,7 @@ class PipeStats:
 
 
 class LinkPipe:
-    """One direction of one link: ``send(now, n)`` -> [(arrival time, bytes)] per segment.
+    """One direction of a link: ``send(now, n)`` -> [(arrival, bytes)] per segment.
 
     ``random`` draws in [0, 1) for loss (a seeded ``random.Random().random``
     or a numpy generator's ``random``), so runs repeat.

@@ -1,4 +1,4 @@
-"""Parse link figures as people write them: ``250kbit``, ``1mbit``, ``64kbps``, ``20ms``.
+"""Link figures as people write them: ``250kbit``, ``1mbit``, ``64kbps``, ``20ms``.
 
 Rates follow tc's spelling: ``bit``/``kbit``/``mbit``/``gbit`` are bits per
 second and ``bps``/``kbps``/``mbps``/``gbps`` are **bytes** per second (as in
