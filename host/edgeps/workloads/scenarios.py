@@ -30,7 +30,11 @@ class WorkerProfile:
     interference_p: chance per iteration of a transient slowdown (another task).
     interference_factor: how much slower such an iteration is.
     link_delay, link_jitter: one-way delay and its spread (exponential extra).
-    loss_p: chance a message is lost on the link (QoS 1 retries it).
+    loss_p: chance a message is lost on the link (QoS 1 retries it); on a
+        shaped link, the chance a TCP segment is lost (a retransmission timeout).
+    link_rate: None for the plain delay model above; bits/s of a shaped link
+        (token bucket both ways over real bytes, see edgeps.transport.shaping),
+        0 for a shaped link without a bandwidth limit.
     crash_at, rejoin_at: the worker dies at ``crash_at`` and restarts, as a new
         incarnation, at ``rejoin_at`` (None: never).
     """
@@ -45,6 +49,7 @@ class WorkerProfile:
     loss_p: float = 0.0
     crash_at: float | None = None
     rejoin_at: float | None = None
+    link_rate: float | None = None
 
     def __post_init__(self) -> None:
         nums = {
@@ -66,6 +71,10 @@ class WorkerProfile:
         ):
             if not 0.0 <= p < 1.0:
                 raise ValueError(f"{key} must be in [0, 1), got {p!r}")
+        if self.link_rate is not None and not (
+            np.isfinite(self.link_rate) and self.link_rate >= 0
+        ):
+            raise ValueError(f"link_rate must be bits/s >= 0, got {self.link_rate!r}")
         if self.rejoin_at is not None and (
             self.crash_at is None or self.rejoin_at <= self.crash_at
         ):
@@ -166,6 +175,16 @@ def _churn(n: int, rng: np.random.Generator) -> list[WorkerProfile]:
     return out
 
 
+def _slowlinks(n: int, rng: np.random.Generator) -> list[WorkerProfile]:
+    slow = _pick(rng, n, _n_stragglers(n))
+    return [
+        WorkerProfile(
+            link_rate=64e3 if i in slow else 250e3, link_delay=0.02, loss_p=0.01
+        )
+        for i in range(n)
+    ]
+
+
 _BUILDERS: dict[
     str, tuple[Callable[[int, np.random.Generator], list[WorkerProfile]], str]
 ] = {
@@ -177,6 +196,10 @@ _BUILDERS: dict[
         "stragglers + interference (p=0.1, 5x) + link delay, jitter and 1% loss",
     ),
     "churn": (_churn, "a quarter of the boards crash and rejoin 10-20 s later"),
+    "slowlinks": (
+        _slowlinks,
+        "LTE-M-like links: 250 kbit/s (a quarter at 64 kbit/s), 20 ms, 1% loss",
+    ),
 }
 
 SCENARIOS: tuple[str, ...] = tuple(_BUILDERS)
