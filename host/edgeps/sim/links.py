@@ -4,8 +4,9 @@ A board whose profile has a link rate (``edgeps.workloads.links``) gets one
 ``LinkPipe`` per direction, the class the emulator's relay shapes real bytes
 with. A message costs the bytes of the MQTT PUBLISH packets that carry it:
 the wire's chunks as the host wire encoder (``edgeps_worker.wire_host``)
-frames them at the emulator's chunk size, plus each packet's MQTT header and
-topic. Not priced: PUBACKs, pings, the CONNECT and SUBSCRIBE of a (re)join.
+frames them at the emulator's chunk size, each in the MQTT PUBLISH packet
+the board's own client encodes (``edgeps_worker.mqtt_packets``). Not priced:
+PUBACKs, pings, the retained MODEL, the CONNECT and SUBSCRIBE of a (re)join.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
-from edgeps_worker import wire, wire_host
+from edgeps_worker import mqtt_packets, wire, wire_host
 
 from edgeps.transport.shaping import LinkPipe
 from edgeps.workloads.links import link_shape
@@ -24,17 +25,9 @@ EMULATED_CHUNK = 1 << 16  # the max_chunk `edgeps emulate` announces in its HELL
 SIM_JOB = "sim"
 
 
-def publish_bytes(topic: str, payload_len: int, qos: int = 1) -> int:
-    """Bytes of one MQTT 3.1.1 PUBLISH: fixed header, topic, packet id, payload."""
-    remaining = 2 + len(topic.encode()) + (2 if qos else 0) + payload_len
-    length_bytes = 1
-    while remaining >= 128**length_bytes:
-        length_bytes += 1
-    return 1 + length_bytes + remaining
-
-
 def _publishes(topic: str, chunks: list[bytes] | list[bytearray]) -> int:
-    return sum(publish_bytes(topic, len(c)) for c in chunks)
+    """Bytes of the MQTT PUBLISH packets (QoS 1) that carry these chunks."""
+    return sum(len(mqtt_packets.publish_packet(topic, c, qos=1, pid=1)) for c in chunks)
 
 
 @functools.lru_cache(maxsize=256)
@@ -53,8 +46,8 @@ def message_bytes(
     return {
         "update": _publishes(up, update),
         "params": _publishes(down, params),
-        "hello": publish_bytes(up, len(hello)),
-        "heartbeat": publish_bytes(up, len(heartbeat)),
+        "hello": _publishes(up, [hello]),
+        "heartbeat": _publishes(up, [heartbeat]),
     }
 
 
