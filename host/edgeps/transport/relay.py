@@ -119,7 +119,9 @@ class ShapingRelay:
 
     async def _listen(self, link: RelayLink) -> int:
         async def accept(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-            await self._connection(link, r, w)
+            # cancelled by close(): the connection's end, not an error to report
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._connection(link, r, w)
 
         link.server = await asyncio.start_server(accept, "127.0.0.1", 0)
         link.port = int(link.server.sockets[0].getsockname()[1])
