@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 
@@ -113,3 +116,18 @@ def test_a_cut_sensor_fires_its_last_will(mosquitto, relay) -> None:  # type: ig
     finally:
         plain.close()
     assert got == ("t/will", b"gone")
+
+
+@pytest.mark.integration
+def test_bench_links_reports_the_bound_each_way() -> None:
+    # Prepare
+    cmd = [sys.executable, "-m", "edgeps", "bench", "links", "--bytes", "8192",
+           "--repeats", "1", "--link-rate", "250kbit", "--json"]  # fmt: skip
+    # Execute
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    # Assert
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["direction"]: r for r in json.loads(proc.stdout)["rows"]}
+    assert rows["up"]["bound_s"] == pytest.approx(8192 * 8 / 250e3, abs=1e-3)
+    assert rows["up"]["ratio"] >= 0.8 and rows["down"]["ratio"] >= 0.8
+    assert rows["unshaped"]["median_s"] < rows["up"]["median_s"]
