@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -181,11 +181,8 @@ class Emulation:
         else:
             self.scenario = make_scenario(cfg.scenario, cfg.n_workers, cfg.seed)
         links = {"rate": cfg.link_rate, "delay": cfg.link_delay, "loss": cfg.link_loss}
-        self.scenario = Scenario(
-            self.scenario.name,
-            self.scenario.description,
-            with_links(self.scenario.profiles, **links),
-        )
+        shaped = with_links(self.scenario.profiles, **links)
+        self.scenario = replace(self.scenario, profiles=shaped)
         self.links = SensorLinks(cfg.connection, self.scenario.profiles, seed=cfg.seed)
         self._make_transport = lambda wid: MqttLink(self.links.options(wid), wid)
         n = self.scenario.n_workers
@@ -244,9 +241,7 @@ class Emulation:
             th.join(left)
         if self.running:
             return False
-        for wid, report in self.reports.items():
-            report.link = self.links.stats(wid)
-        self.links.close()
+        self.links.close({wid: r.link for wid, r in self.reports.items()})
         return True
 
     @property

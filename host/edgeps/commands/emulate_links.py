@@ -54,6 +54,10 @@ class SensorLinks:
             return {}
         return self.relay.stats(wid)
 
-    def close(self) -> None:
+    def close(self, into: dict[str, dict[str, int]] | None = None) -> None:
+        """Record each shaped link's counts into ``into[wid]``, then close."""
+        for wid, counts in (into or {}).items():
+            counts.update(self.stats(wid))
         if self.relay is not None:
             self.relay.close()
+            self.relay = None
