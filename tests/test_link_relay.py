@@ -122,7 +122,7 @@ def test_a_cut_sensor_fires_its_last_will(mosquitto, relay) -> None:  # type: ig
 def test_bench_links_reports_the_bound_each_way() -> None:
     # Prepare
     cmd = [sys.executable, "-m", "edgeps", "bench", "links", "--bytes", "8192",
-           "--repeats", "1", "--link-rate", "250kbit", "--json"]  # fmt: skip
+           "--repeat", "1", "--link-rate", "250kbit", "--json"]  # fmt: skip
     # Execute
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     # Assert

@@ -28,7 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--bytes", type=int, default=32 * 1024, help="payload (default 32768)"
     )
-    parser.add_argument("--repeats", type=int, default=3, help="per direction")
+    parser.add_argument("--repeat", type=int, default=3, help="per direction")
     add_link_flags(parser)
     parser.add_argument("--json", action="store_true", help="print JSON instead")
 
@@ -91,21 +91,21 @@ def run(args: argparse.Namespace) -> int:
     rate = args.link_rate if args.link_rate is not None else 250e3
     delay = args.link_delay if args.link_delay is not None else 0.02
     loss = args.link_loss if args.link_loss is not None else 0.0
-    if args.bytes < 1 or args.repeats < 1:
-        print("edgeps bench links: --bytes and --repeats must be >= 1", file=sys.stderr)
+    if args.bytes < 1 or args.repeat < 1:
+        print("edgeps bench links: --bytes and --repeat must be >= 1", file=sys.stderr)
         return 2
     try:
-        rows = measure(args.bytes, LinkShape(rate, delay, loss), args.repeats)
+        rows = measure(args.bytes, LinkShape(rate, delay, loss), args.repeat)
     except (OSError, RuntimeError) as exc:
         print(f"edgeps bench links: {exc}", file=sys.stderr)
         return 1
     if args.json:
         link = {"rate": rate, "delay": delay, "loss": loss}
-        print(json.dumps({"link": link, "repeats": args.repeats, "rows": rows}))
+        print(json.dumps({"link": link, "repeats": args.repeat, "rows": rows}))
         return 0
     print(
         f"link {format_rate(rate)}, {delay * 1000:g} ms one way, loss {loss:g}; "
-        f"medians of {args.repeats}"
+        f"medians of {args.repeat}"
     )
     print(f"{'direction':10s} {'bytes':>8s} {'median_s':>9s} {'bound_s':>8s} ratio")
     for r in rows:
