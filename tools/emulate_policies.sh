@@ -3,9 +3,10 @@
 # emulated sensors (scenario "stragglers": 2 of 8 are 4x slower) on one local
 # mosquitto; prints time to the target accuracy and updates/s per policy.
 #   tools/emulate_policies.sh [-s SCENARIO] [-t TARGET] [-m MAX_TIME] [-w WORKERS]
-#                             [-a SERVE_ARGS] POLICY...
+#                             [-a SERVE_ARGS] [-e EMULATE_ARGS] POLICY...
 #   e.g. tools/emulate_policies.sh -t 0.93 bsp ssp:3 dsp asp kofn:auto
 #        tools/emulate_policies.sh -a --staleness-aware dsp
+#        tools/emulate_policies.sh -e "--link-rate 250kbit --link-delay 20ms" dsp
 # Defaults: -s stragglers -t 0.93 -m 60 -w 8. It runs the edgeps of this
 # checkout's .venv, else the one on PATH (EDGEPS=/path/to/edgeps overrides),
 # and stops at the first failure with the failing command's errors.
@@ -24,13 +25,15 @@ TARGET=0.93
 MAX_TIME=60
 WORKERS=8
 EXTRA=""
-while getopts "s:t:m:w:a:" opt; do
+EMULATE_EXTRA=""
+while getopts "s:t:m:w:a:e:" opt; do
     case "$opt" in
         s) SCENARIO=$OPTARG ;;
         t) TARGET=$OPTARG ;;
         m) MAX_TIME=$OPTARG ;;
         w) WORKERS=$OPTARG ;;
         a) EXTRA=$OPTARG ;;
+        e) EMULATE_EXTRA=$OPTARG ;;
         *) usage ;;
     esac
 done
@@ -106,8 +109,9 @@ for POLICY in "$@"; do
     SERVE=$!
     # the sensors wait for the job's MODEL, so no head start is needed; the
     # time limit keeps them from waiting forever for a serve that failed
+    # shellcheck disable=SC2086  # EMULATE_ARGS is a list of flags
     "$EDGEPS" emulate --broker "$URL" --job "$JOB" --workers "$WORKERS" \
-        --scenario "$SCENARIO" --max-time "$((${MAX_TIME%.*} + 30))" --json \
+        --scenario "$SCENARIO" --max-time "$((${MAX_TIME%.*} + 30))" --json $EMULATE_EXTRA \
         > "$TMP/emulate.json" 2> "$TMP/emulate.err" &
     EMULATE=$!
     if ! wait "$SERVE"; then

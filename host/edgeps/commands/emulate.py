@@ -5,8 +5,10 @@ transport and the C-kernel trainer, shaped by a ``WorkerProfile`` from
 ``edgeps.workloads.scenarios``: its compute is stretched to the profile's iteration
 time (straggler factor, transient interference) by sleeping after the real
 gradient; its link delays, jitters and drops publishes (QoS1 drops become
-retransmissions); and it crashes (the TCP link is cut, so the broker fires
-its last will) and rejoins as a new incarnation at the profile's times.
+retransmissions), or its MQTT bytes cross a shaped link both ways
+(``--link-rate``, edgeps.commands.emulate_links); and it crashes (the TCP link
+is cut, so the broker fires its last will) and rejoins as a new incarnation
+at the profile's times.
 
 Threads, not processes: an emulated sensor spends almost all its time
 sleeping or waiting on the broker, and one process holds numpy, paho and the
@@ -27,7 +29,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -39,11 +41,15 @@ from edgeps.commands.connection import (
     read_key,
     setup_logging,
 )
+from edgeps.commands.emulate_links import SensorLinks
+from edgeps.commands.link_flags import add_link_flags, link_overrides
 from edgeps.commands.model_forms import EXAMPLES, complete_model
 from edgeps.transport.impair import ImpairedTransport, LinkProfile
 from edgeps.transport.options import ConnectionOptions
 from edgeps.transport.paho_link import MqttLink
+from edgeps.transport.units import format_rate
 from edgeps.worker.trainer import EmulatedTrainer, NativeTrainer
+from edgeps.workloads.links import is_shaped, with_links
 from edgeps.workloads.scenarios import Scenario, WorkerProfile, make_scenario
 
 log = logging.getLogger("edgeps.commands.emulate")
@@ -87,6 +93,8 @@ def profile_class(p: WorkerProfile) -> str:
         tags.append(f"interference p={p.interference_p:g}")
     if p.crash_at is not None:
         tags.append("churn")
+    if p.link_rate:
+        tags.append(format_rate(p.link_rate))
     if p.loss_p > 0:
         tags.append(f"loss {p.loss_p:g}")
     return ", ".join(tags) or "normal"
@@ -105,6 +113,7 @@ class SensorReport:
     last_loss: float = float("nan")
     stop_reason: str = ""
     error: str = ""
+    link: dict[str, int] = field(default_factory=dict)  # shaped: bytes each way
 
     def add(self, name: str, value: int) -> None:
         self.stats[name] = self.stats.get(name, 0) + value
@@ -129,6 +138,10 @@ class EmulationConfig:
     hmac_key: bytes | None = None  # sign and verify every message
     # explicit worker id -> profile, instead of a named scenario
     profiles: dict[str, WorkerProfile] | None = None
+    # shape every sensor's link (bits/s, seconds, segment loss); None: scenario's
+    link_rate: float | None = None
+    link_delay: float | None = None
+    link_loss: float | None = None
 
 
 class Emulation:
@@ -157,8 +170,7 @@ class Emulation:
         from edgeps.worker.localdata import load_emulated
 
         # validate broker URL and TLS flags now rather than in N threads
-        self._make_transport = lambda wid: MqttLink(cfg.connection, wid)
-        self._make_transport("probe")
+        MqttLink(cfg.connection, "probe")
         if cfg.profiles is not None:
             if not 1 <= len(cfg.profiles) <= MAX_SENSORS:
                 raise ValueError(f"give 1..{MAX_SENSORS} profiles")
@@ -168,6 +180,11 @@ class Emulation:
             self.scenario = Scenario("custom", "given profiles", dict(cfg.profiles))
         else:
             self.scenario = make_scenario(cfg.scenario, cfg.n_workers, cfg.seed)
+        links = {"rate": cfg.link_rate, "delay": cfg.link_delay, "loss": cfg.link_loss}
+        shaped = with_links(self.scenario.profiles, **links)
+        self.scenario = replace(self.scenario, profiles=shaped)
+        self.links = SensorLinks(cfg.connection, self.scenario.profiles, seed=cfg.seed)
+        self._make_transport = lambda wid: MqttLink(self.links.options(wid), wid)
         n = self.scenario.n_workers
         scheme = "iid" if cfg.iid else "dirichlet:0.5"
         self._shards = []
@@ -202,6 +219,7 @@ class Emulation:
             timer = threading.Timer(self.config.duration, self._stop.set)
             timer.daemon = True
             timer.start()
+        self.links.start()
         for i, (wid, profile) in enumerate(self.scenario.profiles.items()):
             th = threading.Thread(
                 target=self._sensor, args=(i, wid, profile), name=f"sensor-{wid}"
@@ -221,7 +239,10 @@ class Emulation:
         for th in self._threads:
             left = None if end is None else max(0.0, end - time.monotonic())
             th.join(left)
-        return not self.running
+        if self.running:
+            return False
+        self.links.close({wid: r.link for wid, r in self.reports.items()})
+        return True
 
     @property
     def running(self) -> bool:
@@ -276,9 +297,11 @@ class Emulation:
                 rng,
                 sleep=self._stop.wait,
             )
+            p = profile
+            impair = LinkProfile(p.link_delay, p.link_jitter, p.loss_p)
             link = ImpairedTransport(
                 self._make_transport(wid),
-                LinkProfile(profile.link_delay, profile.link_jitter, profile.loss_p),
+                LinkProfile() if is_shaped(p) else impair,
                 seed=cfg.seed * 1009 + index,
                 sleep=self._stop.wait,
             )
@@ -362,12 +385,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-iterations", type=int, default=0, help="per sensor (default 0: never)"
     )
+    add_link_flags(parser)
     parser.add_argument("--json", action="store_true", help="print JSON, not a table")
 
 
 def _table(emu: Emulation) -> str:
     cols = ("worker", "profile", "lives", "clock", "pushes", "releases",
-            "reconnects", "resends", "rejects", "retx", "loss", "end")  # fmt: skip
+            "reconnects", "resends", "rejects", "retx", "up_B", "down_B", "loss",
+            "end")  # fmt: skip
     rows = [cols]
     for r in emu.reports.values():
         rows.append((
@@ -375,6 +400,7 @@ def _table(emu: Emulation) -> str:
             str(r.stats.get("pushes", 0)), str(r.stats.get("releases", 0)),
             str(r.stats.get("reconnects", 0)), str(r.stats.get("resends", 0)),
             str(r.stats.get("rejects", 0)), str(r.retransmits),
+            str(r.link.get("bytes_up", "-")), str(r.link.get("bytes_down", "-")),
             f"{r.last_loss:.4f}", r.stop_reason or r.error,
         ))  # fmt: skip
     widths = [max(len(row[i]) for row in rows) for i in range(len(cols))]
@@ -391,7 +417,7 @@ def run(args: argparse.Namespace) -> int:
             scenario=args.scenario, dataset=args.dataset, seed=args.seed,
             iid=args.iid, duration=args.duration, batch=args.batch,
             model=args.model, max_iterations=args.max_iterations,
-            hmac_key=read_key(args.hmac_key_file),
+            hmac_key=read_key(args.hmac_key_file), **link_overrides(args),
         )  # fmt: skip
     except (ValueError, FileNotFoundError) as exc:
         print(f"edgeps emulate: error: {exc}", file=sys.stderr)

@@ -8,6 +8,7 @@ import math
 import sys
 from typing import Any
 
+from edgeps.commands.link_flags import add_link_flags
 from edgeps.sim.types import SimConfig
 
 DEFAULT_COMPARE = "bsp,asp,ssp:1,ssp:3,ssp:5,dsp,kofn:auto,dssp"
@@ -51,6 +52,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--target-accuracy", type=float, default=d.target_accuracy)
     parser.add_argument("--max-time", type=float, default=d.max_time, help="seconds")
+    add_link_flags(parser)
     parser.add_argument("--json", action="store_true", help="print JSON instead")
     parser.add_argument("--plot", metavar="FILE", help="also draw it: .png, .svg")
 
@@ -72,6 +74,9 @@ def _config(args: argparse.Namespace) -> SimConfig:
         balance=args.balance,
         target_accuracy=args.target_accuracy,
         max_time=args.max_time,
+        link_rate=args.link_rate,
+        link_delay=args.link_delay,
+        link_loss=args.link_loss,
     )
 
 
@@ -125,6 +130,7 @@ def table(header: list[str], rows: list[list[str]]) -> str:
 def run(args: argparse.Namespace) -> int:
     from edgeps.sim.compare import compare, speedup, split_policies, summarize
     from edgeps.sim.simulator import simulate
+    from edgeps.transport.units import format_rate
 
     try:
         cfg = _config(args)
@@ -150,6 +156,10 @@ def run(args: argparse.Namespace) -> int:
         f"scenario {cfg.scenario}, {cfg.n_workers} workers, dataset {cfg.dataset}, "
         f"target accuracy {cfg.target_accuracy:g}, {cfg.max_time:g} s virtual"
     )
+    if cfg.link_rate is not None or cfg.link_delay is not None:
+        rate = format_rate(cfg.link_rate) if cfg.link_rate else "unlimited"
+        delay = "scenario's" if cfg.link_delay is None else f"{cfg.link_delay:g} s"
+        head += f", links {rate}, {delay} delay"
     if summaries is None:
         if args.plot and draw([summarize(cfg.policy, [result])], cfg, args.plot):
             return 2

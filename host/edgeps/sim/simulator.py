@@ -4,8 +4,11 @@ Gradients are real (``edgeps.kernels`` on real data), so accuracy over time is
 real; only durations come from the scenario's worker profiles. Messages cross
 a link with delay, jitter and loss; a lost message or a lost acknowledgement is
 sent again after ``retry_timeout``, as MQTT QoS 1 does, so the core also sees
-redeliveries. A crashed board goes silent (the core finds out through ``tick``)
-and later rejoins as a new incarnation.
+redeliveries. On a shaped link (a profile with a link rate, or
+``SimConfig.link_*``) a message instead arrives when ``edgeps.sim.links``
+says: one-way delay + its real bytes through a token bucket + a timeout per
+lost TCP segment, never lost. A crashed board goes silent (the core finds
+out through ``tick``) and later rejoins as a new incarnation.
 """
 
 from __future__ import annotations
@@ -34,8 +37,10 @@ from edgeps.core.types import (
 )
 from edgeps.policy import parse_policy
 from edgeps.sim.engine import EventLoop
+from edgeps.sim.links import SimLink
 from edgeps.sim.types import SimConfig, SimResult
 from edgeps.workloads.datasets import Dataset, load_dataset, partition
+from edgeps.workloads.links import is_shaped, with_links
 from edgeps.workloads.scenarios import WorkerProfile, make_scenario
 
 log = logging.getLogger(__name__)
@@ -80,6 +85,7 @@ class SimWorker:
         self.busy_time = 0.0
         self.alive_since: float | None = 0.0
         self.alive_time = 0.0
+        self.link: SimLink | None = None  # a shaped link, else the delay model
 
     def next_batch(self, size: int) -> tuple[np.ndarray, np.ndarray]:
         """The next minibatch of this worker's shard, reshuffled every epoch."""
@@ -109,6 +115,8 @@ class Simulator:
                 f"dataset {cfg.dataset} has {self.data.n_features}"
             )
         self.scenario = make_scenario(cfg.scenario, cfg.n_workers, cfg.seed)
+        links = {"rate": cfg.link_rate, "delay": cfg.link_delay, "loss": cfg.link_loss}
+        profiles = with_links(self.scenario.profiles, **links)
         self.policy = parse_policy(cfg.policy)
         self.server = ParameterServer(
             self.spec.init_params(cfg.seed),
@@ -121,13 +129,15 @@ class Simulator:
         )
         shards = partition(self.data.y_train, cfg.n_workers, cfg.partition, cfg.seed)
         self.workers: dict[str, SimWorker] = {}
-        pairs = zip(shards, self.scenario.profiles.items(), strict=True)
+        pairs = zip(shards, profiles.items(), strict=True)
         for index, (shard, (wid, profile)) in enumerate(pairs):
             X, y = self.data.shard(shard)
             batch = min(cfg.batch_size, profile.max_batch or cfg.batch_size)
-            self.workers[wid] = SimWorker(
-                wid, profile, X, y, seed=cfg.seed, index=index, batch=batch
-            )
+            w = SimWorker(wid, profile, X, y, seed=cfg.seed, index=index, batch=batch)
+            if is_shaped(profile):
+                n, spec = self.spec.n_params, str(self.spec)
+                w.link = SimLink.build(wid, profile, n, spec, w.link_rng)
+            self.workers[wid] = w
         self.loop = EventLoop()
         self.trace: list[tuple[float, float]] = []
         self.rejected: dict[str, int] = {}
@@ -145,6 +155,16 @@ class Simulator:
                 return  # acknowledged; a lost ack means the sender repeats it
         self.loop.after(self.config.retry_timeout, self._send, w, handler, *args)
 
+    def _over(
+        self, w: SimWorker, up: bool, kind: str, handler: object, *args: object
+    ) -> None:
+        """Send one ``kind`` of message over ``w``'s shaped link, else as ``_send``."""
+        if w.link is None:
+            self._send(w, handler, *args)
+            return
+        at = w.link.arrival("up" if up else "down", kind, self.loop.now)
+        self.loop.at(at, handler, *args)  # type: ignore[arg-type]
+
     def _send_once(self, w: SimWorker, handler: object, *args: object) -> None:
         """Deliver a fire-and-forget message (heartbeats); it may be lost."""
         delay = w.profile.sample_link(w.link_rng)
@@ -161,7 +181,8 @@ class Simulator:
             self._release_no[wid] += 1
             n = self._release_no[wid]
             batch = batches.get(wid, w.default_batch)
-            self._send(w, self._on_params, w, n, action.version, action.params, batch)
+            args = (w, n, action.version, action.params, batch)
+            self._over(w, False, "params", self._on_params, *args)
 
     def on_applied(self, action: Applied) -> None:
         self.applied += 1
@@ -245,12 +266,16 @@ class Simulator:
             incarnation=w.incarnation,
             loss=float(loss),
         )
-        self._send(w, self._ps, push)
+        self._over(w, True, "update", self._ps, push)
 
     def _heartbeat(self, w: SimWorker, epoch: int) -> None:
         if epoch != w.epoch:
             return
-        self._send_once(w, self._ps, Heartbeat(w.worker_id, w.clock))
+        beat = Heartbeat(w.worker_id, w.clock)
+        if w.link is None:
+            self._send_once(w, self._ps, beat)
+        else:
+            self._over(w, True, "heartbeat", self._ps, beat)
         self.loop.after(self.config.heartbeat_interval, self._heartbeat, w, epoch)
 
     def _start(self, w: SimWorker) -> None:
@@ -258,7 +283,7 @@ class Simulator:
         w.epoch += 1
         w.expected_release = 0
         w.alive_since = self.loop.now
-        self._send(w, self._ps_join, w, w.incarnation)
+        self._over(w, True, "hello", self._ps_join, w, w.incarnation)
         self.loop.after(self.config.heartbeat_interval, self._heartbeat, w, w.epoch)
 
     def _crash(self, w: SimWorker) -> None:
@@ -316,6 +341,11 @@ class Simulator:
             rejected=dict(sorted(self.rejected.items())),
             trace=self.trace,
             events=self.loop.processed,
+            link_bytes={
+                wid: [w.link.up.stats.bytes, w.link.down.stats.bytes]
+                for wid, w in self.workers.items()
+                if w.link is not None
+            },
         )
 
 

@@ -30,6 +30,10 @@ class SimConfig:
     heartbeat_interval: float = 0.5
     tick_interval: float = 0.1
     retry_timeout: float = 0.3  # QoS 1 redelivery after a missing acknowledgement
+    # shape every board's link (bits/s, s, segment loss); None: the scenario's
+    link_rate: float | None = None
+    link_delay: float | None = None
+    link_loss: float | None = None
 
     def __post_init__(self) -> None:
         positive = {
@@ -70,6 +74,7 @@ class SimResult:
     rejected: dict[str, int]
     trace: list[tuple[float, float]] = field(default_factory=list)  # (time, accuracy)
     events: int = 0
+    link_bytes: dict[str, list[int]] = field(default_factory=dict)  # [up, down]
 
     def to_dict(self, *, with_trace: bool = True) -> dict[str, Any]:
         out = asdict(self)

@@ -32,7 +32,11 @@ class WorkerProfile:
     interference_p: chance per iteration of a transient slowdown (another task).
     interference_factor: how much slower such an iteration is.
     link_delay, link_jitter: one-way delay and its spread (exponential extra).
-    loss_p: chance a message is lost on the link (QoS 1 retries it).
+    loss_p: chance a message is lost on the link (QoS 1 retries it); on a
+        shaped link, the chance a TCP segment is lost (a retransmission timeout).
+    link_rate: None for the plain delay model above; bits/s of a shaped link
+        (token bucket both ways over real bytes, see edgeps.transport.shaping),
+        0 for a shaped link without a bandwidth limit.
     crash_at, rejoin_at: the worker dies at ``crash_at`` and restarts, as a new
         incarnation, at ``rejoin_at`` (None: never).
     max_batch: the largest batch the board's memory takes (0: no limit); it
@@ -50,6 +54,7 @@ class WorkerProfile:
     crash_at: float | None = None
     rejoin_at: float | None = None
     max_batch: int = 0
+    link_rate: float | None = None
 
     def __post_init__(self) -> None:
         nums = {
@@ -75,6 +80,10 @@ class WorkerProfile:
             isinstance(self.max_batch, int) and self.max_batch >= 0
         ):
             raise ValueError(f"max_batch must be an int >= 0, got {self.max_batch!r}")
+        if self.link_rate is not None and not (
+            np.isfinite(self.link_rate) and self.link_rate >= 0
+        ):
+            raise ValueError(f"link_rate must be bits/s >= 0, got {self.link_rate!r}")
         if self.rejoin_at is not None and (
             self.crash_at is None or self.rejoin_at <= self.crash_at
         ):
@@ -198,6 +207,16 @@ def _churn(n: int, rng: np.random.Generator) -> list[WorkerProfile]:
     return out
 
 
+def _slowlinks(n: int, rng: np.random.Generator) -> list[WorkerProfile]:
+    slow = _pick(rng, n, _n_stragglers(n))
+    return [
+        WorkerProfile(
+            link_rate=64e3 if i in slow else 250e3, link_delay=0.02, loss_p=0.01
+        )
+        for i in range(n)
+    ]
+
+
 _BUILDERS: dict[
     str, tuple[Callable[[int, np.random.Generator], list[WorkerProfile]], str]
 ] = {
@@ -210,6 +229,10 @@ _BUILDERS: dict[
     ),
     "churn": (_churn, "a quarter of the boards crash and rejoin 10-20 s later"),
     "lossy": (_lossy, "every link 10-30 ms, 20 ms jitter, loses 1 message in 8"),
+    "slowlinks": (
+        _slowlinks,
+        "LTE-M-like links: 250 kbit/s (a quarter at 64 kbit/s), 20 ms, 1% loss",
+    ),
 }
 
 SCENARIOS: tuple[str, ...] = tuple(_BUILDERS)
