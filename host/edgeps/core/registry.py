@@ -23,9 +23,12 @@ class WorkerRecord:
 
     ``clock`` is the PS's count of this worker's applied pushes, offset at
     (re)join so that a newcomer starts level with the slowest live worker
-    instead of dragging the barrier back to zero. ``last_seq`` is the highest
-    sequence number handled for ``incarnation`` (applied or dropped), so a
-    redelivery of any handled push is recognised. ``answer`` is the seq of the
+    instead of dragging the barrier back to zero. ``session`` is the current
+    one (issued at join), ``instance`` the worker process that holds it and
+    ``nonce`` the link of its hello. ``last_seq`` is the highest sequence
+    number applied in ``session`` (-1: none), ``refused_seq`` the last one
+    refused after its identity checked out, so a redelivery of either is a
+    duplicate and an accepted-but-refused push never blocks later ones. ``answer`` is the seq of the
     push its next release answers (None after a join: it answers no push).
     ``live`` mirrors ``state`` as a plain flag because release passes read it
     for every worker.
@@ -33,7 +36,11 @@ class WorkerRecord:
 
     __slots__ = (
         "worker_id",
-        "incarnation",
+        "session",
+        "instance",
+        "nonce",
+        "max_batch",
+        "refused_seq",
         "_state",
         "live",
         "clock",
@@ -48,9 +55,13 @@ class WorkerRecord:
         "stats",
     )
 
-    def __init__(self, worker_id: str, incarnation: int) -> None:
+    def __init__(self, worker_id: str, session: int, instance: int = 0) -> None:
         self.worker_id = worker_id
-        self.incarnation = incarnation
+        self.session = session
+        self.instance = instance
+        self.nonce = 0
+        self.max_batch = 0
+        self.refused_seq = -1
         self._state = WorkerState.LIVE
         self.live = True
         self.clock = 0
@@ -78,6 +89,6 @@ class WorkerRecord:
 
     def __repr__(self) -> str:
         return (
-            f"WorkerRecord({self.worker_id!r}, inc={self.incarnation}, "
+            f"WorkerRecord({self.worker_id!r}, session={self.session:x}, "
             f"{self._state.value}, clock={self.clock}, waiting={self.waiting})"
         )

@@ -14,19 +14,20 @@ from edgeps.core.registry import WorkerRecord
 from edgeps.core.types import Push
 
 
+SEQ_WINDOW = 64  # a push may run at most this far ahead of the last applied
+
+
 def identity_problem(rec: WorkerRecord | None, push: Push) -> str | None:
     """Who sent it and is it new? Problems here are not the worker's current turn."""
     if rec is None:
         return "unknown_worker"
     if not rec.live:
         return "dead_worker"
-    if push.incarnation < rec.incarnation:
-        return "stale_seq"  # a push from an earlier life of this worker
-    if push.incarnation > rec.incarnation:
-        return "unknown_incarnation"  # restarted but its hello has not arrived
-    if push.seq < 0:
+    if push.session != rec.session:
+        return "stale_session"  # an earlier session's push, or a made-up one
+    if push.seq < 0 or push.seq > rec.last_seq + SEQ_WINDOW:
         return "bad_seq"
-    if push.seq == rec.last_seq:
+    if push.seq == rec.last_seq or push.seq == rec.refused_seq:
         return "duplicate"
     if push.seq < rec.last_seq:
         return "stale_seq"

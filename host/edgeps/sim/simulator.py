@@ -225,7 +225,7 @@ class Simulator:
             update=grad,
             compute_time=duration,
             samples=len(y),
-            incarnation=w.incarnation,
+            session=w.incarnation,
             loss=float(loss),
         )
         self._send(w, self._ps, push)
