@@ -14,8 +14,7 @@ REPL on a board, which then stays idle until it is reset.
 import gc
 import json
 import sys
-
-from edgeps_worker import clock
+from binascii import unhexlify
 
 # ports with an operating system to hand an exit status to
 HOSTED = ("linux", "darwin", "win32")
@@ -30,7 +29,7 @@ def finish(status):
 
     On the ESP32 a SystemExit leaving main.py makes MicroPython soft-reset the
     board (pyexec's forced exit), so a finished board would rejoin, finish
-    again and rewrite its incarnation file forever; returning instead leaves
+    again forever; returning instead leaves
     it idle at the REPL until someone resets it.
     """
     if sys.platform in HOSTED:
@@ -120,31 +119,6 @@ def make_transport(cfg):
     )
 
 
-def next_incarnation(path):
-    """A number larger than any earlier run's: clock-based once the clock is set.
-
-    Like the CPython worker it counts tenths of a second since 2024; a board
-    whose clock was never set counts boots instead, in a file in flash.
-    """
-    try:
-        with open(path) as f:
-            last = int(f.read())
-    except (OSError, ValueError):
-        last = 0
-    inc = min(max(last + 1, clock.tenths_since_2024()), 0xFFFFFFFF)
-    save_incarnation(path, inc)
-    return inc
-
-
-def save_incarnation(path, inc):
-    """Remember the incarnation for the next start; a read-only disk is no error."""
-    try:
-        with open(path, "w") as f:
-            f.write(str(inc))
-    except OSError:
-        pass
-
-
 def _live_heap():
     """Bytes of heap held by live objects (collects first; MicroPython only)."""
     gc.collect()
@@ -170,7 +144,6 @@ def build(path, stop=None):
     from edgeps_worker import kernels, trainer, worker
 
     model = cfg["model"]
-    inc_file = cfg["incarnation_file"]
     net = trainer.KernelTrainer(
         model,
         build_source(cfg, kernels.parse_spec(model)[1][0], trainer.label_kind(model)),
@@ -182,14 +155,12 @@ def build(path, stop=None):
         net,
         cfg["job"],
         cfg["worker_id"],
-        incarnation=next_incarnation(inc_file),
         max_iterations=cfg["max_iterations"],
         stop=stop,
         heartbeat_ms=cfg["heartbeat_ms"],
         release_timeout_ms=cfg["release_timeout_ms"],
         max_chunk=cfg["max_chunk"],
-        key=cfg["hmac_key"].encode() or None,
-        save_incarnation=lambda inc: save_incarnation(inc_file, inc),
+        key=unhexlify(cfg["hmac_key"]) if cfg["hmac_key"] else None,
         mem_probe=_live_heap
         if cfg["memory_probe"] and hasattr(gc, "mem_alloc")
         else None,
@@ -209,8 +180,7 @@ def _drop_builders():
         g = globals()
         for name in ("read_config", "build_source", "make_transport", "build"):
             g.pop(name, None)
-        for name in ("next_incarnation", "_is_esp32"):
-            g.pop(name, None)
+        g.pop("_is_esp32", None)
         gc.collect()
 
 

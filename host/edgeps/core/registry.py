@@ -28,8 +28,9 @@ class WorkerRecord:
     ``nonce`` the link of its hello. ``last_seq`` is the highest sequence
     number applied in ``session`` (-1: none), ``refused_seq`` the last one
     refused after its identity checked out, so a redelivery of either is a
-    duplicate and an accepted-but-refused push never blocks later ones. ``answer`` is the seq of the
-    push its next release answers (None after a join: it answers no push).
+    duplicate and an accepted-but-refused push never blocks later ones.
+    ``answer`` is the seq of the push its next release answers (None after a
+    join: it answers no push).
     ``live`` mirrors ``state`` as a plain flag because release passes read it
     for every worker.
     """
@@ -83,6 +84,15 @@ class WorkerRecord:
     def state(self, value: WorkerState) -> None:
         self._state = value
         self.live = value in _LIVE_STATES
+
+    def open_session(
+        self, session: int, instance: int, nonce: int, max_batch: int
+    ) -> None:
+        """Take the session a hello opens; sequence numbers restart with a new one."""
+        if session != self.session:
+            self.last_seq = self.refused_seq = -1
+        self.session, self.instance = session, instance
+        self.nonce, self.max_batch = int(nonce), int(max_batch)
 
     def count_rejection(self, reason: str) -> None:
         self.stats.rejected[reason] = self.stats.rejected.get(reason, 0) + 1

@@ -193,12 +193,8 @@ class ParameterServer:
         instance = check_int("instance", instance)
         rec = self._workers.get(worker_id)
         if rec is not None and rec.live and instance == rec.instance:
-            if session != rec.session:
-                # same process, new link: a new session keeps its place
-                rec.session = session
-                rec.last_seq = rec.refused_seq = -1
-            rec.nonce = int(event.nonce)
-            rec.max_batch = int(event.max_batch)
+            # same process (a new link keeps its place, with a new session)
+            rec.open_session(session, instance, event.nonce, event.max_batch)
             return self._rehello(rec, now)
         if rec is not None and rec.live:
             if now - rec.last_seen <= self.liveness_timeout:
@@ -211,11 +207,10 @@ class ParameterServer:
             rec = WorkerRecord(worker_id, session, instance)
             rec.stats = self._carried_stats.pop(worker_id, rec.stats)
             self._workers[worker_id] = rec
-        rec.session, rec.instance, rec.nonce = session, instance, int(event.nonce)
-        rec.max_batch = int(event.max_batch)
-        rec.last_seq = rec.refused_seq = -1
+        rec.open_session(session, instance, event.nonce, event.max_batch)
         rec.last_push_clock = 0
-        rec.state, rec.clock, rec.answer, rec.waiting = WorkerState.LIVE, base, None, False
+        rec.state, rec.clock, rec.answer = WorkerState.LIVE, base, None
+        rec.waiting = False
         rec.last_seen = rec.released_at = now
         rec.joins += 1
         self.policy.on_joined(self.view, worker_id, now)

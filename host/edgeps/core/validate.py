@@ -13,7 +13,6 @@ from edgeps import kernels
 from edgeps.core.registry import WorkerRecord
 from edgeps.core.types import Push
 
-
 SEQ_WINDOW = 64  # a push may run at most this far ahead of the last applied
 
 
