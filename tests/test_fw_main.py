@@ -8,7 +8,10 @@ from edgeps_worker import app
 
 @pytest.fixture
 def board_main():
-    return apdef test_instance_ids_and_link_nonces_are_random_64_bit():
+    return app
+
+
+def test_instance_ids_and_link_nonces_are_random_64_bit():
     from edgeps_worker import clock
 
     drawn = {clock.random_u64() for _ in range(64)}
@@ -26,9 +29,6 @@ def test_the_board_key_is_its_own_derived_key_in_hex(board_main, tmp_path):
     for bad in ("shared-secret", key.hex()[:-1] + "g", key.hex() + "00"):
         with pytest.raises(ValueError, match="hmac_key must be the 64 hex"):
             config.validate(dict(base, hmac_key=bad))
-
-
-0
 
 
 def test_a_missing_sensor_module_is_a_clear_error(board_main, tmp_path):

@@ -54,8 +54,8 @@ def test_chunks_that_cannot_fit_are_refused_with_a_reason():
 def test_params_land_in_a_preallocated_buffer() -> None:
     # Prepare: a board's buffer may be any writable buffer, here a bytearray
     p = np.linspace(-1, 1, 200, dtype="<f4")
-    msgs = [wire.decode(c) for c in wire.encode_params("j", "w", 1, 2, 9, p, max_chunk=200,
-                                                        seq=3)]  # fmt: skip
+    msgs = [wire.decode(c) for c in wire.encode_params(
+        "j", "w", 1, 2, 9, p, max_chunk=200, seq=3)]  # fmt: skip
     target = bytearray(800)
     sink = ParamsSink(target, 800)
 
@@ -84,8 +84,10 @@ def test_two_releases_of_one_version_are_told_apart_by_seq() -> None:
     # other values in the second make a buffer mixed from both visible
     buf = array("f", bytes(4 * N))
     sink = ParamsSink(buf, 4 * N)
-    first = [wire.decode(c) for c in wire.encode_params("j", "w", 1, 2, 5, np.ones(N, "<f4"), 128, seq=1)]  # fmt: skip
-    second = [wire.decode(c) for c in wire.encode_params("j", "w", 1, 2, 5, np.full(N, 2.0, "<f4"), 128, seq=2)]  # fmt: skip
+    first = [wire.decode(c) for c in wire.encode_params(
+        "j", "w", 1, 2, 5, np.ones(N, "<f4"), 128, seq=1)]  # fmt: skip
+    second = [wire.decode(c) for c in wire.encode_params(
+        "j", "w", 1, 2, 5, np.full(N, 2.0, "<f4"), 128, seq=2)]  # fmt: skip
     # Execute
     early = [sink.add(m, wire.DTYPE_F32) for m in first[:-1]]
     late = [sink.add(m, wire.DTYPE_F32) for m in second]
