@@ -218,8 +218,8 @@ def _decode_id(mv, name):
 def decode(buf, key=None, max_len=MAX_MESSAGE):
     """Bytes -> Message; raises WireError(reason) on anything malformed.
 
-    With a (non-empty) ``key`` the HMAC tag is required and checked; without
-    one a tag, if present, is skipped unchecked (``msg.tagged`` says so).
+    With a (non-empty) ``key`` the HMAC tag is required and checked (MODEL
+    excepted); without one a tag is skipped unchecked (``msg.tagged`` says so).
     """
     mv = _as_view(buf)
     n = len(mv)
@@ -245,7 +245,7 @@ def decode(buf, key=None, max_len=MAX_MESSAGE):
         raise WireError("short", "%d < %d bytes" % (n, hl + bl + tl))
     if n != hl + bl + tl:
         raise WireError("length", "%d trailing bytes" % (n - hl - bl - tl))
-    if key:
+    if key and mtype != MODEL:  # MODEL is informational and never signed
         if not tl:
             raise WireError("hmac", "tag missing")
         want = hmac_sha256(key, mv[: hl + bl])[:HMAC_LEN]
