@@ -26,9 +26,10 @@ class WorkerRecord:
     instead of dragging the barrier back to zero. ``session`` is the current
     one (issued at join), ``instance`` the worker process that holds it and
     ``nonce`` the link of its hello. ``last_seq`` is the highest sequence
-    number applied in ``session`` (-1: none), ``refused_seq`` the last one
-    refused after its identity checked out, so a redelivery of either is a
-    duplicate and an accepted-but-refused push never blocks later ones.
+    number applied in ``session`` (-1: none); ``refused`` names the last push
+    refused after its identity checked out, by seq and a digest of its
+    update, so its redelivery is a duplicate while another push with that seq
+    (the worker's own, after a forged one) is still heard.
     ``answer`` is the seq of the push its next release answers (None after a
     join: it answers no push).
     ``live`` mirrors ``state`` as a plain flag because release passes read it
@@ -41,7 +42,7 @@ class WorkerRecord:
         "instance",
         "nonce",
         "max_batch",
-        "refused_seq",
+        "refused",
         "_state",
         "live",
         "clock",
@@ -62,7 +63,7 @@ class WorkerRecord:
         self.instance = instance
         self.nonce = 0
         self.max_batch = 0
-        self.refused_seq = -1
+        self.refused: tuple[int, int] = (-1, 0)
         self._state = WorkerState.LIVE
         self.live = True
         self.clock = 0
@@ -90,7 +91,7 @@ class WorkerRecord:
     ) -> None:
         """Take the session a hello opens; sequence numbers restart with a new one."""
         if session != self.session:
-            self.last_seq = self.refused_seq = -1
+            self.last_seq, self.refused = -1, (-1, 0)
         self.session, self.instance = session, instance
         self.nonce, self.max_batch = int(nonce), int(max_batch)
 

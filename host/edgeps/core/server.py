@@ -43,7 +43,7 @@ from edgeps.core.types import (
     WorkerState,
     WorkerStats,
 )
-from edgeps.core.validate import content_problem, identity_problem
+from edgeps.core.validate import content_problem, identity_problem, update_digest
 from edgeps.core.view import ClusterView
 
 log = logging.getLogger(__name__)
@@ -300,7 +300,7 @@ class ParameterServer:
             return [Rejected(push.worker_id, seq, problem)]
         assert rec is not None
         # recorded as refused until applied: a refused push never blocks later ones
-        rec.refused_seq = seq
+        rec.refused = (seq, update_digest(push))
         self._heard(rec, now)
         if rec.waiting:
             # it was not released, so this push breaks the worker protocol
