@@ -2,7 +2,7 @@
 
 Two in-process parameter servers (the coordinator's ingest, core and outbox,
 BSP, per-device keys from one master) see the same genuine traffic of two
-workers; one of them also gets, interleaved, whatever hypothesis draws from a
+workers (each pushes only once released); one of them also gets, interleaved, whatever hypothesis draws from a
 hostile client that can read every topic but holds no worker's key: HELLO,
 UPDATE (NaN or huge gradients, any seq), HEARTBEAT and BYE for real and
 made-up ids, unsigned, signed with a guessed key, with the master itself or
@@ -62,6 +62,17 @@ class Side:
         self.seq = dict.fromkeys(WIDS, 0)
         self.clock = dict.fromkeys(WIDS, 0)
         self.sent_up: list[tuple[str, bytes]] = []
+        self.read = 0  # how much of link.sent the workers have read
+        self.released = dict.fromkeys(WIDS, False)
+
+    def read_down(self) -> None:
+        """The workers read their down topics: a PARAMS releases them."""
+        for topic, payload in self.link.sent[self.read :]:
+            for wid in WIDS:
+                if topic == wire.topic_down(JOB, wid):
+                    if wire.decode(payload).type == wire.PARAMS:
+                        self.released[wid] = True
+        self.read = len(self.link.sent)
 
     def key(self, wid: str) -> bytes:
         return derive_worker_key(MASTER, wid)
@@ -75,6 +86,11 @@ class Side:
         self.up(wid, wire.encode_hello(JOB, wid, 11, 22, key=self.key(wid)), now)
 
     def push(self, wid: str, now: float) -> None:
+        """Push once released, as the protocol says (else nothing to do)."""
+        self.read_down()
+        if not self.released[wid]:
+            return
+        self.released[wid] = False
         peer = self.coord.peers.get(wid)
         self.seq[wid] += 1
         self.clock[wid] += 1

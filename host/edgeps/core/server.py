@@ -310,10 +310,9 @@ class ParameterServer:
             rec, push, self.version, self.n_params, self.max_update_norm
         )
         if problem is None:
+            # only a usable push moves the clock: a forged one cannot poison it
             rec.last_push_clock = int(push.clock)
             problem = self.policy.admit(self.view, push, now)
-        elif problem != "bad_clock":
-            rec.last_push_clock = int(push.clock)
         if problem is not None:
             return self._reject_and_resync(rec, seq, problem, now)
         return self._apply(rec, push, now)
