@@ -259,10 +259,13 @@ class Emulation:
         while not self._should_end():
             model = self.model
             if model is None:
+                # a sensor that already joined ends only on a STOP for it: the
+                # retained MODEL is unsigned, so its "done" cannot end a rejoin
                 job = fetch_model(
                     self._make_transport(wid),
                     cfg.job,
                     stop=self._should_end,
+                    want_running=report.lives > 0,
                 )
                 if job is None:
                     return
