@@ -299,11 +299,10 @@ class ParameterServer:
             self._count_rejection(rec, push.worker_id, problem)
             return [Rejected(push.worker_id, seq, problem)]
         assert rec is not None
-        # recorded as refused until applied: a refused push never blocks later ones
-        rec.refused = (seq, update_digest(push))
         self._heard(rec, now)
         if rec.waiting:
             # it was not released, so this push breaks the worker protocol
+            rec.refused = (seq, update_digest(push))
             self._count_rejection(rec, rec.worker_id, "not_released")
             return [Rejected(rec.worker_id, seq, "not_released")]
         problem = content_problem(
@@ -314,6 +313,8 @@ class ParameterServer:
             rec.last_push_clock = int(push.clock)
             problem = self.policy.admit(self.view, push, now)
         if problem is not None:
+            # remembered, not recorded: a refused push never blocks later ones
+            rec.refused = (seq, update_digest(push))
             return self._reject_and_resync(rec, seq, problem, now)
         return self._apply(rec, push, now)
 
