@@ -7,6 +7,7 @@ topic: the broker has no ACLs here).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -60,10 +61,8 @@ class Intruder:
     def _on_message(self, client: Any, userdata: Any, message: Any) -> None:
         with self.lock:
             self.raw.append((message.topic, bytes(message.payload)))
-            try:
+            with contextlib.suppress(wire.WireError):
                 self.seen.append(wire.decode(message.payload))
-            except wire.WireError:
-                pass
 
     def last(self, mtype: int, wid: str) -> wire.Message | None:
         with self.lock:

@@ -2,9 +2,10 @@
 
 Two in-process parameter servers (the coordinator's ingest, core and outbox,
 BSP, per-device keys from one master) see the same genuine traffic of two
-workers (each pushes only once released); one of them also gets, interleaved, whatever hypothesis draws from a
-hostile client that can read every topic but holds no worker's key: HELLO,
-UPDATE (NaN or huge gradients, any seq), HEARTBEAT and BYE for real and
+workers (each pushes only once released); one of them also gets, interleaved,
+whatever hypothesis draws from a hostile client that can read every topic
+but holds no worker's key: HELLO, UPDATE (NaN or huge gradients, any seq),
+HEARTBEAT and BYE for real and
 made-up ids, unsigned, signed with a guessed key, with the master itself or
 with another worker's own key, naming the sessions and nonces it sniffed;
 plus replays of genuine UPDATEs. The attacked server must end with the same
@@ -69,9 +70,9 @@ class Side:
         """The workers read their down topics: a PARAMS releases them."""
         for topic, payload in self.link.sent[self.read :]:
             for wid in WIDS:
-                if topic == wire.topic_down(JOB, wid):
-                    if wire.decode(payload).type == wire.PARAMS:
-                        self.released[wid] = True
+                down = topic == wire.topic_down(JOB, wid)
+                if down and wire.decode(payload).type == wire.PARAMS:
+                    self.released[wid] = True
         self.read = len(self.link.sent)
 
     def key(self, wid: str) -> bytes:

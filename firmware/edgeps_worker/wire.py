@@ -116,14 +116,14 @@ def check_id(name, s):
 
 def topic_up(job, wid):
     """Worker -> PS topic of one worker."""
-    check_id("job", job), check_id("wid", wid)
-    return "edgeps/" + job + "/up/" + wid
+    jb, wb = check_id("job", job), check_id("wid", wid)
+    return "edgeps/" + jb.decode() + "/up/" + wb.decode()
 
 
 def topic_down(job, wid):
     """PS -> worker topic of one worker (welcome, releases, rejects, stop)."""
-    check_id("job", job), check_id("wid", wid)
-    return "edgeps/" + job + "/down/" + wid
+    jb, wb = check_id("job", job), check_id("wid", wid)
+    return "edgeps/" + jb.decode() + "/down/" + wb.decode()
 
 
 def topic_model(job):
