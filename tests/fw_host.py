@@ -23,7 +23,9 @@ class MiniPS:
     """Plays the parameter server over a real broker with paho and the wire module.
 
     Publishes the retained MODEL (again after every reconnect), answers HELLO
-    and each new UPDATE with PARAMS, applies SGD, drops duplicate seqs.
+    with WELCOME (a session per link nonce) and PARAMS, each new UPDATE of the
+    current session with PARAMS, applies SGD, drops duplicate seqs; ``stop``
+    sends each worker STOP done. ``key`` is the worker's own key.
     """
 
     def __init__(
@@ -52,6 +54,9 @@ class MiniPS:
         self.duplicates = 0
         self.hold_after: int | None = None  # stop releasing after this many updates
         self.seen: set[tuple[str, int, int]] = set()
+        self.run = 0x5EED
+        self.sessions: dict[str, tuple[int, int]] = {}  # wid -> (nonce, session)
+        self.stale = 0  # UPDATEs of a session that is not the current one
         self.asm = wire.Reassembler(1 << 20, 30.0, 16)
         self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="mini-ps")
         self.client.on_connect = self._on_connect
@@ -68,12 +73,20 @@ class MiniPS:
                 wire.topic_model(self.job), self._model("done"), qos=1, retain=True
             )
             info.wait_for_publish(5)
+            with self.lock:
+                live = dict(self.sessions)
+            for wid, (_, session) in live.items():
+                stop = wire.encode_stop(
+                    self.job, wid, self.run, session, "done", key=self.key
+                )
+                self.client.publish(wire.topic_down(self.job, wid), stop, 1)
+            time.sleep(0.3)
         self.client.loop_stop()
         self.client.disconnect()
 
     def _model(self, state: str) -> bytes:
         return wire.encode_model(
-            self.job, state, self.spec, self.version, self.params.size, key=self.key
+            self.job, self.run, state, self.spec, self.version, self.params.size
         )
 
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
@@ -85,9 +98,11 @@ class MiniPS:
     def _release(self, wid: str) -> None:
         if self.hold_after is not None and len(self.updates) >= self.hold_after:
             return
+        session = self.sessions[wid][1]
         for chunk in wire.encode_params(
-            self.job, wid, self.version, self.params.tobytes(), 512, key=self.key
-        ):
+            self.job, wid, self.run, session, self.version, self.params.tobytes(),
+            512, key=self.key,
+        ):  # fmt: skip
             self.client.publish(wire.topic_down(self.job, wid), chunk, qos=1)
 
     def _on_message(self, client, userdata, message) -> None:
@@ -100,6 +115,15 @@ class MiniPS:
         with self.lock:
             if msg.type == wire.HELLO:
                 self.hellos.append(msg)
+                old = self.sessions.get(msg.wid)
+                if old is None or old[0] != msg.nonce:
+                    self.sessions[msg.wid] = (msg.nonce, len(self.hellos) + 1000)
+                session = self.sessions[msg.wid][1]
+                welcome = wire.encode_welcome(
+                    self.job, msg.wid, self.run, msg.nonce, session,
+                    int(self.params.size), self.spec, key=self.key,
+                )  # fmt: skip
+                client.publish(wire.topic_down(self.job, msg.wid), welcome, 1)
                 for payload in self.inject:
                     client.publish(wire.topic_down(self.job, msg.wid), payload, 1)
                 self.inject = []
@@ -110,7 +134,10 @@ class MiniPS:
                 done = self.asm.add(msg, time.monotonic())
                 if done is None:
                     return
-                key = (done.wid, done.incarnation, done.seq)
+                if done.session != self.sessions[done.wid][1]:
+                    self.stale += 1
+                    return
+                key = (done.wid, done.session, done.seq)
                 if key in self.seen:
                     self.duplicates += 1
                     return
@@ -149,7 +176,6 @@ def write_worker_config(tmp_path: Path, port: int, **changes: Any) -> Path:
         "keepalive": 10,
         "max_chunk": 1024,
         "verbose": True,
-        "incarnation_file": str(tmp_path / "incarnation.txt"),
     }
     cfg.update(changes)
     path = tmp_path / "worker.json"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from edgeps.core import Join, ParameterServer, Push, Rejected, Release
+from edgeps.core import Join, Leave, ParameterServer, Push, Rejected, Release
 from edgeps.core.types import Action
 from edgeps.policy.asp import ASP
 from edgeps.policy.bsp import BSP
@@ -88,7 +88,8 @@ def test_a_rejoin_answers_no_push() -> None:
     ps = ParameterServer(np.zeros(N, np.float32), policy=ASP())
     ps.handle(Join("a"), 0.0)
     ps.handle(push("a", 1, 1, 0), 1.0)
+    ps.handle(Leave("a", "last_will"), 1.5)
 
-    rel = release_of(ps.handle(Join("a", 1), 2.0))  # restarted: a new incarnation
+    rel = release_of(ps.handle(Join("a", 1), 2.0))  # restarted: a new session
 
     assert dict(rel.targets()) == {"a": None}

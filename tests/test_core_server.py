@@ -141,17 +141,17 @@ def test_bad_update_is_rejected_and_the_worker_resynced(
     assert ps.version == 0 and ps.stats()["a"].rejected == {reason: 1}
 
 
-def test_unknown_dead_and_wrong_incarnation_pushes_are_rejected() -> None:
+def test_unknown_dead_and_wrong_session_pushes_are_rejected() -> None:
     ps = make_server("asp")
     a = Worker(ps, "a")
     ghost = Push("ghost", 1, 0, 0, grad())
-    future = Push("a", 1, 0, 0, grad(), incarnation=5)
+    future = Push("a", 1, 0, 0, grad(), session=5)
     r1 = ps.handle(ghost, 1.0)
     r2 = ps.handle(future, 1.0)
     ps.handle(Leave("a", "bye"), 2.0)
     r3 = a.push(3.0)
     assert reasons(r1) == ["unknown_worker"]
-    assert reasons(r2) == ["unknown_incarnation"]
+    assert reasons(r2) == ["stale_session"]
     assert reasons(r3) == ["dead_worker"]
     assert ps.rejected_unregistered == {"unknown_worker": 1}
 
@@ -237,16 +237,17 @@ def test_held_worker_is_not_timed_out() -> None:
     assert b.push(16.0)[-1] == Release(("a", "b"), 2)
 
 
-def test_rejoin_with_new_incarnation_resets_seq_and_gets_current_version() -> None:
+def test_restart_gets_a_new_session_resets_seq_and_gets_current_version() -> None:
     ps = make_server("asp")
     a = Worker(ps, "a")
     a.push(1.0)
     a.push(2.0)
+    ps.handle(Leave("a", "last_will"), 2.5)  # the old process's link dropped
     again = Worker(ps, "a", now=3.0, inc=1)
     acts = again.push(4.0)
     assert again.base == 3 and acts[0] == Applied("a", 0, 3, 0)
     assert ps.stats()["a"].accepted == 3  # stats survive the restart
-    assert reasons(ps.handle(a.last, 5.0)) == ["stale_seq"]
+    assert reasons(ps.handle(a.last, 5.0)) == ["stale_session"]
 
 
 def test_rehello_of_held_worker_stays_held_and_lost_release_is_resent() -> None:
@@ -259,10 +260,13 @@ def test_rehello_of_held_worker_stays_held_and_lost_release_is_resent() -> None:
     assert b.push(3.0)[-1] == Release(("a", "b"), 2)
 
 
-def test_stale_hello_from_an_earlier_life_is_rejected() -> None:
+def test_hello_of_another_process_for_a_live_id_is_refused() -> None:
     ps = make_server("asp")
     Worker(ps, "a", inc=3)
-    assert reasons(ps.handle(Join("a", 2), 1.0)) == ["stale_incarnation"]
+    assert reasons(ps.handle(Join("a", 2), 1.0)) == ["duplicate_id"]
+    # once the live one has been silent past the liveness timeout, it may take over
+    assert reasons(ps.handle(Join("a", 2), 10.5)) == []
+    assert ps.worker_state("a") is WorkerState.LIVE
 
 
 def test_joiner_starts_level_with_the_slowest_live_worker() -> None:

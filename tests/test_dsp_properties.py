@@ -126,7 +126,7 @@ class DspHarness:
             base_version=b.base_version,
             update=np.full(N_PARAMS, 0.5, np.float32),
             compute_time=0.01,
-            incarnation=b.incarnation,
+            session=b.incarnation,
         )
         self.carry_out(self.server.handle(b.last, self.now), pusher=b)
 
@@ -142,6 +142,8 @@ class DspHarness:
             self.carry_out(self.server.handle(Leave(b.wid, "bye"), self.now))
             b.state = "dead"
         elif kind == "restart":
+            # a new process: its old link's last will fires first
+            self.carry_out(self.server.handle(Leave(b.wid, "last_will"), self.now))
             b.incarnation += 1
             b.seq = b.clock = 0
             b.last = None

@@ -51,9 +51,15 @@ def test_signed_job_trains_and_unsigned_messages_are_dropped(
         hmac_key=b"correct horse battery staple",
     ).start()
     try:
-        # Execute: an unsigned hello and an update signed with the wrong key
+        # Execute: an unsigned hello, an update signed with a wrong key, and
+        # w01's own key used to sign as w00 (per-device keys: it cannot)
+        from edgeps.security.keys import derive_worker_key
+
+        w01_key = derive_worker_key(b"correct horse battery staple", "w01")
         up = wire.topic_up("signed", "w00")
-        intruder.publish(up, wire.encode_hello("signed", "w00", 77), qos=1)
+        intruder.publish(up, wire.encode_hello("signed", "w00", 77, 77), qos=1)
+        hello_as_w00 = wire.encode_hello("signed", "w00", 78, 78, key=w01_key)
+        intruder.publish(up, hello_as_w00, qos=1)
         grad = bytes(4 * job.model.spec.n_params)
         for chunk in wire.encode_update(
             "signed", "w00", 77, 1, 1, 0, 0.0, 1, 0.0, grad, key=b"guess"
@@ -71,5 +77,5 @@ def test_signed_job_trains_and_unsigned_messages_are_dropped(
     # Assert
     summary = result["s"]
     assert summary.stop_reason == "target_accuracy"
-    assert summary.dropped.get("hmac", 0) >= 2
+    assert summary.dropped.get("hmac", 0) >= 3
     assert summary.version == summary.updates > 0

@@ -80,13 +80,12 @@ def test_a_finished_board_stays_idle_instead_of_rejoining(
     finally:
         ps.stop()
 
-    # Assert: one run, one incarnation, one incarnation file write
+    # Assert: one run, one process, one session
     assert "stopped: iterations" in out and "finished, status 0" in out
     assert result["runs"] == "1" and result["resets"] == "0", out
-    assert len({h.incarnation for h in ps.hellos}) == 1
+    assert len({h.instance for h in ps.hellos}) == 1
     assert [u.seq for u in ps.updates] == [1, 2]
-    saved = (tmp_path / "incarnation.txt").read_text()
-    assert int(saved) == ps.hellos[0].incarnation
+    assert len({u.session for u in ps.updates}) == 1
     # Wi-Fi for each connect came from edgeps_worker.wifi, not a second boot.py
     assert result["boot_imported"] == "False" and result["wlan_connects"] == "1"
 

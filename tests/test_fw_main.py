@@ -1,4 +1,4 @@
-"""The board application (edgeps_worker.app) on CPython: growing incarnations."""
+"""The board application (edgeps_worker.app) on CPython: ids, keys, config errors."""
 
 from __future__ import annotations
 
@@ -11,24 +11,24 @@ def board_main():
     return app
 
 
-def test_incarnation_grows_and_is_saved(board_main, tmp_path):
-    path = str(tmp_path / "inc.txt")
-    first = board_main.next_incarnation(path)
-    second = board_main.next_incarnation(path)
-    assert 0 < first < second <= 0xFFFFFFFF
-    assert (tmp_path / "inc.txt").read_text() == str(second)
+def test_instance_ids_and_link_nonces_are_random_64_bit():
+    from edgeps_worker import clock
+
+    drawn = {clock.random_u64() for _ in range(64)}
+    assert len(drawn) == 64 and all(0 < n < 1 << 64 for n in drawn)
 
 
-def test_incarnation_counts_past_a_saved_value_from_the_future(board_main, tmp_path):
-    # a value saved by a run whose clock ran ahead still wins: never go back
-    path = tmp_path / "inc.txt"
-    path.write_text("4000000000")
-    assert board_main.next_incarnation(str(path)) == 4000000001
+def test_the_board_key_is_its_own_derived_key_in_hex(board_main, tmp_path):
+    from edgeps.security.keys import derive_worker_key
+    from edgeps_worker import config
 
-
-def test_unwritable_incarnation_file_is_not_fatal(board_main, tmp_path):
-    inc = board_main.next_incarnation(str(tmp_path / "missing-dir" / "inc.txt"))
-    assert inc > 0
+    base = {"job": "j", "worker_id": "w", "model": "logistic:4",
+            "broker_host": "h", "sensor": "s"}  # fmt: skip
+    key = derive_worker_key(b"m" * 32, "w")
+    assert config.validate(dict(base, hmac_key=key.hex()))["hmac_key"] == key.hex()
+    for bad in ("shared-secret", key.hex()[:-1] + "g", key.hex() + "00"):
+        with pytest.raises(ValueError, match="hmac_key must be the 64 hex"):
+            config.validate(dict(base, hmac_key=bad))
 
 
 def test_a_missing_sensor_module_is_a_clear_error(board_main, tmp_path):
@@ -38,8 +38,7 @@ def test_a_missing_sensor_module_is_a_clear_error(board_main, tmp_path):
     cfg.write_text(
         json.dumps(
             {"job": "j", "worker_id": "w", "model": "logistic:4",
-             "broker_host": "127.0.0.1", "sensor": "no_such_sensor_module",
-             "incarnation_file": str(tmp_path / "inc.txt")}
+             "broker_host": "127.0.0.1", "sensor": "no_such_sensor_module"}
         )
     )  # fmt: skip
     assert board_main.main(["main.py", str(cfg)]) == 2

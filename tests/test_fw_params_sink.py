@@ -13,7 +13,7 @@ N = 100  # floats; 400 bytes in 64-byte chunks -> 7 chunks, the last one short
 
 
 def chunks(version: int, values: np.ndarray, max_chunk: int = 128):
-    return [wire.decode(c) for c in wire.encode_params("j", "w", version,
+    return [wire.decode(c) for c in wire.encode_params("j", "w", 1, 2, version,
             values.astype("<f4").tobytes(), max_chunk)]  # fmt: skip
 
 
@@ -54,8 +54,8 @@ def test_chunks_that_cannot_fit_are_refused_with_a_reason():
 def test_params_land_in_a_preallocated_buffer() -> None:
     # Prepare: a board's buffer may be any writable buffer, here a bytearray
     p = np.linspace(-1, 1, 200, dtype="<f4")
-    msgs = [wire.decode(c) for c in wire.encode_params("j", "w", 9, p, max_chunk=200,
-                                                        seq=3)]  # fmt: skip
+    msgs = [wire.decode(c) for c in wire.encode_params(
+        "j", "w", 1, 2, 9, p, max_chunk=200, seq=3)]  # fmt: skip
     target = bytearray(800)
     sink = ParamsSink(target, 800)
 
@@ -70,7 +70,7 @@ def test_params_land_in_a_preallocated_buffer() -> None:
 
 def test_preallocated_buffer_of_wrong_size_is_rejected() -> None:
     # Prepare
-    (chunk,) = wire.encode_params("j", "w", 9, b"\0" * 16)
+    (chunk,) = wire.encode_params("j", "w", 1, 2, 9, b"\0" * 16)
     # Execute / Assert: a sink refuses a buffer that is not n_params long, and a
     # sink of another size refuses the chunk
     with pytest.raises(ValueError, match="n_params"):
@@ -85,9 +85,9 @@ def test_two_releases_of_one_version_are_told_apart_by_seq() -> None:
     buf = array("f", bytes(4 * N))
     sink = ParamsSink(buf, 4 * N)
     first = [wire.decode(c) for c in wire.encode_params(
-        "j", "w", 5, np.ones(N, "<f4"), 128, seq=1)]  # fmt: skip
+        "j", "w", 1, 2, 5, np.ones(N, "<f4"), 128, seq=1)]  # fmt: skip
     second = [wire.decode(c) for c in wire.encode_params(
-        "j", "w", 5, np.full(N, 2.0, "<f4"), 128, seq=2)]  # fmt: skip
+        "j", "w", 1, 2, 5, np.full(N, 2.0, "<f4"), 128, seq=2)]  # fmt: skip
     # Execute
     early = [sink.add(m, wire.DTYPE_F32) for m in first[:-1]]
     late = [sink.add(m, wire.DTYPE_F32) for m in second]

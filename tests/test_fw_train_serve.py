@@ -1,5 +1,5 @@
 """End to end: one MicroPython board worker trains the digits MLP with `edgeps serve`
-until the host's target accuracy, then stops on the job's MODEL "done"."""
+until the host's target accuracy, then stops on the STOP "done" addressed to it."""
 
 from __future__ import annotations
 
@@ -25,13 +25,15 @@ def write_board_data(directory, shard: int) -> None:
     datafile.write_file(str(directory / "data.bin"), X.tolist(), y.tolist())
 
 
-def start_serve(port: int, job: str, policy: str, target: str) -> subprocess.Popen:
+def start_serve(
+    port: int, job: str, policy: str, target: str, *extra: str
+) -> subprocess.Popen:
     """`edgeps serve` on the digits MLP, printing its JSON summary at the end."""
     return subprocess.Popen(
         [sys.executable, "-m", "edgeps", "serve", "--broker",
          f"mqtt://127.0.0.1:{port}", "--job", job, "--dataset", "digits",
          "--model", "mlp:64-32-10", "--policy", policy, "--target-accuracy",
-         target, "--max-time", "120", "--quiet", "--json"],
+         target, "--max-time", "120", "--quiet", "--json", *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
 
@@ -62,6 +64,45 @@ def test_board_worker_reaches_the_target_accuracy(micropython, mosquitto, tmp_pa
     assert summary["stop_reason"] == "target_accuracy", err
     assert summary["accuracy"] >= 0.85
     assert summary["workers"]["mpy-1"]["rejected"] == 0
+
+
+def test_board_with_its_own_key_joins_trains_and_stops_under_v2(
+    micropython, mosquitto, tmp_path
+):
+    # Prepare: `edgeps keys new` on the host, `edgeps keys derive` for the board
+    keys = [sys.executable, "-m", "edgeps", "keys"]
+    master, own = tmp_path / "master.key", tmp_path / "mpy-1.key"
+    subprocess.run([*keys, "new", "--out", str(master)], check=True, timeout=60)
+    subprocess.run([*keys, "derive", "--master", str(master), "--worker", "mpy-1",
+                    "--out", str(own)], check=True, timeout=60)  # fmt: skip
+    board_key = own.read_text().split()[-1]  # the hex line of the key file
+    write_board_data(tmp_path, 0)
+    cfg = write_worker_config(
+        tmp_path, mosquitto.port, job="keyed", model="mlp:64-32-10", batch=16,
+        max_iterations=0, verbose=False, hmac_key=board_key,
+    )  # fmt: skip
+    serve = start_serve(
+        mosquitto.port, "keyed", "asp", "0.8", "--hmac-key-file", str(master)
+    )
+    try:
+        # Execute
+        worker = subprocess.run(
+            [micropython, str(FIRMWARE / "main.py"), str(cfg)], capture_output=True,
+            text=True, timeout=180, env=MPY_ENV, cwd=tmp_path,
+        )  # fmt: skip
+        out, err = serve.communicate(timeout=60)
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+            serve.wait(timeout=10)
+    # Assert: joined (WELCOME), trained, stopped on the STOP signed for it
+    assert worker.returncode == 0, worker.stdout + worker.stderr
+    assert "stopped: done" in worker.stdout
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["stop_reason"] == "target_accuracy", err
+    assert summary["workers"]["mpy-1"]["accepted"] > 0
+    assert summary["workers"]["mpy-1"]["rejected"] == 0
+    assert summary["dropped"].get("hmac", 0) == 0
 
 
 def test_two_board_workers_in_lockstep_under_bsp(micropython, mosquitto, tmp_path):

@@ -62,7 +62,8 @@ def test_worker_joins_pulls_pushes_and_is_released(micropython, mosquitto, tmp_p
     assert report["reason"] == "iterations", out
     assert report["stats"]["pushes"] == 4 and report["stats"]["releases"] == 4
     assert ps.hellos[0].model == SPEC
-    assert ps.hellos[0].incarnation == report["incarnation"]
+    assert ps.hellos[0].instance == report["instance"]
+    assert {u.session for u in ps.updates} == {report["session"]}
     assert [u.seq for u in ps.updates] == [1, 2, 3, 4]
     assert [u.clock for u in ps.updates] == [1, 2, 3, 4]
     assert [u.base_version for u in ps.updates] == [0, 1, 2, 3]
@@ -93,15 +94,16 @@ def test_worker_survives_a_broker_restart(micropython, mosquitto, tmp_path):
         report, out = finish_worker(proc, timeout=120)
     finally:
         ps.stop(done=False)
-    # Assert: every seq arrived exactly once, from one incarnation
+    # Assert: every clock arrived exactly once, from one process, in two sessions
     assert report["reason"] == "iterations", out
     assert report["stats"]["reconnects"] >= 1, out
-    assert sorted(u.seq for u in ps.updates) == list(range(1, 9))
-    assert {u.incarnation for u in ps.updates} == {report["incarnation"]}
-    assert {h.incarnation for h in ps.hellos} == {report["incarnation"]}
-    assert len(ps.hellos) >= 2
-    # the unreleased 3rd UPDATE was resent after reconnecting and deduplicated
-    assert report["stats"]["resends"] >= 1 and ps.duplicates >= 1
+    assert sorted(u.clock for u in ps.updates) == list(range(1, 9))
+    assert {h.instance for h in ps.hellos} == {report["instance"]}
+    assert len(ps.hellos) >= 2 and len({u.session for u in ps.updates}) == 2
+    # HELLO first on the new link: the unreleased 3rd UPDATE was dropped, not
+    # resent, so nothing reached the PS twice or in a dead session
+    assert report["stats"]["dropped_updates"] >= 1
+    assert ps.duplicates == 0 and ps.stale == 0
 
 
 def run_main_py(exe, config, extra_path: str = ""):
@@ -169,14 +171,18 @@ def test_worker_stops_when_the_job_is_done(micropython, mosquitto, tmp_path):
 
 
 def test_worker_with_an_hmac_key_signs_and_checks(micropython, mosquitto, tmp_path):
-    # Prepare: both sides share a key; a forged PARAMS without a tag is injected
+    # Prepare: the board holds its own key (derived from the master); a forged
+    # PARAMS without a tag is injected
+    from edgeps.security.keys import derive_worker_key
+
+    key = derive_worker_key(b"master-key", "mpy-1")
     write_data(tmp_path / "data.bin")
     cfg = write_worker_config(
-        tmp_path, mosquitto.port, max_iterations=3, hmac_key="s3cret-key"
+        tmp_path, mosquitto.port, max_iterations=3, hmac_key=key.hex()
     )
     spec = ModelSpec.parse(SPEC)
-    ps = MiniPS(mosquitto.port, "fwjob", SPEC, spec.init_params(5), key=b"s3cret-key")
-    ps.inject = wire.encode_params("fwjob", "mpy-1", 0, bytes(4 * spec.n_params))
+    ps = MiniPS(mosquitto.port, "fwjob", SPEC, spec.init_params(5), key=key)
+    ps.inject = wire.encode_params("fwjob", "mpy-1", 1, 2, 0, bytes(4 * spec.n_params))
     ps.start()
     try:
         # Execute
@@ -205,6 +211,7 @@ def test_worker_survives_a_host_restart(micropython, mosquitto, tmp_path):
     first.start()
     proc = start_worker(micropython, cfg, limit_ms=60000)
     second = MiniPS(mosquitto.port, "fwjob", SPEC, spec.init_params(7))
+    second.run = first.run + 1  # a new serve run
     try:
         assert first.wait_for(lambda p: len(p.updates) >= 2, 60)
         # Execute: a fresh PS (no memory of this worker) takes over
@@ -215,11 +222,13 @@ def test_worker_survives_a_host_restart(micropython, mosquitto, tmp_path):
         if proc.poll() is None:
             proc.kill()
         second.stop()
-    # Assert: the unreleased push reached the new PS, then training went on
+    # Assert: the new run's MODEL made it say HELLO again; the new PS issued
+    # a session and training went on in it (the unreleased push stayed with
+    # the old run)
     assert report["reason"] == "iterations", out
     assert [u.seq for u in first.updates] == [1, 2]
-    assert [u.seq for u in second.updates] == [2, 3, 4]
-    assert report["stats"]["timeouts"] >= 1 and report["stats"]["resends"] >= 1
+    assert [(u.seq, u.clock) for u in second.updates] == [(1, 3), (2, 4)]
+    assert len(second.hellos) >= 1 and report["stats"]["hellos"] >= 2
     assert report["stats"]["reconnects"] == 0
 
 

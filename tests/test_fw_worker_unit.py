@@ -46,7 +46,7 @@ class InProcessPS:
     coordinator's ingest, ParameterServer (ASP, SGD lr 0.1) and outbox.
 
     What it records about the worker's messages (``updates``: the UPDATEs the
-    PS applied; ``hello_incarnations``: HELLOs it did not refuse) is read from
+    PS applied; ``hello_instances``: HELLOs it did not refuse) is read from
     what the PS did, not decided here.
     """
 
@@ -67,7 +67,7 @@ class InProcessPS:
         self.drop_updates = drop_updates  # the link loses this many whole UPDATEs
         self._dropping = 0  # chunks of the UPDATE being lost still to come
         self.fail_connects = 0
-        self.hello_incarnations: list[int] = []
+        self.hello_instances: list[int] = []
         self.connects = 0
         self.seen = wire.Reassembler(1 << 20, 60, 8)  # what reached the PS
 
@@ -79,9 +79,9 @@ class InProcessPS:
     def model(self, payload: bytes) -> None:
         self.down.model = payload
 
-    def remember_later_life(self, incarnation: int) -> None:
-        """The host already knows this worker id at a later incarnation."""
-        self.server.handle(Join(WID, incarnation), time.monotonic())
+    def remember_other_process(self, instance: int) -> None:
+        """Another live process holds this worker id (just heard from)."""
+        self.server.handle(Join(WID, 12345, instance=instance), time.monotonic())
 
     def connect(self, will_topic: str, will_payload: bytes) -> None:
         self.connects += 1
@@ -103,11 +103,11 @@ class InProcessPS:
         sent, applied = len(self.inbox), self.coord.applied
         self.coord.handle(topic, bytes(payload), time.monotonic())
         answers = [wire.decode(p) for _, p in self.inbox[sent:]]
-        refused = any(m.type == wire.REJECT for m in answers)
+        refused = any(m.type in (wire.REJECT, wire.STOP) for m in answers)
         if msg.type == wire.HELLO:
             self.hellos += 1
             if not refused:
-                self.hello_incarnations.append(msg.incarnation)
+                self.hello_instances.append(msg.instance)
         elif msg.type == wire.UPDATE:
             whole = self.seen.add(msg, 0.0)
             if whole is not None and self.coord.applied > applied:
@@ -147,7 +147,7 @@ def test_worker_joins_pushes_and_stops_after_max_iterations():
     # Prepare
     trainer = make_trainer()
     ps = InProcessPS(trainer.n_params)
-    w = Worker(ps, trainer, JOB, WID, incarnation=7, max_iterations=5)
+    w = Worker(ps, trainer, JOB, WID, instance=7, max_iterations=5)
     # Execute
     reason = w.run()
     # Assert
@@ -155,7 +155,8 @@ def test_worker_joins_pushes_and_stops_after_max_iterations():
     assert [u.seq for u in ps.updates] == [1, 2, 3, 4, 5]
     assert [u.clock for u in ps.updates] == [1, 2, 3, 4, 5]
     assert [u.base_version for u in ps.updates] == [0, 1, 2, 3, 4]
-    assert all(u.samples == 8 and u.incarnation == 7 for u in ps.updates)
+    assert all(u.samples == 8 and u.session == w.session for u in ps.updates)
+    assert ps.hello_instances == [7]
     assert ps.byes == ["bye"]
     assert w.stats["pushes"] == 5 and w.stats["releases"] == 5
 
@@ -207,7 +208,7 @@ def test_reconnects_with_backoff_after_refused_connects():
     assert w.stats["reconnects"] == 3 and ps.connects == 4
 
 
-def test_lost_update_is_resent_after_release_timeout_and_deduped():
+def test_lost_update_is_not_resent_a_re_hello_gets_current_params():
     # Prepare: the PS loses the first UPDATE entirely
     trainer = make_trainer()
     ps = InProcessPS(trainer.n_params, drop_updates=1)
@@ -216,14 +217,37 @@ def test_lost_update_is_resent_after_release_timeout_and_deduped():
     )
     # Execute
     reason = w.run()
-    # Assert: seq 1 arrived through the resend, each seq applied once
+    # Assert: the re-HELLO (same link, same session) released it again; the
+    # lost gradient was not resent, and each seq was applied once
     assert reason == "iterations"
-    assert [u.seq for u in ps.updates] == [1, 2, 3]
-    assert w.stats["resends"] >= 1 and w.stats["timeouts"] >= 1
-    assert ps.hellos >= 2
+    assert [u.seq for u in ps.updates] == [2, 3]
+    assert w.stats["timeouts"] >= 1 and ps.hellos >= 2
+    assert {u.session for u in ps.updates} == {w.session}
 
 
-def test_stop_callback_ends_the_loop_and_done_model_stops():
+class FinishingPS(InProcessPS):
+    """Ends the job after ``after`` applied updates: MODEL done and STOP done.
+
+    Before that, a forged STOP done for another session and a MODEL done
+    arrive: neither may stop the worker."""
+
+    def __init__(self, n_params: int, after: int):
+        super().__init__(n_params)
+        self.after = after
+
+    def publish(self, topic, payload, qos=1, retain=False) -> None:
+        super().publish(topic, payload, qos, retain)
+        if len(self.updates) == 1 and self.after:
+            down = wire.topic_down(JOB, WID)
+            forged = wire.encode_stop(JOB, WID, self.coord.run_id, 99, "done")
+            done = wire.encode_model(JOB, self.coord.run_id, "done", SPEC, 1, 1)
+            self.inbox += [(down, forged), (wire.topic_model(JOB), done)]
+        if len(self.updates) == self.after:
+            self.after = 0
+            self.coord.finish("max_updates")
+
+
+def test_stop_callback_ends_the_loop_and_only_a_stop_for_its_session_stops():
     # Prepare
     trainer = make_trainer()
     ps = InProcessPS(trainer.n_params)
@@ -238,17 +262,17 @@ def test_stop_callback_ends_the_loop_and_done_model_stops():
     assert w.run() == "stopped"
     # Assert
     assert len(ps.updates) == 2
-    ps2 = InProcessPS(trainer.n_params)
-    ps2.model = wire.encode_model(JOB, "done", SPEC, 9, trainer.n_params)
-    assert Worker(ps2, make_trainer(), JOB, WID).run() == "done"
-    assert ps2.updates == []
+    ps2 = FinishingPS(trainer.n_params, after=3)
+    w2 = Worker(ps2, make_trainer(), JOB, WID)
+    assert w2.run() == "done"
+    # the release answering the third update was sent before the STOP
+    assert len(ps2.updates) == 4 and w2.stats["bad_messages"] == 1
 
 
 def test_model_mismatch_stops_without_pushing():
-    # Prepare
+    # Prepare: the job trains another model; its HELLO is answered by STOP
     trainer = make_trainer()
-    ps = InProcessPS(trainer.n_params)
-    ps.model = wire.encode_model(JOB, "running", "mlp:64-32-10", 0, 2410)
+    ps = InProcessPS(2410, "mlp:64-32-10")
     # Execute
     reason = Worker(ps, trainer, JOB, WID).run()
     # Assert
@@ -262,8 +286,11 @@ def test_garbage_and_wrong_length_params_are_counted_not_fatal():
     down = wire.topic_down(JOB, WID)
     ps.inbox += [
         (down, b"\x00garbage"),
-        (down, wire.encode_params(JOB, WID, 5, array("f", [1.0, 2.0]).tobytes())[0]),
-        (down, wire.encode_params(JOB, "other", 5, bytes(4 * trainer.n_params))[0]),
+        (down, wire.encode_params(JOB, WID, 1, 2, 5, array("f", [1.0, 2.0]))[0]),
+        (
+            down,
+            wire.encode_params(JOB, "other", 1, 2, 5, bytes(4 * trainer.n_params))[0],
+        ),
     ]
     w = Worker(ps, trainer, JOB, WID, max_iterations=2)
     # Execute
@@ -285,22 +312,20 @@ def test_bad_arguments_raise():
         Worker(ps, trainer, JOB, WID, backoff_min_ms=10, backoff_max_ms=5)
 
 
-def test_stale_incarnation_jumps_ahead_and_rejoins():
-    # Prepare: the host remembers a later life of this worker id
+def test_duplicate_id_is_retried_twice_then_the_worker_exits():
+    # Prepare: another live process holds this worker id
     trainer = make_trainer()
     ps = InProcessPS(trainer.n_params)
-    ps.remember_later_life(1000)
-    saved: list[int] = []
-    w = Worker(ps, trainer, JOB, WID, incarnation=5, max_iterations=2,
-               save_incarnation=saved.append)  # fmt: skip
+    ps.remember_other_process(1000)
+    w = Worker(ps, trainer, JOB, WID, instance=5, release_timeout_ms=10, poll_ms=2)
     # Execute
     reason = w.run()
-    # Assert: 5 -> 11 -> 23 -> ... until above 1000, each one saved
-    assert reason == "iterations"
-    assert saved == [11, 23, 47, 95, 191, 383, 767, 1535]
-    assert ps.hello_incarnations[0] == 1535
-    assert {u.incarnation for u in ps.updates} == {1535}
-    assert w.reject_reasons == {"stale_incarnation": 8}
+    # Assert: three HELLOs, each refused, and nothing pushed
+    assert reason == "duplicate_id"
+    assert ps.hellos == 3 and ps.hello_instances == [] and ps.updates == []
+    # and its BYE names no live link, so the live one is not marked gone
+    assert ps.server.stats()[WID].rejected == {"duplicate_id": 3, "stale_session": 1}
+    assert ps.server.worker_state(WID).value == "live"
 
 
 class HoldingPS(InProcessPS):
@@ -317,7 +342,10 @@ class HoldingPS(InProcessPS):
             self.heartbeats += 1
         elif msg.type == wire.UPDATE:
             self.updates.append(msg)
-            reject = wire.encode_reject(JOB, WID, msg.seq, self.reason)
+            run = self.coord.run_id
+            reject = wire.encode_reject(
+                JOB, WID, run, msg.session, msg.seq, self.reason
+            )
             self.inbox.append((wire.topic_down(JOB, WID), reject))
             return
         super().publish(topic, payload, qos, retain)
@@ -378,7 +406,7 @@ class LinkDropsMidUpdate(InProcessPS):
         super().publish(topic, payload, qos, retain)
 
 
-def test_update_lost_mid_send_is_resent_and_counted_once():
+def test_update_lost_mid_send_is_dropped_and_the_reconnect_says_hello_first():
     # Prepare: the last allowed push fails on its first try
     trainer = make_trainer()
     ps = LinkDropsMidUpdate(trainer.n_params, fail_on_seq=3)
@@ -386,8 +414,11 @@ def test_update_lost_mid_send_is_resent_and_counted_once():
                backoff_max_ms=2)  # fmt: skip
     # Execute
     reason = w.run()
-    # Assert: resent after the reconnect, not one push past the limit
+    # Assert: the new link got a new session; the old session's update was
+    # dropped, not resent, and a fresh gradient went out in the new one
     assert reason == "iterations"
-    assert w.stats["reconnects"] == 1 and w.stats["resends"] == 1
-    assert w.stats["pushes"] == 3 and w.clock == 3
-    assert [u.seq for u in ps.updates] == [1, 2, 3]
+    assert w.stats["reconnects"] == 1 and w.stats["dropped_updates"] == 1
+    assert w.stats["pushes"] == 3
+    assert [u.seq for u in ps.updates] == [1, 2, 1]
+    assert len({u.session for u in ps.updates}) == 2
+    assert ps.server.stats()[WID].rejected == {}

@@ -38,7 +38,9 @@ class RecordingLink:
         self.sent.append((topic, bytes(payload), qos, retain))
 
     def decoded(self, topic: str) -> list[wire.Message]:
-        return [wire.decode(p) for t, p, _, _ in self.sent if t == topic]
+        """What was sent on ``topic`` after the WELCOMEs that open sessions."""
+        msgs = [wire.decode(p) for t, p, _, _ in self.sent if t == topic]
+        return [m for m in msgs if m.type != wire.WELCOME]
 
 
 def _coordinator(policy: str = "asp", **kw) -> tuple[Coordinator, RecordingLink]:
@@ -57,8 +59,9 @@ def _grad(value: float) -> bytes:
 def _push(
     coord: Coordinator, wid: str, seq: int, base: int, now: float, chunk: int = 100
 ) -> None:
+    session = coord.peers.get(wid).session  # from the WELCOME (0: none)
     for part in wire.encode_update(
-        JOB, wid, 1, seq, seq, base, 0.01, 8, 0.3, _grad(1.0), max_chunk=chunk
+        JOB, wid, session, seq, seq, base, 0.01, 8, 0.3, _grad(1.0), max_chunk=chunk
     ):
         coord.handle(wire.topic_up(JOB, wid), part, now)
 
@@ -69,7 +72,7 @@ def test_hello_update_release_cycle() -> None:
     up, down = wire.topic_up(JOB, "w1"), wire.topic_down(JOB, "w1")
 
     # Execute
-    coord.handle(up, wire.encode_hello(JOB, "w1", 1, max_chunk=300), 0.0)
+    coord.handle(up, wire.encode_hello(JOB, "w1", 1, 1, max_chunk=300), 0.0)
     _push(coord, "w1", 1, 0, 0.5)
 
     # Assert: two releases, each chunked to the worker's 300-byte limit
@@ -90,7 +93,7 @@ def test_duplicates_and_garbage_are_dropped_and_counted() -> None:
     # Prepare
     coord, link = _coordinator()
     up = wire.topic_up(JOB, "w1")
-    coord.handle(up, wire.encode_hello(JOB, "w1", 1), 0.0)
+    coord.handle(up, wire.encode_hello(JOB, "w1", 1, 1), 0.0)
     _push(coord, "w1", 1, 0, 0.1, chunk=4096)
 
     # Execute
@@ -113,7 +116,7 @@ def test_duplicates_and_garbage_are_dropped_and_counted() -> None:
 
 def test_redelivered_chunks_of_a_finished_update_are_counted() -> None:
     coord, link = _coordinator()
-    coord.handle(wire.topic_up(JOB, "w1"), wire.encode_hello(JOB, "w1", 1), 0.0)
+    coord.handle(wire.topic_up(JOB, "w1"), wire.encode_hello(JOB, "w1", 1, 1), 0.0)
     _push(coord, "w1", 1, 0, 0.1)
 
     _push(coord, "w1", 1, 0, 0.2)
@@ -126,10 +129,12 @@ def test_run_publishes_model_and_stops_at_the_update_limit() -> None:
     # Prepare
     coord, link = _coordinator(max_updates=3, max_time=30.0)
     up = wire.topic_up(JOB, "w1")
-    link.inbox.put((up, wire.encode_hello(JOB, "w1", 1)))
+    coord.handle(up, wire.encode_hello(JOB, "w1", 1, 1), 0.0)
+    session = coord.peers.get("w1").session
+    link.sent.clear()
     for seq in (1, 2, 3):
         for chunk in wire.encode_update(
-            JOB, "w1", 1, seq, seq, seq - 1, 0.0, 1, 0.0, _grad(0.1)
+            JOB, "w1", session, seq, seq, seq - 1, 0.0, 1, 0.0, _grad(0.1)
         ):
             link.inbox.put((up, chunk))
 
@@ -160,7 +165,7 @@ def test_stop_request_ends_the_loop_with_a_checkpoint(tmp_path: Path) -> None:
         save_checkpoint(path, Checkpoint(params, version))
 
     coord.on_checkpoint = checkpoint
-    coord.handle(wire.topic_up(JOB, "w1"), wire.encode_hello(JOB, "w1", 1), 0.0)
+    coord.handle(wire.topic_up(JOB, "w1"), wire.encode_hello(JOB, "w1", 1, 1), 0.0)
     _push(coord, "w1", 1, 0, 0.1)
     coord.stop()
 
@@ -175,7 +180,7 @@ def test_stop_request_ends_the_loop_with_a_checkpoint(tmp_path: Path) -> None:
 def test_bsp_release_waits_for_every_live_worker() -> None:
     coord, link = _coordinator(policy="bsp")
     for wid in ("a", "b"):
-        coord.handle(wire.topic_up(JOB, wid), wire.encode_hello(JOB, wid, 1), 0.0)
+        coord.handle(wire.topic_up(JOB, wid), wire.encode_hello(JOB, wid, 1, 1), 0.0)
     link.sent.clear()
 
     _push(coord, "a", 1, 0, 0.1)
@@ -188,21 +193,28 @@ def test_bsp_release_waits_for_every_live_worker() -> None:
 
 
 def test_with_a_key_everything_sent_is_signed_and_unsigned_input_dropped() -> None:
+    from edgeps.security.keys import derive_worker_key
+
     # Prepare
     key = b"k3y"
     coord, link = _coordinator(hmac_key=key)
     up = wire.topic_up(JOB, "w1")
 
     # Execute
-    coord.handle(up, wire.encode_hello(JOB, "w1", 1), 0.0)  # unsigned: dropped
-    coord.handle(up, wire.encode_hello(JOB, "w1", 1, key=key), 0.1)
+    coord.handle(up, wire.encode_hello(JOB, "w1", 1, 1), 0.0)  # unsigned: dropped
+    own_key = derive_worker_key(key, "w1")
+    coord.handle(up, wire.encode_hello(JOB, "w1", 1, 1, key=own_key), 0.1)
     coord.publish_model("running")
 
-    # Assert
+    # Assert: what goes to w1 is signed with w1's own key; MODEL is unsigned
+    own = derive_worker_key(key, "w1")
     assert coord.ingest.dropped == {"hmac": 1}
     assert link.sent, "the signed hello was answered"
-    for _topic, payload, _, _ in link.sent:
-        assert wire.decode(payload, key=key).tagged
+    for topic, payload, _, _ in link.sent:
+        if topic == wire.topic_model(JOB):
+            assert not wire.decode(payload).tagged
+        else:
+            assert wire.decode(payload, key=own).tagged
 
 
 def test_metrics_records_carry_per_worker_state(tmp_path: Path) -> None:
@@ -212,7 +224,7 @@ def test_metrics_records_carry_per_worker_state(tmp_path: Path) -> None:
     out = tmp_path / "m.jsonl"
     coord, _ = _coordinator()
     coord.metrics = MetricsWriter(out)
-    coord.handle(wire.topic_up(JOB, "w1"), wire.encode_hello(JOB, "w1", 1), 0.0)
+    coord.handle(wire.topic_up(JOB, "w1"), wire.encode_hello(JOB, "w1", 1, 1), 0.0)
     _push(coord, "w1", 1, 0, 0.1)
 
     # Execute
@@ -233,28 +245,29 @@ def test_worker_with_another_model_is_refused_not_joined() -> None:
     coord, link = _coordinator()
     up = wire.topic_up(JOB, "w1")
 
-    coord.handle(up, wire.encode_hello(JOB, "w1", 1, "mlp:4-3-2"), 0.0)
-    right = wire.encode_hello(JOB, "w3", 1, f"linear:{N - 1}")
+    coord.handle(up, wire.encode_hello(JOB, "w1", 1, 1, "mlp:4-3-2"), 0.0)
+    right = wire.encode_hello(JOB, "w3", 1, 1, f"linear:{N - 1}")
     coord.handle(wire.topic_up(JOB, "w3"), right, 0.0)
 
     assert coord.ingest.dropped == {"model_mismatch": 1}
     assert "w3" in coord.server.stats()
-    (reject,) = link.decoded(wire.topic_down(JOB, "w1"))
-    assert (reject.type, reject.reason) == (wire.REJECT, "model_mismatch")
+    (stop,) = link.decoded(wire.topic_down(JOB, "w1"))
+    assert (stop.type, stop.reason, stop.session) == (wire.STOP, "model", 1)
     assert "w1" not in coord.server.stats()
 
 
-def test_hello_from_an_older_life_is_rejected_without_breaking_the_loop() -> None:
+def test_hello_of_another_process_is_stopped_as_duplicate_id() -> None:
     coord, link = _coordinator()
     up = wire.topic_up(JOB, "w1")
-    coord.handle(up, wire.encode_hello(JOB, "w1", 5), 0.0)
+    coord.handle(up, wire.encode_hello(JOB, "w1", 5, 50), 0.0)
+    session = coord.peers.get("w1").session
 
-    coord.handle(up, wire.encode_hello(JOB, "w1", 3), 0.1)  # a late, older hello
+    coord.handle(up, wire.encode_hello(JOB, "w1", 3, 30), 0.1)  # another process
 
-    rejects = [
-        m for m in link.decoded(wire.topic_down(JOB, "w1")) if m.type == wire.REJECT
-    ]
-    assert [(m.seq, m.reason) for m in rejects] == [(0, "stale_incarnation")]
+    stops = [m for m in link.decoded(wire.topic_down(JOB, "w1")) if m.type == wire.STOP]
+    # addressed to the refused HELLO's link; the live session is untouched
+    assert [(m.session, m.reason) for m in stops] == [(30, "duplicate_id")]
+    assert coord.peers.get("w1").session == session
     assert coord.ingest.dropped == {} and coord.outbox.errors == 0
 
 
@@ -264,7 +277,7 @@ def test_params_seq_is_the_seq_of_the_update_the_release_answers() -> None:
     up, down = wire.topic_up(JOB, "w1"), wire.topic_down(JOB, "w1")
 
     # Execute: a hello, then pushes with seq 7 and 8
-    coord.handle(up, wire.encode_hello(JOB, "w1", 1), 0.0)
+    coord.handle(up, wire.encode_hello(JOB, "w1", 1, 1), 0.0)
     _push(coord, "w1", 7, 0, 0.1, chunk=4096)
     _push(coord, "w1", 8, 1, 0.2, chunk=4096)
 
@@ -287,7 +300,7 @@ def test_a_bug_in_the_core_raises_instead_of_being_counted() -> None:
         server, RecordingLink(), Settings(job=JOB, model=""), policy_name="broken"
     )
     up = wire.topic_up(JOB, "w1")
-    coord.handle(up, wire.encode_hello(JOB, "w1", 1), 0.0)
+    coord.handle(up, wire.encode_hello(JOB, "w1", 1, 1), 0.0)
 
     # Execute / Assert: the KeyError surfaces; network input was fine, so
     # nothing is counted as dropped

@@ -7,6 +7,7 @@ import pytest
 from edgeps.core.types import Heartbeat, Join, Leave, Push, Rejected
 from edgeps.runtime.ingest import Ingest
 from edgeps.runtime.peers import Peers
+from edgeps.security.keys import derive_worker_key
 from edgeps_worker import wire_host as wire
 
 JOB = "j1"
@@ -44,7 +45,7 @@ def test_chunked_update_becomes_one_push() -> None:
     assert events[:-1] == [None] * (len(chunks) - 1)
     push = events[-1]
     assert isinstance(push, Push)
-    assert (push.worker_id, push.incarnation, push.seq, push.clock) == ("w1", 3, 4, 4)
+    assert (push.worker_id, push.session, push.seq, push.clock) == ("w1", 3, 4, 4)
     assert push.update.dtype == np.float32
     np.testing.assert_array_equal(push.update, np.arange(N, dtype=np.float32) * 0.5)
     assert ingest.dropped == {}
@@ -54,14 +55,23 @@ def test_control_messages() -> None:
     ingest = Ingest(job=JOB, n_params=N, model="mlp:4-3-2")
     up = wire.topic_up(JOB, "w2")
 
-    hello = ingest.feed(up, wire.encode_hello(JOB, "w2", 9, "mlp:4-3-2", 512), 0.0)
+    hello = ingest.feed(
+        up, wire.encode_hello(JOB, "w2", 9, 77, "mlp:4-3-2", 512, max_batch=8), 0.0
+    )
     beat = ingest.feed(up, wire.encode_heartbeat(JOB, "w2", 9, 12), 0.0)
     bye = ingest.feed(up, wire.encode_bye(JOB, "w2", 9, "lost"), 0.0)
 
     # the HELLO's model was checked here; its chunk size went to the worker's peer
-    assert hello == Join("w2", 9) and ingest.peers.get("w2").max_chunk == 512
-    assert beat == Heartbeat("w2", 12)
-    assert bye == Leave("w2", "last_will")
+    assert isinstance(hello, Join) and ingest.peers.get("w2").max_chunk == 512
+    assert (hello.worker_id, hello.instance, hello.nonce, hello.max_batch) == (
+        "w2",
+        9,
+        77,
+        8,
+    )
+    assert hello.session != 0  # a fresh one, drawn at random
+    assert beat == Heartbeat("w2", 12, session=9)
+    assert bye == Leave("w2", "last_will", nonce=9)
 
 
 def test_hello_for_another_model_is_refused_at_ingest() -> None:
@@ -70,14 +80,17 @@ def test_hello_for_another_model_is_refused_at_ingest() -> None:
     up = wire.topic_up(JOB, "w2")
 
     # Execute: another model, then our model spelled another way
-    other = ingest.feed(up, wire.encode_hello(JOB, "w2", 1, "mlp:4-5-2"), 0.0)
-    spelled = ingest.feed(up, wire.encode_hello(JOB, "w2", 1, " mlp:4-3-2:relu"), 0.0)
+    other = ingest.feed(up, wire.encode_hello(JOB, "w2", 1, 1, "mlp:4-5-2"), 0.0)
+    spelled = ingest.feed(
+        up, wire.encode_hello(JOB, "w2", 1, 1, " mlp:4-3-2:relu"), 0.0
+    )
 
     # Assert
     assert other == Rejected("w2", 0, "model_mismatch")
     assert ingest.dropped == {"model_mismatch": 1}
     assert (
-        spelled == Join("w2", 1)
+        isinstance(spelled, Join)
+        and (spelled.worker_id, spelled.instance) == ("w2", 1)
         and ingest.peers.get("w2").model_ok == " mlp:4-3-2:relu"
     )
 
@@ -116,21 +129,48 @@ def test_update_larger_than_the_model_is_refused() -> None:
 
 
 def test_hmac_key_requires_a_valid_tag() -> None:
-    # Prepare
-    key = b"shared-secret"
-    ingest = Ingest(job=JOB, n_params=N, hmac_key=key)
+    # Prepare: each worker is checked with its own key, derived from the master
+    master = b"shared-secret"
+    ingest = Ingest(job=JOB, n_params=N, peers=Peers(JOB, master_key=master))
     up = wire.topic_up(JOB, "w1")
     forged = bytearray(_update(2, key=b"wrong-key")[0])
+    other_workers = _update(4, key=derive_worker_key(master, "w2"))[0]
 
     # Execute
     untagged = ingest.feed(up, _update(1)[0], 0.0)
     bad_tag = ingest.feed(up, bytes(forged), 0.0)
-    good = ingest.feed(up, _update(3, key=key)[0], 0.0)
+    as_master = ingest.feed(up, _update(5, key=master)[0], 0.0)
+    as_other = ingest.feed(up, other_workers, 0.0)
+    good = ingest.feed(up, _update(3, key=derive_worker_key(master, "w1"))[0], 0.0)
 
     # Assert
     assert untagged is None and bad_tag is None
-    assert ingest.dropped == {"hmac": 2}
+    assert as_master is None and as_other is None
+    assert ingest.dropped == {"hmac": 4}
     assert isinstance(good, Push) and good.seq == 3
+
+
+def test_hello_of_an_earlier_link_is_a_replay() -> None:
+    # Prepare: the worker's first link opened a session, then it reconnected
+    ingest = Ingest(job=JOB, n_params=N)
+    up = wire.topic_up(JOB, "w1")
+    first = wire.encode_hello(JOB, "w1", 5, 100)
+    join = ingest.feed(up, first, 0.0)
+    assert isinstance(join, Join)
+    peer = ingest.peers.get("w1")
+    peer.open_session(join.session, join.nonce)
+    again = ingest.feed(up, first, 0.5)  # the same link asks again
+    second = ingest.feed(up, wire.encode_hello(JOB, "w1", 5, 101), 1.0)
+    assert isinstance(second, Join)
+    peer.open_session(second.session, second.nonce)
+
+    # Execute
+    replayed = ingest.feed(up, first, 2.0)
+
+    # Assert: the same link keeps its session; a new one gets a fresh one
+    assert isinstance(again, Join) and again.session == join.session
+    assert second.session != join.session
+    assert replayed is None and ingest.dropped == {"replay": 1}
 
 
 def test_stale_partials_expire_and_are_counted() -> None:

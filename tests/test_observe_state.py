@@ -35,8 +35,9 @@ class QuietLink:
 
 def _push(coord: Coordinator, wid: str, seq: int, base: int, now: float) -> None:
     grad = np.full(N, 0.1, dtype="<f4").tobytes()
+    session = coord.peers.get(wid).session  # from the WELCOME
     for part in wire.encode_update(
-        JOB, wid, 1, seq, seq, base, 0.02, 8, 0.3, grad, max_chunk=4096
+        JOB, wid, session, seq, seq, base, 0.02, 8, 0.3, grad, max_chunk=4096
     ):
         coord.handle(wire.topic_up(JOB, wid), part, now)
 
@@ -55,7 +56,7 @@ def test_record_carries_policy_timings_staleness_and_inbox() -> None:
         observer=seen.append,
     )
     for wid in ("w1", "w2"):
-        coord.handle(wire.topic_up(JOB, wid), wire.encode_hello(JOB, wid, 1), 0.0)
+        coord.handle(wire.topic_up(JOB, wid), wire.encode_hello(JOB, wid, 1, 1), 0.0)
     _push(coord, "w1", 1, 0, 0.1)
     _push(coord, "w1", 2, 1, 0.2)
     _push(coord, "w2", 1, 0, 0.3)

@@ -185,7 +185,10 @@ class Cluster:
             assert w.state == "dead"
         elif kind == "restart" or (kind == "join" and w.state == "dead"):
             if kind == "restart":
-                # a new incarnation: fresh seq and clock on the worker
+                # a new process: its old link's last will fires, then a fresh
+                # session with fresh seq and clock on the worker
+                if w.state != "dead":
+                    self.run(self.server.handle(Leave(w.wid, "last_will"), self.now))
                 w.incarnation += 1
                 w.seq, w.clock, w.sent = -1, 0, []
             # a hello after death keeps the incarnation, so its seq goes on

@@ -121,7 +121,7 @@ def test_unchunked_and_non_payload_messages_pass_straight_through() -> None:
     # Prepare
     r = wire.Reassembler(max_bytes=64, max_age=10, max_pending=1)
     hb = wire.decode(wire.encode_heartbeat("j", "w", 1, 1))
-    (one,) = wire.encode_params("j", "w", 1, b"\0" * 8)
+    (one,) = wire.encode_params("j", "w", 1, 2, 1, b"\0" * 8)
 
     # Execute / Assert
     assert r.add(hb, 0.0) is hb

@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 UPD = wire.encode_update("job1", "w1", 2, 5, 3, 9, 0.5, 32, 0.25, b"\0" * 8)[0]
 HB = wire.encode_heartbeat("job1", "w1", 2, 3)
 BYE = wire.encode_bye("job1", "w1", 2, "lost")
-MODEL = wire.encode_model("job1", "running", "m", 1, 2)
+MODEL = wire.encode_model("job1", 1, "running", "m", 1, 2)
 MODEL_WITH_WID = (
-    struct.pack(wire.PREFIX, b"EP", 1, wire.MODEL, 0, 4, 1, 0, 1)
+    struct.pack(wire.PREFIX, b"EP", 2, wire.MODEL, 0, 4, 1, 0, 1)
     + b"job1w"
-    + struct.pack("<BII", 0, 1, 2)
+    + struct.pack("<QBII", 1, 0, 1, 2)
     + b"m"
 )
 # offset of the UPDATE type fields: prefix + "job1" + "w1"
@@ -42,9 +42,10 @@ def _reason(buf: object, **kw: object) -> str:
         (b"", "short"),
         (b"EP\x01", "short"),
         (b"XX" + UPD[2:], "magic"),
-        (_patch(UPD, 2, "<B", 2), "version"),
+        (_patch(UPD, 2, "<B", 1), "version"),  # protocol v1
+        (_patch(UPD, 2, "<B", 3), "version"),
         (_patch(UPD, 3, "<B", 0), "type"),
-        (_patch(UPD, 3, "<B", 8), "type"),
+        (_patch(UPD, 3, "<B", 10), "type"),
         (_patch(UPD, 4, "<B", 0x02), "flags"),
         (UPD + b"\0", "length"),
         (_patch(HB, 8, "<I", 1) + b"x", "length"),  # a heartbeat has no body
@@ -52,17 +53,17 @@ def _reason(buf: object, **kw: object) -> str:
         (_patch(UPD, wire.PREFIX_LEN + 4, "<B", ord("/")), "id"),
         (_patch(_patch(UPD, 5, "<B", 0), 6, "<B", 6), "id"),  # empty job id
         (MODEL_WITH_WID, "id"),
-        (_patch(MODEL, wire.PREFIX_LEN + 4, "<B", 7), "value"),  # unknown state
+        (_patch(MODEL, wire.PREFIX_LEN + 12, "<B", 7), "value"),  # unknown state
         (BYE[:-4] + b"\xff\xfe\xfd\xfc", "text"),
-        (_patch(UPD, F + 16, "<f", float("nan")), "value"),  # compute_time
-        (_patch(UPD, F + 16, "<f", -1.0), "value"),
-        (_patch(UPD, F + 28, "<B", 9), "dtype"),
-        (_patch(UPD, F + 29, "<H", 1), "chunk"),  # index 1 of 1
-        (_patch(UPD, F + 31, "<H", 2), "chunk"),  # count disagrees with sizes
-        (_patch(UPD, F + 33, "<I", 6), "chunk"),  # chunk size not whole f32s
-        (_patch(UPD, F + 37, "<I", 10), "length"),  # total not whole f32s
-        (_patch(UPD, F + 37, "<I", 1 << 30), "length"),  # absurd total
-        (_patch(_patch(UPD, F + 33, "<I", 4), F + 31, "<H", 2), "length"),
+        (_patch(UPD, F + 20, "<f", float("nan")), "value"),  # compute_time
+        (_patch(UPD, F + 20, "<f", -1.0), "value"),
+        (_patch(UPD, F + 32, "<B", 9), "dtype"),
+        (_patch(UPD, F + 33, "<H", 1), "chunk"),  # index 1 of 1
+        (_patch(UPD, F + 35, "<H", 2), "chunk"),  # count disagrees with sizes
+        (_patch(UPD, F + 37, "<I", 6), "chunk"),  # chunk size not whole f32s
+        (_patch(UPD, F + 41, "<I", 10), "length"),  # total not whole f32s
+        (_patch(UPD, F + 41, "<I", 1 << 30), "length"),  # absurd total
+        (_patch(_patch(UPD, F + 37, "<I", 4), F + 35, "<H", 2), "length"),
     ],
 )
 def test_malformed_message_is_rejected_with_reason(buf: bytes, reason: str) -> None:

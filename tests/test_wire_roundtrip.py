@@ -25,7 +25,7 @@ def test_update_round_trip_keeps_every_field() -> None:
 
     # Assert
     assert (msg.type, msg.job, msg.wid) == (wire.UPDATE, "j", "w7")
-    assert (msg.incarnation, msg.seq, msg.clock, msg.base_version) == (3, 11, 4, 2)
+    assert (msg.session, msg.seq, msg.clock, msg.base_version) == (3, 11, 4, 2)
     assert (msg.compute_time, msg.samples, msg.loss) == (0.125, 64, 0.75)
     assert msg.dtype == wire.DTYPE_F32
     np.testing.assert_array_equal(np.frombuffer(msg.data, "<f4"), g)
@@ -37,11 +37,11 @@ def test_numpy_array_and_array_f_encode_like_their_bytes() -> None:
     a = array("f", g.tolist())
 
     # Execute
-    from_np = wire.encode_params("j", "w", 5, g)
-    from_arr = wire.encode_params("j", "w", 5, a)
+    from_np = wire.encode_params("j", "w", 1, 2, 5, g)
+    from_arr = wire.encode_params("j", "w", 1, 2, 5, a)
 
     # Assert
-    assert from_np == from_arr == wire.encode_params("j", "w", 5, g.tobytes())
+    assert from_np == from_arr == wire.encode_params("j", "w", 1, 2, 5, g.tobytes())
 
 
 def test_nan_loss_survives_and_means_unknown() -> None:
@@ -71,17 +71,18 @@ def test_every_chunk_respects_max_chunk_and_reassembles() -> None:
 
 def test_hello_bye_heartbeat_reject_model_round_trip() -> None:
     # Execute
-    hello = wire.decode(wire.encode_hello("j", "w", 9, "mlp:8x4", 2048))
+    hello = wire.decode(wire.encode_hello("j", "w", 9, 2**64 - 1, "mlp:8x4", 2048))
     bye = wire.decode(wire.encode_bye("j", "w", 9, "bye"))
     hb = wire.decode(wire.encode_heartbeat("j", "w", 9, 12))
-    rej = wire.decode(wire.encode_reject("j", "w", 4, "stale"))
-    model = wire.decode(wire.encode_model("j", "done", "mlp:8x4", 40, 44))
+    rej = wire.decode(wire.encode_reject("j", "w", 1, 2, 4, "stale"))
+    model = wire.decode(wire.encode_model("j", 1, "done", "mlp:8x4", 40, 44))
 
     # Assert
-    assert (hello.incarnation, hello.model, hello.max_chunk) == (9, "mlp:8x4", 2048)
+    assert (hello.instance, hello.model, hello.max_chunk) == (9, "mlp:8x4", 2048)
+    assert hello.nonce == 2**64 - 1 and hello.max_batch == 0
     assert hello.dtypes == 1 << wire.DTYPE_F32
-    assert (bye.incarnation, bye.reason) == (9, "bye")
-    assert (hb.incarnation, hb.clock) == (9, 12)
+    assert (bye.nonce, bye.reason) == (9, "bye")
+    assert (hb.session, hb.clock) == (9, 12)
     assert (rej.seq, rej.reason) == (4, "stale")
     assert (model.state, model.version, model.n_params, model.wid) == (
         "done",
@@ -94,7 +95,7 @@ def test_hello_bye_heartbeat_reject_model_round_trip() -> None:
 def test_hmac_tag_is_checked_with_a_key_and_skipped_without() -> None:
     # Prepare
     key = b"board-secret"
-    (buf,) = wire.encode_params("j", "w", 1, _grad(3), key=key)
+    (buf,) = wire.encode_params("j", "w", 1, 2, 1, _grad(3), key=key)
     forged = bytearray(buf)
     forged[-20] ^= 1  # a payload bit
 
@@ -132,12 +133,12 @@ def test_key_given_but_message_untagged_is_rejected() -> None:
         lambda: wire.encode_heartbeat("j", "w", 1, 2**32),
         lambda: wire.encode_update("j", "w", 0, 1, 1, 0, -1.0, 1, 0.0, b""),
         lambda: wire.encode_update("j", "w", 0, 1, 1, 0, float("nan"), 1, 0.0, b""),
-        lambda: wire.encode_params("j", "w", 1, b"abc"),  # not whole f32s
-        lambda: wire.encode_params("j", "w", 1, b"abcd", dtype=9),
-        lambda: wire.encode_params("j", "w", 1, b"abcd", max_chunk=38),
-        lambda: wire.encode_model("j", "paused", "m", 1, 1),
+        lambda: wire.encode_params("j", "w", 1, 2, 1, b"abc"),  # not whole f32s
+        lambda: wire.encode_params("j", "w", 1, 2, 1, b"abcd", dtype=9),
+        lambda: wire.encode_params("j", "w", 1, 2, 1, b"abcd", max_chunk=38),
+        lambda: wire.encode_model("j", 1, "paused", "m", 1, 1),
         lambda: wire.encode_bye("j", "w", 1, "x" * 3000),
-        lambda: wire.encode_hello("j", "w", 1, dtypes=(7,)),
+        lambda: wire.encode_hello("j", "w", 1, 1, dtypes=(7,)),
     ],
 )
 def test_bad_encoder_arguments_raise_value_error(call: Callable[[], object]) -> None:
@@ -151,7 +152,7 @@ def test_bad_encoder_arguments_raise_value_error(call: Callable[[], object]) -> 
     [
         lambda: wire.encode_heartbeat("j", "w", 1.5, 1),
         lambda: wire.encode_heartbeat("j", "w", True, 1),
-        lambda: wire.encode_params("j", "w", 1, 12345),
+        lambda: wire.encode_params("j", "w", 1, 2, 1, 12345),
         lambda: wire.encode_bye("j", "w", 1, b"bytes"),
         lambda: wire.encode_update("j", "w", 0, 1, 1, 0, 0.0, 1, "x", b""),
     ],

@@ -59,7 +59,9 @@ class ScriptedPS:
         self.updates: Counter[str] = Counter()
         self.hellos: Counter[str] = Counter()
         self.byes: list[tuple[str, str]] = []
-        self.incarnations: dict[str, list[int]] = {}
+        self.instances: dict[str, list[int]] = {}
+        self.run = 0xC0FFEE
+        self.sessions: dict[str, tuple[int, int]] = {}  # wid -> (nonce, session)
         self.losses: dict[str, list[float]] = {}
         self.duplicates = 0
         # when set, updates are applied but nobody is released (a stuck host)
@@ -90,13 +92,19 @@ class ScriptedPS:
 
     def _publish_model(self) -> None:
         payload = wire.encode_model(
-            self.job, self.state, str(self.spec), self.version, self.spec.n_params
+            self.job,
+            self.run,
+            self.state,
+            str(self.spec),
+            self.version,
+            self.spec.n_params,
         )
         self.client.publish(wire.topic_model(self.job), payload, qos=1, retain=True)
 
     def _release(self, wid: str) -> None:
+        session = self.sessions[wid][1]
         for chunk in wire.encode_params(
-            self.job, wid, self.version, self.params.tobytes()
+            self.job, wid, self.run, session, self.version, self.params.tobytes()
         ):
             self.client.publish(wire.topic_down(self.job, wid), chunk, qos=1)
 
@@ -111,12 +119,27 @@ class ScriptedPS:
                 continue
             if msg.type == wire.HELLO:
                 self.hellos[msg.wid] += 1
-                incs = self.incarnations.setdefault(msg.wid, [])
-                if msg.incarnation not in incs:
-                    incs.append(msg.incarnation)
+                incs = self.instances.setdefault(msg.wid, [])
+                if msg.instance not in incs:
+                    incs.append(msg.instance)
+                old = self.sessions.get(msg.wid)
+                if old is None or old[0] != msg.nonce:
+                    self.sessions[msg.wid] = (msg.nonce, sum(self.hellos.values()))
+                welcome = wire.encode_welcome(
+                    self.job,
+                    msg.wid,
+                    self.run,
+                    msg.nonce,
+                    self.sessions[msg.wid][1],
+                    self.spec.n_params,
+                    str(self.spec),
+                )
+                self.client.publish(wire.topic_down(self.job, msg.wid), welcome, 1)
                 self._release(msg.wid)
             elif msg.type == wire.UPDATE:
-                key = (msg.wid, msg.incarnation, msg.seq)
+                if msg.session != self.sessions[msg.wid][1]:
+                    continue  # an earlier session's update
+                key = (msg.wid, msg.session, msg.seq)
                 if key in self._seen:
                     self.duplicates += 1
                     continue
@@ -132,9 +155,12 @@ class ScriptedPS:
                 self.byes.append((msg.wid, str(msg.reason)))
 
     def finish(self) -> None:
-        """Mark the job done (retained), as the host does at the end."""
+        """Mark the job done (retained) and STOP each session, as the host does."""
         self.state = "done"
         self._publish_model()
+        for wid, (_, session) in list(self.sessions.items()):
+            stop = wire.encode_stop(self.job, wid, self.run, session, "done")
+            self.client.publish(wire.topic_down(self.job, wid), stop, qos=1)
 
     def close(self) -> None:
         self._stop.set()
@@ -160,7 +186,7 @@ def _worker(port: int, wid: str, part: int, **kw):  # type: ignore[no-untyped-de
     )
     kw.setdefault("backoff_min_ms", 50)
     kw.setdefault("backoff_max_ms", 400)
-    return Worker(transport, trainer, "job1", wid, incarnation=7, **kw)
+    return Worker(transport, trainer, "job1", wid, instance=7, **kw)
 
 
 def _cli(port: int, wid: str, *args: str) -> subprocess.Popen[str]:
@@ -205,7 +231,7 @@ def test_worker_reconnects_after_broker_restart(mosquitto, ps) -> None:  # type:
     assert resumed, f"no pushes after the restart ({w.stats})"
     assert w.stats["reconnects"] >= 1
     assert not th.is_alive() and w.stop_reason == "stopped"
-    assert ps.incarnations["w1"] == [7]
+    assert ps.instances["w1"] == [7]
 
 
 @pytest.mark.integration
@@ -269,7 +295,7 @@ def test_cli_worker_with_a_csv_file_and_sigterm(mosquitto, ps, tmp_path: Path) -
     # Assert
     assert code == 0
     assert wait_until(lambda: ("csv1", "bye") in ps.byes)
-    assert ps.incarnations["csv1"] == [42]
+    assert ps.instances["csv1"] == [42]
 
 
 @pytest.mark.integration

@@ -98,9 +98,11 @@ class StepHeartbeat:
                 w = self.worker
                 if self._since is None or w is None or not w.t.connected:
                     continue
+                if w.session is None:
+                    continue
                 try:
                     beat = wire.encode_heartbeat(
-                        w.job, w.wid, w.incarnation, w.clock, w.key
+                        w.job, w.wid, w.session, w.clock, w.key
                     )
                     w.t.publish(w.up, beat, 1)
                     w.stats["heartbeats"] += 1

@@ -15,7 +15,6 @@ import gc
 import json
 import sys
 
-from edgeps_worker import clock
 
 # ports with an operating system to hand an exit status to
 HOSTED = ("linux", "darwin", "win32")
@@ -26,42 +25,12 @@ def finish(status):
 
     On the ESP32 a SystemExit leaving main.py makes MicroPython soft-reset the
     board (pyexec's forced exit), so a finished board would rejoin, finish
-    again and rewrite its incarnation file forever; returning instead leaves
+    again forever; returning instead leaves
     it idle at the REPL until someone resets it.
     """
     if sys.platform in HOSTED:
         sys.exit(status)
     print("edgeps worker: finished, status " + str(status) + "; idle until reset")
-
-
-def next_incarnation(path):
-    """A number larger than any earlier run's: clock-based once the clock is set.
-
-    Like the CPython worker it counts tenths of a second since 2024; a board
-    whose clock was never set counts boots instead, in a file in flash.
-    """
-    try:
-        with open(path) as f:
-            last = int(f.read())
-    except (OSError, ValueError):
-        last = 0
-    inc = min(max(last + 1, clock.tenths_since_2024()), 0xFFFFFFFF)
-    save_incarnation(path, inc)
-    return inc
-
-
-def save_incarnation(path, inc):
-    """Remember the incarnation for the next start; a read-only disk is no error."""
-    try:
-        with open(path, "w") as f:
-            f.write(str(inc))
-    except OSError:
-        pass
-
-
-def saver(path):
-    """The worker's save_incarnation callback for the file at ``path``."""
-    return lambda inc: save_incarnation(path, inc)
 
 
 def live_heap():

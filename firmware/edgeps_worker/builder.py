@@ -11,7 +11,9 @@ is still unfragmented.
 
 import gc
 import json
+import os
 import sys
+from binascii import hexlify, unhexlify
 
 from edgeps_worker import app
 
@@ -77,7 +79,8 @@ def make_transport(cfg, buffers):
 
         ctx = tls_context(cfg["tls_ca"])
     return cls(
-        cfg["worker_id"],
+        # an unguessable suffix per start, so no client can aim a takeover
+        cfg["worker_id"] + "-" + hexlify(os.urandom(6)).decode(),
         cfg["broker_host"],
         cfg["broker_port"],
         cfg["username"] or None,
@@ -122,7 +125,6 @@ def build(path, stop=None):
     from edgeps_worker import kernels, trainer, worker
 
     model = cfg["model"]
-    inc_file = cfg["incarnation_file"]
     net = trainer.KernelTrainer(
         model,
         build_source(cfg, kernels.parse_spec(model)[1][0], trainer.label_kind(model)),
@@ -134,14 +136,12 @@ def build(path, stop=None):
         net,
         cfg["job"],
         cfg["worker_id"],
-        incarnation=app.next_incarnation(inc_file),
         max_iterations=cfg["max_iterations"],
         stop=stop,
         heartbeat_ms=cfg["heartbeat_ms"],
         release_timeout_ms=cfg["release_timeout_ms"],
         max_chunk=cfg["max_chunk"],
-        key=cfg["hmac_key"].encode() or None,
-        save_incarnation=app.saver(inc_file),
+        key=unhexlify(cfg["hmac_key"]) if cfg["hmac_key"] else None,
         mem_probe=app.live_heap
         if cfg["memory_probe"] and hasattr(gc, "mem_alloc")
         else None,

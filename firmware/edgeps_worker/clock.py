@@ -1,4 +1,4 @@
-"""Millisecond ticks that wrap: time.ticks_* on MicroPython, monotonic on CPython."""
+"""Millisecond ticks that wrap (time.ticks_* on MicroPython), and random ids."""
 
 import time
 
@@ -23,16 +23,14 @@ except AttributeError:
             time.sleep(ms / 1000)
 
 
-# 2024-01-01 UTC in this port's epoch (2000 on the ESP32, 1970 elsewhere)
-EPOCH_2024 = 1704067200 - (946684800 if time.gmtime(0)[0] == 2000 else 0)
+def random_u64():
+    """A random non-zero 64-bit number (worker instance ids, link nonces)."""
+    try:
+        import os
 
+        n = int.from_bytes(os.urandom(8), "little")
+    except (ImportError, AttributeError, NotImplementedError):
+        from random import getrandbits
 
-def tenths_since_2024():
-    """Tenths of a second since 2024 (32-bit), or 0 when the clock was never set.
-
-    Worker incarnations use it: it grows across restarts, as the host requires.
-    """
-    now = time.time()
-    if now <= EPOCH_2024:
-        return 0
-    return int((now - EPOCH_2024) * 10) & 0xFFFFFFFF
+        n = (getrandbits(32) << 32) | getrandbits(32)
+    return n or 1

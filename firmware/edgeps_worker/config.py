@@ -6,6 +6,7 @@ starting with "_" are comments and ignored.
 """
 
 import json
+from binascii import unhexlify
 
 from edgeps_worker import wire
 from edgeps_worker.kernels import parse_spec
@@ -37,7 +38,6 @@ KEYS = {
     "tls_ca": (str, ""),
     "tls_hostname": (str, ""),
     "hmac_key": (str, ""),
-    "incarnation_file": (str, "incarnation.txt"),
     "verbose": (bool, True),
     "memory_probe": (bool, False),
 }
@@ -103,9 +103,14 @@ def validate(raw, board=False):
     if board and not cfg.get("wifi_ssid"):
         problems.append("an ESP32 config needs wifi_ssid")
     key = cfg.get("hmac_key", "")
-    if type(key) is str and key != key.strip():
-        # the host strips its --hmac-key-file, so such a key could never match
-        problems.append("hmac_key must not start or end with whitespace")
+    if type(key) is str and key:
+        # this board's own key, as `edgeps keys derive` writes it: 64 hex digits
+        try:
+            ok = len(key) == 64 and len(unhexlify(key)) == 32
+        except ValueError:
+            ok = False
+        if not ok:
+            problems.append("hmac_key must be the 64 hex digits of this board's key")
     if problems:
         raise ValueError("bad config: " + "; ".join(problems))
     return cfg

@@ -1,18 +1,15 @@
-"""edgeps wire protocol v1 as a board uses it: layout, ids, HMAC, decode, encode.
+"""edgeps wire protocol v2 as a board uses it: layout, ids, HMAC, decode, encode.
 
-Pure and shared with the host: runs unchanged on MicroPython 1.2x and
-CPython 3.10+, no I/O, no typing at runtime, explicit little-endian
-``struct`` formats; the byte layout is documented field by field in
-firmware/PROTOCOL.md. It holds what a worker runs (decode, and the encoders
-of HELLO, UPDATE chunks, HEARTBEAT, BYE) in one module, since each module
-costs a board heap; ``wire_host`` adds the PS's encoders, the reassembler
-and topic parsing for the host.
+Pure and shared with the host (MicroPython 1.2x and CPython 3.10+), explicit
+little-endian ``struct`` formats, laid out field by field in
+firmware/PROTOCOL.md. It holds what a worker runs (decode; HELLO, UPDATE,
+HEARTBEAT, BYE encoders); ``wire_host`` adds the PS's encoders and reassembler.
 """
 
 import struct
 from hashlib import sha256
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 MAGIC = b"EP"
 
 # message types
@@ -23,6 +20,8 @@ HEARTBEAT = 4
 BYE = 5
 MODEL = 6
 REJECT = 7
+WELCOME = 8
+STOP = 9
 
 # payload element types; only f32 is produced today, the others are reserved
 DTYPE_F32 = 1
@@ -47,17 +46,20 @@ PREFIX_LEN = 12
 # per-type fixed fields, after the two ids
 _CHUNK = ("dtype", "chunk_index", "chunk_count", "chunk_size", "total_len")
 FIELDS = {
-    HELLO: ("<IIB", ("incarnation", "max_chunk", "dtypes")),
-    UPDATE: ("<IIIIfIfBHHII", ("incarnation", "seq", "clock", "base_version",
+    HELLO: ("<QQIBH", ("instance", "nonce", "max_chunk", "dtypes", "max_batch")),
+    UPDATE: ("<QIIIfIfBHHII", ("session", "seq", "clock", "base_version",
                                "compute_time", "samples", "loss") + _CHUNK),
-    PARAMS: ("<IIBHHII", ("version", "seq") + _CHUNK),
-    HEARTBEAT: ("<II", ("incarnation", "clock")),
-    BYE: ("<I", ("incarnation",)),
-    MODEL: ("<BII", ("state", "version", "n_params")),
-    REJECT: ("<I", ("seq",)),
+    PARAMS: ("<QQIIHBHHII", ("run", "session", "version", "seq", "batch") + _CHUNK),
+    HEARTBEAT: ("<QI", ("session", "clock")),
+    BYE: ("<Q", ("nonce",)),
+    MODEL: ("<QBII", ("run", "state", "version", "n_params")),
+    REJECT: ("<QQI", ("run", "session", "seq")),
+    WELCOME: ("<QQQI", ("run", "nonce", "session", "n_params")),
+    STOP: ("<QQ", ("run", "session")),
 }  # fmt: skip
 # which attribute carries the UTF-8 body of text messages
-TEXT_BODY = {HELLO: "model", BYE: "reason", MODEL: "model", REJECT: "reason"}
+TEXT_BODY = {HELLO: "model", BYE: "reason", MODEL: "model", REJECT: "reason",
+             WELCOME: "model", STOP: "reason"}  # fmt: skip
 DATA_BODY = (UPDATE, PARAMS)
 
 _ID_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
@@ -77,9 +79,9 @@ class Message:
     Fields its type lacks read as these class defaults, so only the fields
     decode sets take room in an instance."""
 
-    flags = incarnation = seq = clock = base_version = samples = dtype = 0
+    flags = session = seq = clock = base_version = samples = dtype = 0
     version = chunk_index = chunk_size = total_len = offset = n_params = 0
-    max_chunk = dtypes = 0
+    max_chunk = dtypes = run = nonce = instance = max_batch = batch = 0
     chunk_count = 1
     tagged = False
     compute_time = 0.0
@@ -114,16 +116,14 @@ def check_id(name, s):
 
 def topic_up(job, wid):
     """Worker -> PS topic of one worker."""
-    check_id("job", job)
-    check_id("wid", wid)
-    return "edgeps/" + job + "/up/" + wid
+    jb, wb = check_id("job", job), check_id("wid", wid)
+    return "edgeps/" + jb.decode() + "/up/" + wb.decode()
 
 
 def topic_down(job, wid):
-    """PS -> worker topic of one worker (releases, rejects)."""
-    check_id("job", job)
-    check_id("wid", wid)
-    return "edgeps/" + job + "/down/" + wid
+    """PS -> worker topic of one worker (welcome, releases, rejects, stop)."""
+    jb, wb = check_id("job", job), check_id("wid", wid)
+    return "edgeps/" + jb.decode() + "/down/" + wb.decode()
 
 
 def topic_model(job):
@@ -218,8 +218,8 @@ def _decode_id(mv, name):
 def decode(buf, key=None, max_len=MAX_MESSAGE):
     """Bytes -> Message; raises WireError(reason) on anything malformed.
 
-    With a (non-empty) ``key`` the HMAC tag is required and checked; without
-    one a tag, if present, is skipped unchecked (``msg.tagged`` says so).
+    With a (non-empty) ``key`` the HMAC tag is required and checked (MODEL
+    excepted); without one a tag is skipped unchecked (``msg.tagged`` says so).
     """
     mv = _as_view(buf)
     n = len(mv)
@@ -245,7 +245,7 @@ def decode(buf, key=None, max_len=MAX_MESSAGE):
         raise WireError("short", "%d < %d bytes" % (n, hl + bl + tl))
     if n != hl + bl + tl:
         raise WireError("length", "%d trailing bytes" % (n - hl - bl - tl))
-    if key:
+    if key and mtype != MODEL:  # MODEL is informational and never signed
         if not tl:
             raise WireError("hmac", "tag missing")
         want = hmac_sha256(key, mv[: hl + bl])[:HMAC_LEN]
@@ -279,7 +279,7 @@ def decode(buf, key=None, max_len=MAX_MESSAGE):
     elif bl:
         raise WireError("length", "unexpected body")
     if mtype == MODEL:
-        code = vals[0]  # the state byte
+        code = vals[1]  # the state byte
         if code >= len(MODEL_STATES):
             raise WireError("value", "model state %d" % code)
         msg.state = MODEL_STATES[code]
@@ -404,10 +404,9 @@ def _f32(name, v):
         raise TypeError("%s must be a float, got %r" % (name, v)) from None
 
 
-def encode_hello(
-    job, wid, incarnation, model="", max_chunk=DEFAULT_CHUNK, dtypes=None, key=None
-):
-    """A worker announces itself (and asks for parameters)."""
+def encode_hello(job, wid, instance, nonce, model="", max_chunk=DEFAULT_CHUNK,
+                 dtypes=None, max_batch=0, key=None):  # fmt: skip
+    """A worker asks to join: ``instance`` names its process, ``nonce`` its link."""
     if dtypes is None:
         dtypes = (DTYPE_F32,)
     mask = 0
@@ -415,35 +414,37 @@ def encode_hello(
         if d not in DTYPE_SIZE:
             raise ValueError("unknown dtype %r" % (d,))
         mask |= 1 << d
-    vals = (_uint("incarnation", incarnation, 32), _uint("max_chunk", max_chunk, 32))
+    vals = (_uint("instance", instance, 64), _uint("nonce", nonce, 64),
+            _uint("max_chunk", max_chunk, 32), mask,
+            _uint("max_batch", max_batch, 16))  # fmt: skip
     jb, wb = check_id("job", job), check_id("wid", wid)
     body = _text("model", model)
-    return _frame(HELLO, jb, wb, FIELDS[HELLO][0], vals + (mask,), body, key)
+    return _frame(HELLO, jb, wb, FIELDS[HELLO][0], vals, body, key)
 
 
-def iter_update(job, wid, incarnation, seq, clock, base_version, compute_time,
+def iter_update(job, wid, session, seq, clock, base_version, compute_time,
                 samples, loss, data, dtype=DTYPE_F32, max_chunk=DEFAULT_CHUNK,
                 key=None):  # fmt: skip
     """Like encode_update but yields chunks one by one (a board holds one at a time)."""
     ct = _f32("compute_time", compute_time)
     if not ct >= 0.0 or ct == float("inf"):
         raise ValueError("compute_time must be finite and >= 0, got %r" % (ct,))
-    head = (_uint("incarnation", incarnation, 32), _uint("seq", seq, 32),
+    head = (_uint("session", session, 64), _uint("seq", seq, 32),
             _uint("clock", clock, 32), _uint("base_version", base_version, 32),
             ct, _uint("samples", samples, 32), _f32("loss", loss))  # fmt: skip
     jb, wb = check_id("job", job), check_id("wid", wid)
     return _chunks(UPDATE, jb, wb, FIELDS[UPDATE][0], head, data, dtype, max_chunk, key)
 
 
-def encode_heartbeat(job, wid, incarnation, clock, key=None):
+def encode_heartbeat(job, wid, session, clock, key=None):
     """I am alive (sent while computing or waiting at a barrier)."""
-    vals = (_uint("incarnation", incarnation, 32), _uint("clock", clock, 32))
+    vals = (_uint("session", session, 64), _uint("clock", clock, 32))
     jb, wb = check_id("job", job), check_id("wid", wid)
     return _frame(HEARTBEAT, jb, wb, FIELDS[HEARTBEAT][0], vals, b"", key)
 
 
-def encode_bye(job, wid, incarnation, reason, key=None):
-    """A worker leaves (reason "bye"), or its last will fires (reason "lost")."""
-    vals = (_uint("incarnation", incarnation, 32),)
+def encode_bye(job, wid, nonce, reason, key=None):
+    """A worker leaves ("bye") or its last will fires ("lost"); ``nonce``: its link."""
+    vals = (_uint("nonce", nonce, 64),)
     jb, wb = check_id("job", job), check_id("wid", wid)
     return _frame(BYE, jb, wb, FIELDS[BYE][0], vals, _text("reason", reason), key)

@@ -33,7 +33,9 @@ from edgeps_worker.wire import (
     PREFIX_LEN,
     PROTOCOL_VERSION,
     REJECT,
+    STOP,
     UPDATE,
+    WELCOME,
     Message,
     WireError,
     _chunks,
@@ -61,6 +63,8 @@ TYPE_NAMES = {
     BYE: "bye",
     MODEL: "model",
     REJECT: "reject",
+    WELCOME: "welcome",
+    STOP: "stop",
 }
 
 # ---------------------------------------------------------------- topics
@@ -95,7 +99,7 @@ def parse_up_topic(topic):
 def encode_update(
     job,
     wid,
-    incarnation,
+    session,
     seq,
     clock,
     base_version,
@@ -112,7 +116,7 @@ def encode_update(
         iter_update(
             job,
             wid,
-            incarnation,
+            session,
             seq,
             clock,
             base_version,
@@ -128,54 +132,108 @@ def encode_update(
 
 
 def iter_params(
-    job, wid, version, data, max_chunk=DEFAULT_CHUNK, seq=0, dtype=DTYPE_F32, key=None
+    job,
+    wid,
+    run,
+    session,
+    version,
+    data,
+    max_chunk=DEFAULT_CHUNK,
+    seq=0,
+    dtype=DTYPE_F32,
+    key=None,
+    batch=0,
 ):
     """Like encode_params but yields chunks one by one."""
-    head = (_uint("version", version, 32), _uint("seq", seq, 32))
+    head = (
+        _uint("run", run, 64),
+        _uint("session", session, 64),
+        _uint("version", version, 32),
+        _uint("seq", seq, 32),
+        _uint("batch", batch, 16),
+    )
     jb = check_id("job", job)
     wb = check_id("wid", wid)
     return _chunks(PARAMS, jb, wb, FIELDS[PARAMS][0], head, data, dtype, max_chunk, key)
 
 
 def encode_params(
-    job, wid, version, data, max_chunk=DEFAULT_CHUNK, seq=0, dtype=DTYPE_F32, key=None
+    job,
+    wid,
+    run,
+    session,
+    version,
+    data,
+    max_chunk=DEFAULT_CHUNK,
+    seq=0,
+    dtype=DTYPE_F32,
+    key=None,
+    batch=0,
 ):
-    """Parameters at ``version`` sent to one worker (its release), as chunks.
+    """Parameters at ``version`` sent to one worker's session (its release), as chunks.
 
     ``seq`` is the seq of the UPDATE this release answers (0 when it answers
     none, as after a HELLO); with ``version`` it names the release, so a
-    board never mixes the chunks of two releases.
+    board never mixes the chunks of two releases. ``batch`` is the batch size
+    the PS asks for (0: the worker keeps its own).
     """
-    return list(iter_params(job, wid, version, data, max_chunk, seq, dtype, key))
+    return list(
+        iter_params(
+            job, wid, run, session, version, data, max_chunk, seq, dtype, key, batch
+        )
+    )
 
 
-def encode_model(job, state, model, version, n_params, key=None):
-    """Retained job state: running/done, the model spec, current version, size."""
+def encode_model(job, run, state, model, version, n_params):
+    """Retained job state (informational, unsigned): run, state, spec, version, size."""
     if state not in MODEL_STATES:
         raise ValueError("state must be one of %r, got %r" % (MODEL_STATES, state))
     vals = (
+        _uint("run", run, 64),
         MODEL_STATES.index(state),
         _uint("version", version, 32),
         _uint("n_params", n_params, 32),
     )
     jb = check_id("job", job)
-    return _frame(MODEL, jb, b"", FIELDS[MODEL][0], vals, _text("model", model), key)
+    return _frame(MODEL, jb, b"", FIELDS[MODEL][0], vals, _text("model", model), None)
 
 
-def encode_reject(job, wid, seq, reason, key=None):
-    """The PS tells a worker it dropped its update ``seq`` and why."""
-    vals = (_uint("seq", seq, 32),)
+def encode_reject(job, wid, run, session, seq, reason, key=None):
+    """The PS tells a worker's session it dropped its update ``seq`` and why."""
+    vals = (_uint("run", run, 64), _uint("session", session, 64), _uint("seq", seq, 32))
     jb = check_id("job", job)
     wb = check_id("wid", wid)
     return _frame(REJECT, jb, wb, FIELDS[REJECT][0], vals, _text("reason", reason), key)
 
 
+def encode_welcome(job, wid, run, nonce, session, n_params, model, key=None):
+    """The PS answers a HELLO (echoing its ``nonce``) with a fresh session."""
+    vals = (
+        _uint("run", run, 64),
+        _uint("nonce", nonce, 64),
+        _uint("session", session, 64),
+        _uint("n_params", n_params, 32),
+    )
+    jb = check_id("job", job)
+    wb = check_id("wid", wid)
+    body = _text("model", model)
+    return _frame(WELCOME, jb, wb, FIELDS[WELCOME][0], vals, body, key)
+
+
+def encode_stop(job, wid, run, session, reason, key=None):
+    """The one message that ends a worker: its session (or HELLO nonce) and why."""
+    vals = (_uint("run", run, 64), _uint("session", session, 64))
+    jb = check_id("job", job)
+    wb = check_id("wid", wid)
+    return _frame(STOP, jb, wb, FIELDS[STOP][0], vals, _text("reason", reason), key)
+
+
 # ---------------------------------------------------------------- reassembly
 
 _COPY_FIELDS = (
-    "flags tagged incarnation seq clock base_version compute_time samples loss dtype "
+    "flags tagged session seq clock base_version compute_time samples loss dtype "
     "version chunk_index chunk_count chunk_size total_len offset data reason state "
-    "model n_params max_chunk dtypes"
+    "model n_params max_chunk dtypes run nonce instance max_batch batch"
 ).split()
 
 
@@ -209,6 +267,7 @@ def _meta(msg):
         msg.clock,
         msg.base_version,
         msg.samples,
+        msg.batch,
         struct.pack("<ff", msg.compute_time, msg.loss),
     )
 
@@ -273,9 +332,9 @@ class Reassembler:
         if msg.chunk_count == 1:
             return msg
         if msg.type == UPDATE:
-            key = (UPDATE, msg.job, msg.wid, msg.incarnation, msg.seq)
+            key = (UPDATE, msg.job, msg.wid, msg.session, msg.seq)
         else:
-            key = (PARAMS, msg.job, msg.wid, msg.version, msg.seq)
+            key = (PARAMS, msg.job, msg.wid, msg.run, msg.session, msg.version, msg.seq)
         part = self._pending.get(key)
         if part is None:
             if key in self._done:
@@ -344,9 +403,11 @@ __all__ = [
     "PREFIX_LEN",
     "PROTOCOL_VERSION",
     "REJECT",
+    "STOP",
     "Reassembler",
     "TYPE_NAMES",
     "UPDATE",
+    "WELCOME",
     "WireError",
     "copy_message",
     "decode",
@@ -356,7 +417,9 @@ __all__ = [
     "encode_model",
     "encode_params",
     "encode_reject",
+    "encode_stop",
     "encode_update",
+    "encode_welcome",
     "hmac_sha256",
     "iter_params",
     "iter_update",

@@ -29,11 +29,13 @@ same members on CPython, e.g. a numpy or C-kernel trainer)::
                                      # of n_params little-endian float32 that
                                      # stays valid until the next step()
 
-``trainer.model`` is announced in HELLO; the worker itself checks the job's
-MODEL n_params against ``trainer.n_params``. Stop reasons returned by
-``Worker.run()``: "done" (MODEL state done), "iterations" (max_iterations
-pushes made), "stopped" (the stop callback said so), "model_mismatch" (the job
-trains a model of another size), "memory" (a MemoryError, fatal).
+``trainer.model`` is announced in HELLO; the worker checks the WELCOME's
+n_params against ``trainer.n_params``. A trainer with ``max_batch`` (int) and
+``set_batch(n)`` takes the batch size a release asks for. Stop reasons of
+``Worker.run()``: "done" (a STOP done for this session), "iterations"
+(max_iterations pushes made), "stopped" (the stop callback said so),
+"model_mismatch" (the job trains another model), "duplicate_id" (another
+process holds this worker id), "memory" (a MemoryError, fatal).
 """
 
 from edgeps_worker import clock, wire
@@ -45,7 +47,7 @@ STAT_NAMES = (
     "releases",
     "hellos",
     "heartbeats",
-    "resends",
+    "dropped_updates",
     "reconnects",
     "rejects",
     "bad_messages",
@@ -55,20 +57,6 @@ STAT_NAMES = (
 )
 
 
-def _new_incarnation():
-    """Clock-based when the clock is set (grows across restarts), else random."""
-    inc = clock.tenths_since_2024()
-    if inc:
-        return inc
-    try:
-        import os
-
-        b = os.urandom(4)
-        return (b[0] | (b[1] << 8) | (b[2] << 16) | ((b[3] & 0x3F) << 24)) or 1
-    except (ImportError, AttributeError, NotImplementedError):
-        return (clock.ticks_ms() & 0x3FFFFFFF) or 1
-
-
 class Worker:
     """One worker of one job: the protocol state machine around a trainer.
 
@@ -76,19 +64,17 @@ class Worker:
     ----------
     transport, trainer: see the module docstring.
     job, worker_id: ids, ``[A-Za-z0-9_-]{1,32}``.
-    incarnation: grows on every restart; default: tenths of a second since
-        2024 when the clock is set, else random.
+    instance: names this process (random u64 by default); stays the same
+        across reconnects, so a re-HELLO keeps the worker's place.
     max_iterations: stop after this many pushes (0: until MODEL says done).
     stop: callable returning True when the loop should end (checked often).
     heartbeat_ms: HEARTBEAT period while connected and joined.
-    release_timeout_ms: re-HELLO (and resend the unacknowledged UPDATE once)
-        when no release came for this long.
+    release_timeout_ms: re-HELLO when no release came for this long.
     backoff_min_ms, backoff_max_ms: reconnect delay doubles from min to max.
     max_chunk: largest message this worker sends or asks for.
     poll_ms: longest single wait in the transport, bounds stop-check latency.
-    key: HMAC key (bytes) to tag every message and require on incoming ones.
-    save_incarnation: called with the new incarnation when the host refuses
-        the current one as stale (a board persists it), or None.
+    key: this worker's own HMAC key (bytes): tags every message, required on
+        incoming ones.
     mem_probe: callable returning the bytes of heap in use, sampled around
         receiving, computing and sending; the peak lands in stats["peak_mem"].
     log: callable taking one string, or None to stay quiet.
@@ -100,7 +86,7 @@ class Worker:
         trainer,
         job,
         worker_id,
-        incarnation=0,
+        instance=0,
         max_iterations=0,
         stop=None,
         heartbeat_ms=5000,
@@ -110,7 +96,6 @@ class Worker:
         max_chunk=4096,
         poll_ms=200,
         key=None,
-        save_incarnation=None,
         mem_probe=None,
         log=None,
     ):
@@ -123,15 +108,15 @@ class Worker:
             raise ValueError("max_iterations >= 0, timeouts > 0")
         if backoff_min_ms <= 0 or backoff_max_ms < backoff_min_ms:
             raise ValueError("need 0 < backoff_min_ms <= backoff_max_ms")
-        if not 0 <= incarnation <= 0xFFFFFFFF:
-            raise ValueError("incarnation must fit in 32 bits")
+        if not 0 <= instance < 1 << 64:
+            raise ValueError("instance must fit in 64 bits")
         if not 64 <= max_chunk <= 1 << 20 or poll_ms <= 0:
             raise ValueError("max_chunk must be in [64, 2**20] and poll_ms > 0")
         self.t = transport
         self.trainer = trainer
         self.job = job
         self.wid = worker_id
-        self.incarnation = incarnation or _new_incarnation()
+        self.instance = instance or clock.random_u64()
         self.max_iterations = max_iterations
         self._stop_cb = stop
         self.heartbeat_ms = heartbeat_ms
@@ -141,9 +126,7 @@ class Worker:
         self.max_chunk = max_chunk
         self.poll_ms = poll_ms
         self.key = key
-        self._save_incarnation = save_incarnation
         self._mem_probe = mem_probe
-        self._relink = False
         self._log = log
         self.n_params = n
         self._sink = ParamsSink(trainer.params_buffer(), n * 4)
@@ -155,16 +138,18 @@ class Worker:
             self.stats[name] = 0
         self.reject_reasons = {}
         self.clock = 0  # iterations completed (pushed)
-        self.seq = 0
+        self.seq = 0  # per session: the first push of a session is 1
+        self.run_id = 0  # the serve run, adopted from WELCOME
+        self.session = None  # issued by the PS in WELCOME
+        self.nonce = 0  # names this connection (HELLOs and last will)
+        self._refused = 0  # HELLOs refused as duplicate_id
         self.version = -1  # parameter version currently in the buffer
         self.last_loss = float("nan")
         self.model_state = None  # None until a MODEL message was read
         self.stop_reason = None
         # header of the last UPDATE until its release; the trainer's grad buffer
-        # holds its body, so a resend re-encodes instead of keeping the chunks
+        # holds its body, so a send re-encodes instead of keeping the chunks
         self._unacked = None
-        self._sent_seq = 0  # seq of the last UPDATE published in full
-        self._resent = False
         self._grad = None
         self._waiting = False  # joined and waiting for PARAMS
         self._wait_since = 0
@@ -205,40 +190,32 @@ class Worker:
 
     def _session(self):
         """Connect, join and work until a stop reason is set or the link fails."""
-        bye = wire.encode_bye(self.job, self.wid, self.incarnation, "lost", self.key)
+        self.nonce = clock.random_u64()
+        bye = wire.encode_bye(self.job, self.wid, self.nonce, "lost", self.key)
         self.t.connect(self.up, bye)
         self.t.subscribe(self.down, 1)
         self.t.subscribe(self.model_topic, 1)
         self._note("connected")
         self._sink.reset()
+        self.session = None
+        if self._unacked is not None:
+            # its session is gone: HELLO first, never resend it
+            self._unacked = None
+            self.stats["dropped_updates"] += 1
         joined = False
-        if self.model_state == "running":
-            # a rejoin: the retained MODEL will come again, but need not be awaited
-            self._rejoin()
-            joined = True
         while self.stop_reason is None:
             if self._should_stop():
                 self.stop_reason = "stopped"
                 return
             if not joined and self.model_state == "running":
+                # a rejoin need not await the retained MODEL again
                 self._hello()
                 joined = True
             msg = self.t.poll(self._poll_budget(joined))
             if msg is not None:
                 self._dispatch(msg[0], msg[1])
-            if self._relink:
-                self._relink = False
-                self._close()
-                return
             if joined and self.stop_reason is None:
                 self._timers()
-
-    def _rejoin(self):
-        """After a reconnect: resend the unacknowledged UPDATE, then HELLO."""
-        if self._unacked is not None:
-            self.stats["resends"] += 1
-            self._send_update()
-        self._hello()
 
     def _poll_budget(self, joined):
         if not joined:
@@ -250,12 +227,13 @@ class Worker:
     def _timers(self):
         now = clock.ticks_ms()
         if clock.ticks_diff(now, self._last_hb) >= self.heartbeat_ms:
-            self._publish(
-                wire.encode_heartbeat(
-                    self.job, self.wid, self.incarnation, self.clock, self.key
+            if self.session is not None:
+                self._publish(
+                    wire.encode_heartbeat(
+                        self.job, self.wid, self.session, self.clock, self.key
+                    )
                 )
-            )
-            self.stats["heartbeats"] += 1
+                self.stats["heartbeats"] += 1
             self._last_hb = now
         if (
             self._waiting
@@ -263,11 +241,6 @@ class Worker:
         ):
             self.stats["timeouts"] += 1
             self._note("no release, re-HELLO")
-            if self._unacked is not None and not self._resent:
-                # the host dedups by seq: a resend is safe, and repairs a lost one
-                self._resent = True
-                self.stats["resends"] += 1
-                self._send_update()
             self._hello()
 
     def _hello(self):
@@ -275,10 +248,12 @@ class Worker:
             wire.encode_hello(
                 self.job,
                 self.wid,
-                self.incarnation,
+                self.instance,
+                self.nonce,
                 self.trainer.model,
                 self.max_chunk,
                 None,
+                getattr(self.trainer, "max_batch", 0),
                 self.key,
             )
         )
@@ -300,46 +275,69 @@ class Worker:
         except wire.WireError as exc:
             self._bad("wire:" + str(exc.reason))
             return
+        kind = msg.type
         if msg.job != self.job:
             self._bad("job")
-            return
-        if msg.type == wire.MODEL:
-            self._on_model(msg)
-        elif msg.type == wire.PARAMS:
-            if msg.wid != self.wid:
-                self._bad("wid")
-            elif self.model_state is None:
-                self._bad("params_before_model")
-            else:
-                self._on_params(msg)
-        elif msg.type == wire.REJECT:
+        elif kind == wire.MODEL:
+            # informational (unsigned): a new run of the job means a new HELLO
+            known = self.model_state is not None and self.run_id
+            self.model_state = msg.state
+            if msg.state == "running" and known and msg.run != self.run_id:
+                self._hello()
+        elif msg.wid != self.wid:
+            self._bad("wid")
+        elif kind == wire.WELCOME:
+            self._on_welcome(msg)
+        elif kind == wire.STOP and (msg.session == self.nonce or self._ours(msg)):
+            self._on_stop(str(msg.reason))
+        elif kind == wire.STOP or not self._ours(msg):
+            self._bad("session")
+        elif kind == wire.PARAMS:
+            self._on_params(msg)
+        elif kind == wire.REJECT:
             self._on_reject(msg)
         else:
             self._bad("type")
 
-    def _on_model(self, msg):
-        self.model_state = msg.state
-        if msg.state == "done":
-            self.stop_reason = "done"
+    def _ours(self, msg):
+        """True if ``msg`` is addressed to this run and session."""
+        return self.session is not None and (msg.run, msg.session) == (
+            self.run_id,
+            self.session,
+        )
+
+    def _on_welcome(self, msg):
+        if msg.nonce != self.nonce:
+            self._bad("nonce")  # the answer to a HELLO of an earlier link
             return
         if msg.n_params != self.n_params:
             self._note("job model " + str(msg.model) + " does not fit this trainer")
             self.stop_reason = "model_mismatch"
+            return
+        self._refused = 0
+        if msg.session != self.session:
+            self.run_id = msg.run
+            self.session = msg.session
+            self.seq = 0
+            self._sink.reset()
+
+    def _on_stop(self, reason):
+        self._note("stopped by the host: " + reason)
+        if reason == "duplicate_id":
+            # another live process holds this id: ask twice more, then give up
+            self._refused += 1
+            if self._refused > 2:
+                self._note("worker id " + self.wid + " is in use by another process")
+                self.stop_reason = "duplicate_id"
+        else:
+            self.stop_reason = "model_mismatch" if reason == "model" else reason
 
     def _on_reject(self, msg):
         reason = str(msg.reason)
         self.stats["rejects"] += 1
         self.reject_reasons[reason] = self.reject_reasons.get(reason, 0) + 1
         self._note("rejected seq " + str(msg.seq) + ": " + reason)
-        if reason == "stale_incarnation":
-            # the host knows a later life of this worker id (a board without a
-            # set clock lost its boot counter): jump ahead, rejoin on a new link
-            # so the last will carries the new incarnation too
-            self.incarnation = min(self.incarnation * 2 + 1, 0xFFFFFFFF)
-            if self._save_incarnation is not None:
-                self._save_incarnation(self.incarnation)
-            self._relink = True
-        elif reason in ("unknown_worker", "dead_worker", "unknown_incarnation"):
+        if reason in ("unknown_worker", "dead_worker", "stale_session"):
             self._hello()
 
     def _on_params(self, msg):
@@ -348,6 +346,8 @@ class Worker:
         if done is True:
             self._sample()
             self.version = msg.version
+            if msg.batch and hasattr(self.trainer, "set_batch"):
+                self.trainer.set_batch(msg.batch)
             self._release()
         elif done is not None:
             self._bad(done)
@@ -366,7 +366,6 @@ class Worker:
         self.last_loss = loss
         self._unacked = (self.seq, self.clock, self.version, compute_time, samples)
         self._grad = grad
-        self._resent = False
         self._waiting = True
         self._wait_since = clock.ticks_ms()
         self._send_update()
@@ -380,7 +379,7 @@ class Worker:
         for chunk in wire.iter_update(
             self.job,
             self.wid,
-            self.incarnation,
+            self.session,
             seq,
             clk,
             base,
@@ -394,13 +393,9 @@ class Worker:
         ):
             self._sample()
             self.t.publish(self.up, chunk, 1)
-        # counted once sent in full, so an update that failed mid-send and was
-        # resent after a reconnect is one push, and max_iterations is not passed
-        if seq != self._sent_seq:
-            self._sent_seq = seq
-            self.stats["pushes"] += 1
-            if self.max_iterations and clk >= self.max_iterations:
-                self.stop_reason = "iterations"
+        self.stats["pushes"] += 1
+        if self.max_iterations and clk >= self.max_iterations:
+            self.stop_reason = "iterations"
 
     # -- helpers --------------------------------------------------------
 
@@ -426,9 +421,7 @@ class Worker:
         try:
             if self.t.connected:
                 self._publish(
-                    wire.encode_bye(
-                        self.job, self.wid, self.incarnation, "bye", self.key
-                    )
+                    wire.encode_bye(self.job, self.wid, self.nonce, "bye", self.key)
                 )
         except (OSError, MemoryError) as exc:
             self._note("bye failed: " + repr(exc))

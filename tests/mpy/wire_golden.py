@@ -54,7 +54,7 @@ def check_typed_target():
     from edgeps_worker.params_sink import ParamsSink
 
     values = [i * 0.5 - 3.0 for i in range(50)]
-    chunks = wire.encode_params("j", "w", 4, array("f", values), max_chunk=64)
+    chunks = wire.encode_params("j", "w", 9, 8, 4, array("f", values), max_chunk=96)
     target = array("f", [0.0] * 50)
     sink = ParamsSink(target, 200)
     whole = None

@@ -13,7 +13,7 @@ base = [
     wire.encode_update("job1", "w1", 2, 5, 3, 9, 0.5, 32, 0.25, b"\0" * 8)[0],
     wire.encode_heartbeat("job1", "w1", 2, 3, key=b"k"),
     wire.encode_bye("job1", "w1", 2, "lost"),
-    wire.encode_model("job1", "done", "m", 1, 2),
+    wire.encode_model("job1", 7, "done", "m", 1, 2),
 ]
 cases = []
 for m in base:
@@ -36,7 +36,10 @@ for c in cases:
         print("escaped", type(e).__name__, e, c.hex())
 r = wire.Reassembler(max_bytes=16, max_age=1, max_pending=1)
 try:
-    r.add(wire.decode(wire.encode_params("j", "w", 1, b"\0" * 64, max_chunk=40)[0]), 0)
+    r.add(
+        wire.decode(wire.encode_params("j", "w", 7, 2, 1, b"\0" * 64, max_chunk=80)[0]),
+        0,
+    )
 except wire.WireError as e:
     print("size reason", e.reason)
 print("decoded", ok, "rejected", bad, "other", other)

@@ -20,8 +20,13 @@ BIG_CHUNK = 1 << 20  # one message per update: compare equal payload sizes
 DEADLINE = 60.0  # seconds per measurement, whatever happens
 
 
-def update_payloads(n_params: int, n: int, chunk: int = 0) -> list[list[bytes]]:
-    """Encoded UPDATEs (each a list of chunks), round-robin over the bench workers."""
+def update_payloads(
+    n_params: int, n: int, chunk: int = 0, sessions: dict[str, int] | None = None
+) -> list[list[bytes]]:
+    """Encoded UPDATEs (each a list of chunks), round-robin over the bench workers.
+
+    ``sessions`` are the ones the PS issued in its WELCOMEs (1 when not given:
+    the same bytes on the wire for the raw measurements)."""
     from edgeps_worker import wire_host as wire
 
     rng = np.random.default_rng(7)
@@ -29,10 +34,11 @@ def update_payloads(n_params: int, n: int, chunk: int = 0) -> list[list[bytes]]:
     out = []
     for i in range(n):
         w, k = i % N_WORKERS, i // N_WORKERS + 1
+        wid = f"w{w:02d}"
         msgs = wire.encode_update(
             JOB,
-            f"w{w:02d}",
-            1,
+            wid,
+            (sessions or {}).get(wid, 1),
             k,
             k,
             0,
@@ -50,24 +56,46 @@ def _feed(
     host: str, port: int, mode: str, n_params: int, n: int, chunk: int, go: Any
 ) -> None:
     """Feeder process: QoS1 publishes as fast as paho's inflight window allows."""
+    import threading
+    import time
+
     import paho.mqtt.client as mqtt
     from edgeps_worker import wire_host as wire
 
+    sessions: dict[str, int] = {}
+    welcomed = threading.Event()
+
+    def on_message(client: Any, userdata: Any, message: Any) -> None:
+        try:
+            msg = wire.decode(message.payload)
+        except wire.WireError:
+            return
+        if msg.type == wire.WELCOME:
+            sessions[msg.wid] = msg.session
+            if len(sessions) == N_WORKERS:
+                welcomed.set()
+
     client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv311)
     client.max_inflight_messages_set(100)
+    client.on_message = on_message
     client.connect(host, port)
     client.loop_start()
     try:
-        updates = update_payloads(n_params, n, chunk)
         if mode == "ps":
+            # join first: every UPDATE names the session its WELCOME issued
+            client.subscribe(f"edgeps/{JOB}/down/+", qos=1)
+            time.sleep(0.2)  # the SUBACK, before any WELCOME can be missed
             for w in range(N_WORKERS):
                 hello = wire.encode_hello(
-                    JOB, f"w{w:02d}", 1, max_chunk=chunk or BIG_CHUNK
+                    JOB, f"w{w:02d}", w + 1, w + 1, max_chunk=chunk or BIG_CHUNK
                 )
                 client.publish(wire.topic_up(JOB, f"w{w:02d}"), hello, qos=1)
+            welcomed.wait(DEADLINE)
+            client.unsubscribe(f"edgeps/{JOB}/down/+")
             topics = [wire.topic_up(JOB, f"w{i % N_WORKERS:02d}") for i in range(n)]
         else:
             topics = [RAW_TOPIC] * n
+        updates = update_payloads(n_params, n, chunk, sessions)
         go.wait(DEADLINE)
         info = None
         for topic, chunks in zip(topics, updates, strict=True):

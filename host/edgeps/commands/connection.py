@@ -87,8 +87,46 @@ def read_secret(path: str, what: str) -> bytes:
 
 
 def read_key(path: str | None) -> bytes | None:
-    """The shared HMAC key from ``--hmac-key-file``, or None without one."""
-    return None if path is None else read_secret(path, "--hmac-key-file")
+    """The host's master key from ``--hmac-key-file``, or None without one.
+
+    A file made by ``edgeps keys new`` holds it as hex; a file without the
+    header is read as raw bytes, as before. A worker's key file is refused:
+    the host derives every worker's key from the master.
+    """
+    from edgeps.security.keys import KeyFileError, load_key_file
+
+    if path is None:
+        return None
+    try:
+        found = load_key_file(path)
+    except KeyFileError as exc:
+        raise ValueError(str(exc)) from None
+    if found.kind == "worker":
+        raise ValueError(
+            f"--hmac-key-file {path} is worker {found.worker_id}'s key; "
+            "give the master key (edgeps keys new)"
+        )
+    return found.key
+
+
+def read_worker_key(path: str | None, worker_id: str) -> bytes | None:
+    """A worker's own key from ``--hmac-key-file`` (derived when given the master)."""
+    from edgeps.security.keys import KeyFileError, derive_worker_key, load_key_file
+
+    if path is None:
+        return None
+    try:
+        found = load_key_file(path)
+    except KeyFileError as exc:
+        raise ValueError(str(exc)) from None
+    if found.kind == "worker" and found.worker_id != worker_id:
+        raise ValueError(
+            f"--hmac-key-file {path} is the key of {found.worker_id}, not {worker_id}"
+        )
+    if found.kind == "worker":
+        return found.key
+    # the master (or a raw one read as the master): derive this worker's key
+    return derive_worker_key(found.key, worker_id)
 
 
 def password_from(password_file: str | None) -> str | None:

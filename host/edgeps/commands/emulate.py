@@ -7,8 +7,8 @@ time (straggler factor, transient interference) by sleeping after the real
 gradient; its link delays, jitters and drops publishes (QoS1 drops become
 retransmissions), or its MQTT bytes cross a shaped link both ways
 (``--link-rate``, edgeps.commands.emulate_links); and it crashes (the TCP link
-is cut, so the broker fires its last will) and rejoins as a new incarnation
-at the profile's times.
+is cut, so the broker fires its last will) and rejoins as a new process (a new
+session) at the profile's times.
 
 Threads, not processes: an emulated sensor spends almost all its time
 sleeping or waiting on the broker, and one process holds numpy, paho and the
@@ -135,7 +135,7 @@ class EmulationConfig:
     heartbeat_ms: int = 5000
     release_timeout_ms: int = 15000
     max_chunk: int = 1 << 16  # whole-model messages, see edgeps.commands.worker
-    hmac_key: bytes | None = None  # sign and verify every message
+    hmac_key: bytes | None = None  # master key: each sensor signs with its own
     # explicit worker id -> profile, instead of a named scenario
     profiles: dict[str, WorkerProfile] | None = None
     # shape every sensor's link (bits/s, seconds, segment loss); None: scenario's
@@ -270,20 +270,23 @@ class Emulation:
     ) -> None:
         from edgeps_worker.worker import Worker
 
-        from edgeps.commands.worker import fetch_model, new_incarnation
+        from edgeps.commands.worker import fetch_model
+        from edgeps.security.keys import derive_worker_key
 
         cfg = self.config
         rng = np.random.default_rng([cfg.seed, index])
-        incarnation = 0
+        key = derive_worker_key(cfg.hmac_key, wid) if cfg.hmac_key else None
         crash_at = profile.crash_at
         while not self._should_end():
             model = self.model
             if model is None:
+                # a sensor that already joined ends only on a STOP for it: the
+                # retained MODEL is unsigned, so its "done" cannot end a rejoin
                 job = fetch_model(
                     self._make_transport(wid),
                     cfg.job,
                     stop=self._should_end,
-                    key=cfg.hmac_key,
+                    want_running=report.lives > 0,
                 )
                 if job is None:
                     return
@@ -307,19 +310,17 @@ class Emulation:
             )
             stop = _LifeStop(self._stop, link, crash_at, self.elapsed)
 
-            incarnation = max(incarnation + 1, new_incarnation())
             worker = Worker(
                 link,
                 trainer,
                 cfg.job,
                 wid,
-                incarnation=incarnation,
                 max_iterations=cfg.max_iterations,
                 stop=stop,
                 heartbeat_ms=cfg.heartbeat_ms,
                 release_timeout_ms=cfg.release_timeout_ms,
                 max_chunk=cfg.max_chunk,
-                key=cfg.hmac_key,
+                key=key,
                 log=log.debug,
             )
             report.lives += 1

@@ -21,7 +21,7 @@ from typing import Any
 from edgeps.commands.connection import (
     add_connection_flags,
     connection_options,
-    read_key,
+    read_worker_key,
     setup_logging,
 )
 from edgeps.commands.model_forms import EXAMPLES, complete_model
@@ -47,14 +47,6 @@ class JobModel:
     n_params: int
 
 
-INCARNATION_EPOCH = 1704067200  # 2024-01-01 UTC
-
-
-def new_incarnation() -> int:
-    """Tenths of a second since 2024: grows across restarts, as the host requires."""
-    return max(1, int((time.time() - INCARNATION_EPOCH) * 10) % (1 << 32))
-
-
 def fetch_model(
     transport: Any,
     job: str,
@@ -62,13 +54,14 @@ def fetch_model(
     stop: Callable[[], bool] = lambda: False,
     timeout: float | None = None,
     backoff: Backoff | None = None,
-    key: bytes | None = None,
     want_running: bool = False,
 ) -> JobModel | None:
     """Wait for the job's retained MODEL; reconnect with backoff while it is absent.
 
     With ``want_running`` a finished job's MODEL is skipped: it waits for the
-    next run. Returns None when ``stop`` says so or ``timeout`` passes first.
+    next run. MODEL is unsigned and informational (protocol v2): what it says
+    only picks the model; the worker's own key checks what the host sends it.
+    Returns None when ``stop`` says so or ``timeout`` passes first.
     """
     from edgeps_worker import wire
 
@@ -97,7 +90,7 @@ def fetch_model(
                 waited_note = time.monotonic() + 30.0
             continue
         try:
-            decoded = wire.decode(msg[1], key)
+            decoded = wire.decode(msg[1])
         except wire.WireError as exc:
             log.warning("ignored a malformed MODEL message (%s)", exc.reason)
             continue
@@ -162,7 +155,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="after the job is done, wait for its next run (for services)",
     )
     parser.add_argument(
-        "--incarnation", type=int, default=0, help="default: new from the clock"
+        "--instance",
+        "--incarnation",
+        dest="instance",
+        type=int,
+        default=0,
+        help="names this process to the host (default: random)",
     )
     parser.add_argument(
         "--max-chunk",
@@ -182,8 +180,8 @@ def _validate(args: argparse.Namespace) -> None:
         raise ValueError("--batch must be at least 1")
     if args.max_iterations < 0:
         raise ValueError("--max-iterations must be >= 0")
-    if args.incarnation < 0 or args.incarnation >= 2**32:
-        raise ValueError("--incarnation must be in 0..2**32-1")
+    if args.instance < 0 or args.instance >= 2**64:
+        raise ValueError("--instance must be in 0..2**64-1")
     if not 256 <= args.max_chunk <= wire.MAX_MESSAGE // 2:
         raise ValueError(f"--max-chunk must be in 256..{wire.MAX_MESSAGE // 2}")
     if args.non_iid and not args.emulated:
@@ -205,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
             scheme = "dirichlet:0.5" if args.non_iid else "iid"
             data, _ = load_emulated(args.emulated, args.seed, scheme)
         transport = MqttLink(connection_options(args), args.worker_id)
-        key = read_key(args.hmac_key_file)
+        key = read_worker_key(args.hmac_key_file, args.worker_id)
         if args.model:  # a full spec fails early; a short one waits for the job
             ModelSpec.parse(complete_model(args.model, data.n_features, 2))
     except (ValueError, FileNotFoundError) as exc:
@@ -229,9 +227,7 @@ def run(args: argparse.Namespace) -> int:
     )
     runs = 0
     while not stop.is_set():
-        job = fetch_model(
-            transport, args.job, stop=stop.is_set, key=key, want_running=runs > 0
-        )
+        job = fetch_model(transport, args.job, stop=stop.is_set, want_running=runs > 0)
         if job is None:
             return EXIT_OK
         if job.state == "done" and not args.persist:
@@ -257,6 +253,14 @@ def run(args: argparse.Namespace) -> int:
         if reason == "model_mismatch":
             log.error("the job's model does not fit this worker's data")
             return EXIT_CONFIG
+        if reason == "duplicate_id":
+            log.error(
+                "worker id %s is in use by another live worker of job %s: "
+                "give this one another --id",
+                args.worker_id,
+                args.job,
+            )
+            return EXIT_CONFIG
         if reason != "done" or not args.persist:
             return EXIT_OK
     return EXIT_OK
@@ -277,7 +281,7 @@ def _train(
         trainer,
         args.job,
         args.worker_id,
-        incarnation=args.incarnation or new_incarnation(),
+        instance=args.instance,
         max_iterations=args.max_iterations,
         stop=stop.is_set,
         max_chunk=args.max_chunk,
@@ -285,10 +289,10 @@ def _train(
         log=log.info,
     )
     log.info(
-        "joining job %s with model %s, incarnation %d",
+        "joining job %s with model %s, instance %016x",
         args.job,
         trainer.model,
-        worker.incarnation,
+        worker.instance,
     )
     reason: str = worker.run()
     stats = " ".join(f"{k}={v}" for k, v in worker.stats.items())

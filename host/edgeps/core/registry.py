@@ -23,17 +23,26 @@ class WorkerRecord:
 
     ``clock`` is the PS's count of this worker's applied pushes, offset at
     (re)join so that a newcomer starts level with the slowest live worker
-    instead of dragging the barrier back to zero. ``last_seq`` is the highest
-    sequence number handled for ``incarnation`` (applied or dropped), so a
-    redelivery of any handled push is recognised. ``answer`` is the seq of the
-    push its next release answers (None after a join: it answers no push).
+    instead of dragging the barrier back to zero. ``session`` is the current
+    one (issued at join), ``instance`` the worker process that holds it and
+    ``nonce`` the link of its hello. ``last_seq`` is the highest sequence
+    number applied in ``session`` (-1: none); ``refused`` names the last push
+    refused after its identity checked out, by seq and a digest of its
+    update, so its redelivery is a duplicate while another push with that seq
+    (the worker's own, after a forged one) is still heard.
+    ``answer`` is the seq of the push its next release answers (None after a
+    join: it answers no push).
     ``live`` mirrors ``state`` as a plain flag because release passes read it
     for every worker.
     """
 
     __slots__ = (
         "worker_id",
-        "incarnation",
+        "session",
+        "instance",
+        "nonce",
+        "max_batch",
+        "refused",
         "_state",
         "live",
         "clock",
@@ -48,9 +57,13 @@ class WorkerRecord:
         "stats",
     )
 
-    def __init__(self, worker_id: str, incarnation: int) -> None:
+    def __init__(self, worker_id: str, session: int, instance: int = 0) -> None:
         self.worker_id = worker_id
-        self.incarnation = incarnation
+        self.session = session
+        self.instance = instance
+        self.nonce = 0
+        self.max_batch = 0
+        self.refused: tuple[int, int] = (-1, 0)
         self._state = WorkerState.LIVE
         self.live = True
         self.clock = 0
@@ -73,11 +86,20 @@ class WorkerRecord:
         self._state = value
         self.live = value in _LIVE_STATES
 
+    def open_session(
+        self, session: int, instance: int, nonce: int, max_batch: int
+    ) -> None:
+        """Take the session a hello opens; sequence numbers restart with a new one."""
+        if session != self.session:
+            self.last_seq, self.refused = -1, (-1, 0)
+        self.session, self.instance = session, instance
+        self.nonce, self.max_batch = int(nonce), int(max_batch)
+
     def count_rejection(self, reason: str) -> None:
         self.stats.rejected[reason] = self.stats.rejected.get(reason, 0) + 1
 
     def __repr__(self) -> str:
         return (
-            f"WorkerRecord({self.worker_id!r}, inc={self.incarnation}, "
+            f"WorkerRecord({self.worker_id!r}, session={self.session:x}, "
             f"{self._state.value}, clock={self.clock}, waiting={self.waiting})"
         )

@@ -45,7 +45,7 @@ from edgeps.core.types import (
     WorkerState,
     WorkerStats,
 )
-from edgeps.core.validate import content_problem, identity_problem
+from edgeps.core.validate import content_problem, identity_problem, update_digest
 from edgeps.core.view import ClusterView
 
 log = logging.getLogger(__name__)
@@ -185,9 +185,9 @@ class ParameterServer:
         if isinstance(event, Join):
             return self._join(event, now)
         if isinstance(event, Heartbeat):
-            return self._heartbeat(event.worker_id, now)
+            return self._heartbeat(event, now)
         if isinstance(event, Leave):
-            return self._leave(event.worker_id, event.reason, now)
+            return self._leave(event, now)
         if isinstance(event, Tick):
             return self._tick(now)
         raise TypeError(f"not a core event: {type(event).__name__}")
@@ -195,30 +195,33 @@ class ParameterServer:
     # ---- membership -------------------------------------------------------
 
     def _join(self, event: Join, now: float) -> list[Action]:
-        """Register or rejoin a worker; it is released with the current version."""
+        """Register or rejoin a worker; it is released with the current version.
+
+        Another process's hello for a live id heard within the liveness
+        timeout is refused (``duplicate_id``)."""
         worker_id = check_worker_id(event.worker_id)
-        incarnation = check_int("incarnation", event.incarnation)
+        session = check_int("session", event.session)
+        instance = session if event.instance is None else event.instance
+        instance = check_int("instance", instance)
         rec = self._workers.get(worker_id)
-        if rec is not None and rec.live and incarnation == rec.incarnation:
+        if rec is not None and rec.live and instance == rec.instance:
+            # same process (a new link keeps its place, with a new session)
+            rec.open_session(session, instance, event.nonce, event.max_batch)
             return self._rehello(rec, now)
-        if rec is not None and incarnation < rec.incarnation:
-            rec.count_rejection("stale_incarnation")
-            return [Rejected(worker_id, 0, "stale_incarnation")]
         if rec is not None and rec.live:
+            if now - rec.last_seen <= self.liveness_timeout:
+                self._count_rejection(rec, worker_id, "duplicate_id")
+                return [Rejected(worker_id, 0, "duplicate_id")]
             # restarted without a bye: its old life leaves the barrier first
             self._drop(rec, now)
         base = self._join_clock(worker_id)
         if rec is None:
-            rec = WorkerRecord(worker_id, int(incarnation))
+            rec = WorkerRecord(worker_id, session, instance)
             rec.stats = self._carried_stats.pop(worker_id, rec.stats)
             self._workers[worker_id] = rec
-        elif incarnation != rec.incarnation:
-            rec.incarnation = int(incarnation)
-            rec.last_seq = -1
-            rec.last_push_clock = 0
-        rec.state = WorkerState.LIVE
-        rec.clock = base
-        rec.answer = None
+        rec.open_session(session, instance, event.nonce, event.max_batch)
+        rec.last_push_clock = 0
+        rec.state, rec.clock, rec.answer = WorkerState.LIVE, base, None
         rec.waiting = False
         rec.last_seen = rec.released_at = now
         rec.joins += 1
@@ -229,7 +232,7 @@ class ParameterServer:
         return [self._release([worker_id, *self._release_pass(now)])]
 
     def _rehello(self, rec: WorkerRecord, now: float) -> list[Action]:
-        """Same life says hello again: held stays held, a lost release is resent."""
+        """Same process says hello again: held stays held, a lost release is resent."""
         self._heard(rec, now)
         if rec.waiting:
             return [Held(rec.worker_id, rec.clock), *self._release_action(now)]
@@ -244,18 +247,25 @@ class ParameterServer:
         ]
         return min(clocks) if clocks else self.view.floor
 
-    def _heartbeat(self, worker_id: str, now: float) -> list[Action]:
+    def _heartbeat(self, event: Heartbeat, now: float) -> list[Action]:
         """Note that a worker is alive; dead or unknown workers must join again."""
-        rec = self._workers.get(worker_id)
+        rec = self._workers.get(event.worker_id)
         if rec is None or not rec.live:
+            return []
+        if event.session is not None and event.session != rec.session:
+            self._count_rejection(rec, rec.worker_id, "stale_session")
             return []
         self._heard(rec, now)
         return self._release_action(now)
 
-    def _leave(self, worker_id: str, reason: str, now: float) -> list[Action]:
-        """A worker is gone (bye, last will): it leaves the barrier at once."""
+    def _leave(self, event: Leave, now: float) -> list[Action]:
+        """A worker is gone (bye, last will of its current link): it leaves at once."""
+        worker_id, reason = event.worker_id, event.reason
         rec = self._workers.get(worker_id)
         if rec is None or not rec.live:
+            return []
+        if event.nonce is not None and event.nonce != rec.nonce:
+            self._count_rejection(rec, worker_id, "stale_session")
             return []
         self._drop(rec, now)
         return [WorkerLeft(worker_id, str(reason)), *self._release_action(now)]
@@ -305,10 +315,10 @@ class ParameterServer:
             self._count_rejection(rec, push.worker_id, problem)
             return [Rejected(push.worker_id, seq, problem)]
         assert rec is not None
-        rec.last_seq = seq
         self._heard(rec, now)
         if rec.waiting:
             # it was not released, so this push breaks the worker protocol
+            rec.refused = (seq, update_digest(push))
             self._count_rejection(rec, rec.worker_id, "not_released")
             return [Rejected(rec.worker_id, seq, "not_released")]
         problem = content_problem(
@@ -320,11 +330,12 @@ class ParameterServer:
             self.norm_guard,
         )
         if problem is None:
+            # only a usable push moves the clock: a forged one cannot poison it
             rec.last_push_clock = int(push.clock)
             problem = self.policy.admit(self.view, push, now)
-        elif problem != "bad_clock":
-            rec.last_push_clock = int(push.clock)
         if problem is not None:
+            # remembered, not recorded: a refused push never blocks later ones
+            rec.refused = (seq, update_digest(push))
             return self._reject_and_resync(rec, seq, problem, now)
         return self._apply(rec, push, now)
 
@@ -351,6 +362,7 @@ class ParameterServer:
         if self.balancer is not None:
             self.balancer.observe(rec.worker_id, push.samples, compute, since_release)
         rec.clock += 1
+        rec.last_seq = int(push.seq)
         rec.answer = int(push.seq)
         rec.waiting = True
         rec.stats.accepted += 1
@@ -382,16 +394,13 @@ class ParameterServer:
             self._release([rec.worker_id, *others]),
         ]
 
-    def _count_rejection(
-        self, rec: WorkerRecord | None, worker_id: str, reason: str
-    ) -> None:
+    def _count_rejection(self, rec: WorkerRecord | None, wid: str, reason: str) -> None:
         if rec is None:
-            self.rejected_unregistered[reason] = (
-                self.rejected_unregistered.get(reason, 0) + 1
-            )
+            unregistered = self.rejected_unregistered
+            unregistered[reason] = unregistered.get(reason, 0) + 1
         else:
             rec.count_rejection(reason)
-        log.debug("rejected push from %r: %s", worker_id, reason)
+        log.debug("rejected push from %r: %s", wid, reason)
 
     # ---- releases ---------------------------------------------------------
 

@@ -22,7 +22,7 @@ def server_snapshot(
     for w, r in workers.items():
         rows[w] = {
             "state": r.state.value,
-            "incarnation": r.incarnation,
+            "session": f"{r.session:016x}",
             "clock": r.clock,
             "lag": top - r.clock if r.live else None,
             "waiting": r.waiting,

@@ -27,11 +27,20 @@ class WorkerState(str, Enum):
 
 @dataclass(frozen=True)
 class Join:
-    """A worker says hello: it joins, rejoins after a restart, or asks again."""
+    """A worker says hello: it joins, rejoins after a restart, or asks again.
+
+    ``session`` is the one the PS issues if it accepts this hello (the runtime
+    draws it at random; the core never makes one up); a hello naming the
+    worker's current ``nonce`` keeps the current session. ``instance`` names
+    the worker process (None: the session does, for callers without
+    processes); ``nonce`` names its link (0: none).
+    """
 
     worker_id: str
-    incarnation: int = 0  # bumped by the worker on each (re)start
-    max_batch: int = 0  # the largest batch the board can take (0: announced none)
+    session: int = 0
+    instance: int | None = None
+    nonce: int = 0
+    max_batch: int = 0  # largest batch the worker takes (0: no cap)
 
 
 @dataclass(frozen=True)
@@ -39,8 +48,8 @@ class Push:
     """One gradient (or delta) pushed by a worker.
 
     ``clock`` is the number of iterations the worker has completed, this one
-    included (the first push carries clock 1). ``seq`` increases strictly per
-    worker and incarnation; ``(worker_id, incarnation, seq)`` identifies a push.
+    included (the first push carries clock 1). ``seq`` increases per session;
+    ``(worker_id, session, seq)`` identifies a push.
     """
 
     worker_id: str
@@ -50,7 +59,7 @@ class Push:
     update: np.ndarray  # float32, flat, same length as the parameters
     compute_time: float = 0.0  # seconds the worker spent computing, as it reports
     samples: int = 0
-    incarnation: int = 0
+    session: int = 0
     loss: float = float("nan")
 
 
@@ -60,14 +69,20 @@ class Heartbeat:
 
     worker_id: str
     clock: int = 0
+    session: int | None = None  # None: not checked (callers without sessions)
 
 
 @dataclass(frozen=True)
 class Leave:
-    """A worker is gone: "bye" (on purpose) or "last_will" (its link dropped)."""
+    """A worker is gone: "bye" (on purpose) or "last_will" (its link dropped).
+
+    ``nonce`` names the link that said so; one that is not the current
+    session's has no effect (None: not checked).
+    """
 
     worker_id: str
     reason: str = "bye"
+    nonce: int | None = None
 
 
 @dataclass(frozen=True)

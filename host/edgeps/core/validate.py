@@ -7,12 +7,24 @@ from the worker's current turn, does its update fit the parameters.
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 
 from edgeps import kernels
 from edgeps.core.norm_guard import NormGuard
 from edgeps.core.registry import WorkerRecord
 from edgeps.core.types import Push
+
+SEQ_WINDOW = 64  # a push may run at most this far ahead of the last applied
+
+
+def update_digest(push: Push) -> int:
+    """CRC-32 of a push's update bytes: tells a redelivery from another push."""
+    try:
+        return zlib.crc32(np.ascontiguousarray(push.update).tobytes())
+    except (TypeError, ValueError):
+        return zlib.crc32(repr(push.update).encode())
 
 
 def identity_problem(rec: WorkerRecord | None, push: Push) -> str | None:
@@ -21,14 +33,14 @@ def identity_problem(rec: WorkerRecord | None, push: Push) -> str | None:
         return "unknown_worker"
     if not rec.live:
         return "dead_worker"
-    if push.incarnation < rec.incarnation:
-        return "stale_seq"  # a push from an earlier life of this worker
-    if push.incarnation > rec.incarnation:
-        return "unknown_incarnation"  # restarted but its hello has not arrived
-    if push.seq < 0:
+    if push.session != rec.session:
+        return "stale_session"  # an earlier session's push, or a made-up one
+    if push.seq < 0 or push.seq > rec.last_seq + SEQ_WINDOW:
         return "bad_seq"
     if push.seq == rec.last_seq:
         return "duplicate"
+    if push.seq == rec.refused[0] and update_digest(push) == rec.refused[1]:
+        return "duplicate"  # a redelivery of the push just refused
     if push.seq < rec.last_seq:
         return "stale_seq"
     return None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import math
+import secrets
 import threading
 import time
 from collections import Counter
@@ -26,7 +27,15 @@ import numpy as np
 
 from edgeps.core.server import ParameterServer
 from edgeps.core.sink import carry_out
-from edgeps.core.types import Applied, Held, Rejected, Release, Tick, WorkerLeft
+from edgeps.core.types import (
+    Applied,
+    Held,
+    Join,
+    Rejected,
+    Release,
+    Tick,
+    WorkerLeft,
+)
 from edgeps.observe.fields import add_run_fields
 from edgeps.runtime.accounting import Accounting
 from edgeps.runtime.ingest import Ingest
@@ -35,6 +44,10 @@ from edgeps.runtime.outbox import Outbox
 from edgeps.runtime.peers import Peers
 
 log = logging.getLogger(__name__)
+
+
+# core refusals of a HELLO that end the worker, and the STOP reason it gets
+_STOPS = {"duplicate_id": "duplicate_id", "model_mismatch": "model"}
 
 
 class Link(Protocol):
@@ -62,7 +75,8 @@ class Settings:
     checkpoint_interval: float = 30.0
     max_chunk: int = 4096  # for workers that did not announce their own
     send_rejects: bool = True
-    hmac_key: bytes | None = None
+    hmac_key: bytes | None = None  # the master key: each worker's is derived
+    run_id: int | None = None  # random per run when None
 
 
 @dataclass
@@ -110,25 +124,27 @@ class Coordinator:
         self.progress = progress
         self.observer = observer  # gets each snapshot (a dashboard's LatestState)
         self.clock = clock
-        self.peers = Peers(settings.job, max_chunk=settings.max_chunk)
+        self.peers = Peers(
+            settings.job, max_chunk=settings.max_chunk, master_key=settings.hmac_key
+        )
         self.ingest = Ingest(
             job=settings.job,
             n_params=server.n_params,
             model=settings.model,
             peers=self.peers,
-            hmac_key=settings.hmac_key,
         )
         self.accounting = Accounting(
             settings.job, lambda wid: server.worker_state(wid) is not None
         )
+        self.run_id = settings.run_id or secrets.randbits(64) or 1
         self.stop_event = threading.Event()
         self.applied = 0
         self.outbox = Outbox(
             link,
             self.peers,
             model=settings.model,
+            run=self.run_id,
             send_rejects=settings.send_rejects,
-            hmac_key=settings.hmac_key,
         )
         self.rejected: Counter[str] = Counter()
         self.staleness_counts: Counter[int] = Counter()  # applied updates by staleness
@@ -174,6 +190,12 @@ class Coordinator:
 
     def on_rejected(self, action: Rejected) -> None:
         self.rejected[action.reason] += 1
+        stop = _STOPS.get(action.reason)
+        if stop is not None:
+            # a refused HELLO: the STOP names the nonce of that HELLO's link
+            peer = self.peers.get(action.worker_id)
+            self.outbox.stop(peer, peer.hello_nonce, stop)
+            return
         self.outbox.reject(action.worker_id, action.seq, action.reason)
 
     def on_held(self, action: Held) -> None:
@@ -181,6 +203,16 @@ class Coordinator:
 
     def on_left(self, action: WorkerLeft) -> None:
         log.info("worker %s left: %s", action.worker_id, action.reason)
+
+    def stop_workers(self, reason: str) -> None:
+        """STOP every worker that holds a session, each signed with its own key."""
+        for wid in self.server.stats():
+            peer = self.peers.get(wid)
+            if peer.session:
+                try:
+                    self.outbox.stop(peer, peer.session, reason)
+                except Exception:  # a dead link must not keep the others running
+                    log.exception("could not stop %s", wid)
 
     # ---- incoming messages
     def handle(self, topic: str, payload: bytes, now: float) -> None:
@@ -200,7 +232,13 @@ class Coordinator:
         if isinstance(item, Rejected):
             carry_out([item], self)  # refused at ingest: the core never sees it
             return
-        carry_out(self.server.handle(item, now), self)
+        actions = self.server.handle(item, now)
+        if isinstance(item, Join) and not any(isinstance(a, Rejected) for a in actions):
+            # the core took the HELLO: its session is the worker's from now on
+            peer = self.peers.get(item.worker_id)
+            peer.open_session(item.session, item.nonce)
+            self.outbox.welcome(peer, self.server.n_params)
+        carry_out(actions, self)
 
     # ---- periodic work
     def tick(self, now: float) -> None:
@@ -376,6 +414,7 @@ class Coordinator:
         now = self.clock()
         self.run_evaluation()
         self.publish_model("done")
+        self.stop_workers("done")
         self._checkpoint()
         self._emit(now, force=True)
         elapsed = self.elapsed(now)

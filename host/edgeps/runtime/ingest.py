@@ -12,6 +12,7 @@ raises into the coordinator loop.
 from __future__ import annotations
 
 import logging
+import secrets
 from collections import Counter
 from typing import Any
 
@@ -25,8 +26,9 @@ from edgeps.runtime.peers import Peer, Peers
 log = logging.getLogger(__name__)
 
 
-def _decode_kwargs(hmac_key: bytes | None) -> dict[str, Any]:
-    return {} if hmac_key is None else {"key": hmac_key}
+def new_session() -> int:
+    """A fresh, unguessable, non-zero 64-bit session."""
+    return secrets.randbits(64) or 1
 
 
 class Ingest:
@@ -34,6 +36,10 @@ class Ingest:
 
     ``model`` is the job's model spec text; a HELLO announcing another model is
     answered with ``Rejected(wid, 0, "model_mismatch")`` (empty: no check).
+    Each message on ``up/W`` is verified with W's own key (``Peers`` derives
+    it from the master key); protocol v1 messages are dropped as ``version``.
+    A HELLO becomes a ``Join`` carrying a fresh session (or the current one,
+    when it names the current link); one naming an earlier link is a replay.
     """
 
     def __init__(
@@ -43,7 +49,6 @@ class Ingest:
         n_params: int,
         model: str = "",
         peers: Peers | None = None,
-        hmac_key: bytes | None = None,
         max_age: float = 30.0,
         max_pending: int = 256,
         max_message: int | None = None,
@@ -55,7 +60,6 @@ class Ingest:
         self.model = model
         self._canonical = _canonical(model)
         self.peers = peers if peers is not None else Peers(job)
-        self.hmac_key = hmac_key
         # an update carries at most n_params float32s; anything bigger is hostile
         self.max_bytes = 4 * n_params
         self.max_message = max_message or (self.max_bytes + 4096)
@@ -123,9 +127,7 @@ class Ingest:
         if len(payload) > self.max_message:
             self.drop("oversized", f"{len(payload)} bytes from {wid}")
             return None
-        msg = wire.decode(
-            payload, max_len=self.max_message, **_decode_kwargs(self.hmac_key)
-        )
+        msg = wire.decode(payload, key=peer.key, max_len=self.max_message)
         if msg.job != self.job:
             self.drop("job", f"message job {msg.job!r} on {topic}")
             return None
@@ -135,18 +137,13 @@ class Ingest:
             return None
         kind = msg.type
         if kind == wire.HELLO:
-            model = str(getattr(msg, "model", "") or "")
-            if not self._same_model(peer, model):
-                # it would push gradients of the wrong shape: tell it, do not join it
-                self.drop("model_mismatch", f"{wid}: {model}")
-                return Rejected(wid, 0, "model_mismatch")
-            peer.max_chunk = max(256, int(getattr(msg, "max_chunk", 0) or 4096))
-            return Join(wid, int(msg.incarnation))
+            return self._hello(peer, msg)
         if kind == wire.HEARTBEAT:
-            return Heartbeat(wid, int(getattr(msg, "clock", 0)))
+            return Heartbeat(wid, int(msg.clock), session=int(msg.session))
         if kind == wire.BYE:
             reason = str(getattr(msg, "reason", "") or "bye")
-            return Leave(wid, "last_will" if reason == "lost" else "bye")
+            kind_of = "last_will" if reason == "lost" else "bye"
+            return Leave(wid, kind_of, nonce=int(msg.nonce))
         if kind == wire.UPDATE:
             seen = self.reassembler.duplicates
             whole = self.reassembler.add(msg, now)
@@ -156,6 +153,27 @@ class Ingest:
             return None if whole is None else self._push(whole, now)
         self.drop("type", f"type {kind} on an up topic from {wid}")
         return None
+
+    def _hello(self, peer: Peer, msg: Any) -> Join | Rejected | None:
+        wid, nonce = peer.worker_id, int(msg.nonce)
+        if nonce in peer.old_nonces:
+            self.drop("replay", f"hello of an earlier link from {wid}")
+            return None
+        peer.hello_nonce = nonce
+        model = str(msg.model or "")
+        if not self._same_model(peer, model):
+            # it would push gradients of the wrong shape: tell it, do not join it
+            self.drop("model_mismatch", f"{wid}: {model}")
+            return Rejected(wid, 0, "model_mismatch")
+        peer.max_chunk = max(256, int(msg.max_chunk or 4096))
+        same_link = nonce == peer.nonce and peer.session
+        return Join(
+            wid,
+            peer.session if same_link else new_session(),
+            instance=int(msg.instance),
+            nonce=nonce,
+            max_batch=int(msg.max_batch),
+        )
 
     def _push(self, msg: Any, now: float) -> Push | None:
         update = self._vector(msg)
@@ -169,7 +187,7 @@ class Ingest:
             update=update,
             compute_time=float(msg.compute_time),
             samples=int(msg.samples),
-            incarnation=int(msg.incarnation),
+            session=int(msg.session),
             loss=float(msg.loss),
         )
 

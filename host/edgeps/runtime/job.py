@@ -9,13 +9,12 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 from edgeps_worker import wire_host as wire
 
-from edgeps.commands.connection import connection_options
+from edgeps.commands.connection import connection_options, read_key
 from edgeps.commands.model_forms import complete_model
 from edgeps.commands.serve_config import ServeConfig
 from edgeps.core.balance import Balancer
@@ -73,12 +72,8 @@ def load_model(cfg: ServeConfig) -> Model:
 
 
 def read_hmac_key(path: str | None) -> bytes | None:
-    if path is None:
-        return None
-    key = Path(path).read_bytes().strip()
-    if not key:
-        raise ValueError(f"--hmac-key-file {path} is empty")
-    return key
+    """The master key: each worker's key is derived from it (protocol v2)."""
+    return read_key(path)
 
 
 def build_server(cfg: ServeConfig, model: Model) -> tuple[ParameterServer, str]:

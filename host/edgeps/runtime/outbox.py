@@ -1,4 +1,9 @@
-"""Everything the PS sends: releases (PARAMS chunks), REJECTs and the retained MODEL."""
+"""Everything the PS sends: WELCOME, releases (PARAMS chunks), REJECT, STOP, MODEL.
+
+Each message to a worker names the run and the worker's session and is
+signed with that worker's own key (``Peer.key``); the retained MODEL is
+informational and unsigned.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ import numpy as np
 from edgeps_worker import wire_host as wire
 
 from edgeps.core.types import Release
-from edgeps.runtime.peers import Peers
+from edgeps.runtime.peers import Peer, Peers
 
 log = logging.getLogger(__name__)
 
@@ -29,24 +34,45 @@ class Outbox:
         peers: Peers,
         *,
         model: str,
+        run: int,
         send_rejects: bool = True,
-        hmac_key: bytes | None = None,
     ) -> None:
         self.link = link
         self.peers = peers
         self.job = peers.job
         self.model_text = model
+        self.run = run
         self.send_rejects = send_rejects
         self.releases_sent = 0
         self.errors = 0
-        self._key: dict[str, Any] = {} if hmac_key is None else {"key": hmac_key}
 
     def model(self, state: str, version: int, n_params: int) -> None:
-        """Retained MODEL message: job state, model spec and current version."""
+        """Retained MODEL message: run, job state, model spec and current version."""
         payload = wire.encode_model(
-            self.job, state, self.model_text, int(version), int(n_params), **self._key
+            self.job, self.run, state, self.model_text, int(version), int(n_params)
         )
         self.link.publish(wire.topic_model(self.job), payload, 1, True)
+
+    def welcome(self, peer: Peer, n_params: int) -> None:
+        """Answer the HELLO that opened ``peer.session`` (its nonce echoed)."""
+        payload = wire.encode_welcome(
+            self.job,
+            peer.worker_id,
+            self.run,
+            peer.nonce,
+            peer.session,
+            int(n_params),
+            self.model_text,
+            key=peer.key,
+        )
+        self.link.publish(peer.down_topic, payload, 1, False)
+
+    def stop(self, peer: Peer, session: int, reason: str) -> None:
+        """End a worker: its session, or the nonce of a HELLO that is refused."""
+        payload = wire.encode_stop(
+            self.job, peer.worker_id, self.run, session, reason, key=peer.key
+        )
+        self.link.publish(peer.down_topic, payload, 1, False)
 
     def release(self, release: Release) -> None:
         """PARAMS at the release's version, chunked per worker, QoS 1.
@@ -55,17 +81,21 @@ class Outbox:
         """
         # read-only and shared by every worker: framed without a copy
         data = np.ascontiguousarray(release.params, dtype="<f4").data
+        batches = release.batches or {}
         for wid, answer in release.targets():
             peer = self.peers.get(wid)
             try:
                 chunks = wire.encode_params(
                     self.job,
                     wid,
+                    self.run,
+                    peer.session,
                     int(release.version),
                     data,
                     max_chunk=peer.max_chunk,
                     seq=0 if answer is None else answer,
-                    **self._key,
+                    key=peer.key,
+                    batch=int(batches.get(wid, 0)),
                 )
             except (ValueError, TypeError) as exc:
                 self.errors += 1
@@ -79,10 +109,13 @@ class Outbox:
         """Tell a worker why its message was dropped (optional, best effort)."""
         if not self.send_rejects or not wire.valid_id(wid):
             return
+        peer = self.peers.get(wid)
         try:
-            payload = wire.encode_reject(self.job, wid, seq, reason, **self._key)
+            payload = wire.encode_reject(
+                self.job, wid, self.run, peer.session, seq, reason, key=peer.key
+            )
         except (ValueError, TypeError) as exc:
             self.errors += 1
             log.warning("cannot encode a reject for %r: %s", wid, exc)
             return
-        self.link.publish(self.peers.get(wid).down_topic, payload, 1, False)
+        self.link.publish(peer.down_topic, payload, 1, False)

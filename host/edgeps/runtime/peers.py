@@ -1,8 +1,11 @@
 """The runtime's one record per worker: how to reach it over MQTT.
 
 ``Peer`` holds the transport side of a worker: its up and down topics, the
-largest message it accepts (announced in its HELLO) and the model spelling it
-announced that was found equal to ours. What the PS decides with (clock,
+largest message it accepts (announced in its HELLO), the model spelling it
+announced that was found equal to ours, its own HMAC key (derived from the
+master key) and the protocol v2 addressing: the session the PS issued, the
+nonce of the link that holds it and the nonces of its earlier links (a HELLO
+naming one of them is a replay). What the PS decides with (clock,
 sequence numbers, liveness) is the core's ``WorkerRecord``. Ingest creates and
 updates peers; the outbox reads them.
 """
@@ -10,9 +13,12 @@ updates peers; the outbox reads them.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 
 from edgeps_worker import wire
+
+from edgeps.security.keys import derive_worker_key
 
 log = logging.getLogger(__name__)
 
@@ -23,17 +29,37 @@ class Peer:
     down_topic: str
     max_chunk: int  # bytes per PARAMS message; the job's default until HELLO
     model_ok: str | None = None  # announced model text already found to be ours
+    key: bytes | None = None  # this worker's own HMAC key
+    session: int = 0  # issued in the last WELCOME (0: none yet)
+    nonce: int = 0  # link of the HELLO that opened ``session``
+    hello_nonce: int = 0  # link of the last HELLO decoded (a refusal names it)
+    old_nonces: deque[int] = field(default_factory=lambda: deque(maxlen=32))
+
+    def open_session(self, session: int, nonce: int) -> None:
+        """The core took a HELLO: its session and link are now the current ones."""
+        if nonce != self.nonce and self.nonce:
+            self.old_nonces.append(self.nonce)
+        self.session, self.nonce = session, nonce
 
 
 class Peers:
     """Peers by worker id and by up topic.
 
-    At most ``max_peers`` are kept: past that (a flood of made-up worker ids),
+    With ``master_key``, each peer's key is derived from it. At most
+    ``max_peers`` are kept: past that (a flood of made-up worker ids),
     a peer is still returned but not remembered, and a warning is logged once.
     """
 
-    def __init__(self, job: str, *, max_chunk: int = 4096, max_peers: int = 65536):
+    def __init__(
+        self,
+        job: str,
+        *,
+        max_chunk: int = 4096,
+        max_peers: int = 65536,
+        master_key: bytes | None = None,
+    ):
         self.job = job
+        self.master_key = master_key
         self.max_chunk = max_chunk
         self.max_peers = max_peers
         self._by_id: dict[str, Peer] = {}
@@ -52,6 +78,8 @@ class Peers:
         peer = self._by_id.get(worker_id)
         if peer is None:
             peer = Peer(worker_id, wire.topic_down(self.job, worker_id), self.max_chunk)
+            if self.master_key:
+                peer.key = derive_worker_key(self.master_key, worker_id)
             if len(self._by_id) < self.max_peers:
                 self._by_id[worker_id] = peer
             elif not self._warned:

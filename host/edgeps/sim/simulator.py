@@ -263,7 +263,7 @@ class Simulator:
             update=grad,
             compute_time=duration,
             samples=len(y),
-            incarnation=w.incarnation,
+            session=w.incarnation,
             loss=float(loss),
         )
         self._over(w, True, "update", self._ps, push)
