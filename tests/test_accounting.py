@@ -87,13 +87,13 @@ def test_coordinator_summary_lists_an_unknown_clients_junk_per_reason() -> None:
     # Prepare: w1 joins and pushes; a client that never joined sends junk
     coord, link = _coordinator()
     up = wire.topic_up(JOB, "w1")
-    coord.handle(up, wire.encode_hello(JOB, "w1", 1, model=f"linear:{99}"), 0.0)
+    coord.handle(up, wire.encode_hello(JOB, "w1", 1, 1, model=f"linear:{99}"), 0.0)
     _push(coord, "w1", 1, 0, 0.1)
     ghost = wire.topic_up(JOB, "ghost")
 
     # Execute
     coord.handle(ghost, b"garbage", 0.2)
-    coord.handle(ghost, wire.encode_hello(JOB, "ghost", 1, model="mlp:4-2-3"), 0.3)
+    coord.handle(ghost, wire.encode_hello(JOB, "ghost", 1, 1, model="mlp:4-2-3"), 0.3)
     _push(coord, "ghost", 1, 0, 0.4)  # an update without a hello
     coord.handle(up, b"EP" + bytes(60), 0.5)  # junk on w1's own topic
     coord.handle("$SYS/broker/publish/messages/dropped", b"5", 0.6)

@@ -15,7 +15,6 @@ import gc
 import json
 import sys
 
-
 # ports with an operating system to hand an exit status to
 HOSTED = ("linux", "darwin", "win32")
 
