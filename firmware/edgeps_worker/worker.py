@@ -315,7 +315,7 @@ class Worker:
             self.stop_reason = "model_mismatch"
             return
         self._refused = 0
-        if msg.session != self.session:
+        if (msg.run, msg.session) != (self.run_id, self.session):
             self.run_id = msg.run
             self.session = msg.session
             self.seq = 0
