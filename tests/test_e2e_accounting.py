@@ -81,9 +81,9 @@ def test_summary_and_metrics_list_an_unknown_clients_junk_per_reason(
         ghost = wire.topic_up("acct", "ghost")
         spy.publish(ghost, b"garbage")
         spy.publish(ghost, b"EP" + bytes(60))
-        spy.publish(ghost, wire.encode_hello("acct", "ghost", 0, model="mlp:5-4-3"))
+        spy.publish(ghost, wire.encode_hello("acct", "ghost", 0, 1, model="mlp:5-4-3"))
         for chunk in wire.encode_update(
-            "acct", "ghost", 0, 0, 1, 0, 0.01, 8, 0.5, bytes(4 * 8)
+            "acct", "ghost", 5, 1, 1, 0, 0.01, 8, 0.5, bytes(4 * 8)
         ):
             spy.publish(ghost, chunk)
         spy.publish(wire.topic_up("acct", "w00"), b"garbage")  # on a worker's topic

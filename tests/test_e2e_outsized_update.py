@@ -28,6 +28,7 @@ class Intruder:
         self.job, self.wid = job, wid
         self.versions: list[int] = []
         self.lock = threading.Lock()
+        self.session = 0  # issued by the PS's WELCOME
         subscribed = threading.Event()
         self.client = mqtt.Client(
             mqtt.CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv311
@@ -41,8 +42,10 @@ class Intruder:
 
     def _on_message(self, c: Any, u: Any, msg: Any) -> None:
         m = wire.decode(bytes(msg.payload))
-        if m.type == wire.PARAMS:
-            with self.lock:
+        with self.lock:
+            if m.type == wire.WELCOME:
+                self.session = int(m.session)
+            elif m.type == wire.PARAMS:
                 self.versions.append(int(m.version))
 
     def released(self) -> int | None:
@@ -50,13 +53,13 @@ class Intruder:
             return self.versions[-1] if self.versions else None
 
     def hello(self, model: str) -> None:
-        payload = wire.encode_hello(self.job, self.wid, 0, model=model)
+        payload = wire.encode_hello(self.job, self.wid, 7, 1, model=model)
         self.client.publish(wire.topic_up(self.job, self.wid), payload, qos=1)
 
     def push(self, base_version: int, update: np.ndarray) -> None:
         data = update.astype("<f4").tobytes()
         for chunk in wire.encode_update(
-            self.job, self.wid, 0, 0, 1, base_version, 0.01, 32, 0.5, data,
+            self.job, self.wid, self.session, 1, 1, base_version, 0.01, 32, 0.5, data,
             max_chunk=1 << 16,
         ):  # fmt: skip
             self.client.publish(wire.topic_up(self.job, self.wid), chunk, qos=1)

@@ -37,10 +37,10 @@ MODELS = {
     "logistic:30": ("breast_cancer", HEAP_ARG),
     "linear:64": ("digits", HEAP_ARG),
 }
-# the MLP worker's peak must not grow back: 87,840 B measured (104.6 KB before
-# the board image was trimmed to what it runs, 94,720 B before the builder,
-# -O3 .mpy files and 4-row batch chunks)
-MLP_PEAK_LIMIT = 88_700
+# the MLP worker's peak must not grow back: 88,736-88,864 B measured under
+# protocol v2 (87,840 B under v1; 104.6 KB before the board image was trimmed to
+# what it runs, 94,720 B before the builder, -O3 .mpy files and 4-row chunks)
+MLP_PEAK_LIMIT = 89_600
 
 
 def compile_firmware(out: Path) -> Path:

@@ -56,3 +56,16 @@ def check_positive(name: str, value: object) -> float:
     if not (math.isfinite(value) and value > 0):
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
     return float(value)
+
+
+def resolve_optimizer(optimizer: object, n_params: int) -> kernels.Optimizer:
+    """An optimizer by name, or a given one checked to fit ``n_params``."""
+    if isinstance(optimizer, str):
+        return kernels.make_optimizer(optimizer, n_params)
+    if isinstance(optimizer, kernels.Optimizer):
+        if optimizer.n_params != n_params:
+            raise ValueError(
+                f"optimizer is for {optimizer.n_params} params, not {n_params}"
+            )
+        return optimizer
+    raise TypeError("optimizer must be a name or an edgeps.kernels Optimizer")

@@ -22,12 +22,14 @@ from edgeps.core.args import (
     check_params,
     check_positive,
     check_worker_id,
+    resolve_optimizer,
 )
 from edgeps.core.balance import Balancer
 from edgeps.core.monitor import PerformanceMonitor
 from edgeps.core.norm_guard import NormGuard
 from edgeps.core.policy_api import Policy
 from edgeps.core.registry import WorkerRecord
+from edgeps.core.resume import resume
 from edgeps.core.snapshot import server_snapshot
 from edgeps.core.types import (
     Action,
@@ -92,17 +94,7 @@ class ParameterServer:
         if max_update_norm is not None:
             max_update_norm = check_positive("max_update_norm", max_update_norm)
         self._params = np.array(params, dtype=np.float32, copy=True, order="C")
-        if isinstance(optimizer, str):
-            self.optimizer = kernels.make_optimizer(optimizer, self._params.size)
-        elif isinstance(optimizer, kernels.Optimizer):
-            if optimizer.n_params != self._params.size:
-                raise ValueError(
-                    f"optimizer is for {optimizer.n_params} params, "
-                    f"not {self._params.size}"
-                )
-            self.optimizer = optimizer
-        else:
-            raise TypeError("optimizer must be a name or an edgeps.kernels Optimizer")
+        self.optimizer = resolve_optimizer(optimizer, self._params.size)
         self.policy = policy
         self.lr = float(lr)
         self.staleness_aware = bool(staleness_aware)
@@ -151,29 +143,8 @@ class ParameterServer:
         params: np.ndarray | None = None,
         worker_stats: dict[str, WorkerStats] | None = None,
     ) -> None:
-        """Resume a checkpoint (version, optimizer state, params) before any join.
-
-        ``worker_stats`` carries each worker's counters over: a worker id that
-        joins again continues from them.
-        """
-        version = check_int("version", version)
-        if any(r.live for r in self._workers.values()):
-            raise ValueError("restore a checkpoint before workers join")
-        if params is not None:
-            check_params(params, self._params.shape)
-        if optimizer_state:
-            self.optimizer.load_state_dict(optimizer_state)
-        if params is not None:
-            self._params[...] = params
-        self.version = int(version)
-        self._shared = None
-        for wid, carried in (worker_stats or {}).items():
-            if not isinstance(carried, WorkerStats):
-                raise TypeError(f"stats of {wid!r} must be WorkerStats")
-            self._carried_stats[check_worker_id(wid)] = carried
-            self.max_staleness_seen = max(
-                self.max_staleness_seen, carried.max_staleness
-            )
+        """Resume a checkpoint before any join (``edgeps.core.resume``)."""
+        resume(self, version, optimizer_state, params, worker_stats)
 
     # ---- the entry point --------------------------------------------------
 

@@ -40,9 +40,7 @@ def message_bytes(
     update = wire_host.encode_update(
         SIM_JOB, wid, 1, 1, 1, 1, 0.0, 32, 0.0, zeros, max_chunk=max_chunk
     )
-    params = wire_host.encode_params(
-        SIM_JOB, wid, 1, 1, 1, zeros, max_chunk=max_chunk
-    )
+    params = wire_host.encode_params(SIM_JOB, wid, 1, 1, 1, zeros, max_chunk=max_chunk)
     hello = wire.encode_hello(SIM_JOB, wid, 1, 1, model, max_chunk)
     heartbeat = wire.encode_heartbeat(SIM_JOB, wid, 1, 1)
     return {
