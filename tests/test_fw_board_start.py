@@ -36,6 +36,15 @@ def start_like_an_esp32(exe: str, config: Path, cycles: int = 3) -> tuple[dict, 
     return result, out
 
 
+def logistic_ps(port: int) -> MiniPS:
+    """A started scripted PS for the logistic:8 job these boards join."""
+    ps = MiniPS(
+        port, "fwjob", "logistic:8", ModelSpec.parse("logistic:8").init_params(0)
+    )
+    ps.start()
+    return ps
+
+
 def stats_of(out: str) -> dict:
     m = re.search(r"^stopped: \w+ (\{.*\})$", out, re.M)
     assert m is not None, out
@@ -66,13 +75,7 @@ def test_a_finished_board_stays_idle_instead_of_rejoining(
         tmp_path, mosquitto.port, data="", sensor="fw_sensor", max_iterations=2,
         model="logistic:8", wifi_ssid="lab",
     )  # fmt: skip
-    ps = MiniPS(
-        mosquitto.port,
-        "fwjob",
-        "logistic:8",
-        ModelSpec.parse("logistic:8").init_params(0),
-    )
-    ps.start()
+    ps = logistic_ps(mosquitto.port)
     try:
         # Execute
         result, out = start_like_an_esp32(micropython, cfg)
@@ -99,13 +102,7 @@ def test_out_of_memory_stops_the_board_instead_of_reconnecting(
         tmp_path, mosquitto.port, data="", sensor="fw_sensor_oom", max_iterations=0,
         model="logistic:8", wifi_ssid="lab",
     )  # fmt: skip
-    ps = MiniPS(
-        mosquitto.port,
-        "fwjob",
-        "logistic:8",
-        ModelSpec.parse("logistic:8").init_params(0),
-    )
-    ps.start()
+    ps = logistic_ps(mosquitto.port)
     try:
         # Execute
         result, out = start_like_an_esp32(micropython, cfg)
@@ -129,13 +126,7 @@ def test_out_of_memory_exits_1_on_the_unix_port(micropython, mosquitto, tmp_path
         tmp_path, mosquitto.port, data="", sensor="fw_sensor_oom", max_iterations=0,
         model="logistic:8",
     )  # fmt: skip
-    ps = MiniPS(
-        mosquitto.port,
-        "fwjob",
-        "logistic:8",
-        ModelSpec.parse("logistic:8").init_params(0),
-    )
-    ps.start()
+    ps = logistic_ps(mosquitto.port)
     env = dict(os.environ, MICROPYPATH=f"{FIRMWARE}:{MPY_TESTS}:.frozen")
     try:
         # Execute
