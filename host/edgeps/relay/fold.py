@@ -1,0 +1,176 @@
+"""One site round: the boards' gradients folded into one update, between two threads.
+
+The site coordinator's thread folds each applied board push into the open
+round (`fold`) and closes the round when the site policy releases a board
+after at least one fold (`close`). The upstream worker's thread, inside the
+relay trainer's ``step()``, hands over the central parameters that just
+landed (`offer`) and then waits for the round to close (`wait`), which
+returns the sample-weighted mean of the folded gradients and resets the
+round. `take_central` gives the coordinator the parameters to fan out.
+Pure logic apart from one `threading.Condition`; time is passed in.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Folded:
+    """What one closed round pushes upstream."""
+
+    loss: float  # sample-weighted mean of the boards' losses (NaN if none known)
+    samples: int  # total samples of the folded gradients
+    grad: np.ndarray  # float32, the sample-weighted mean gradient
+    count: int  # gradients folded
+    late: int  # of them computed on an earlier fan-out than the latest
+
+
+class Round:
+    """The open site round and the latest central parameters, shared by two threads.
+
+    ``wake`` (settable later) is called after `offer`, on the upstream thread,
+    to wake the site coordinator so that it fans the parameters out at once.
+    """
+
+    def __init__(self, n_params: int, wake: Callable[[], object] | None = None) -> None:
+        if n_params < 1:
+            raise ValueError("n_params must be >= 1")
+        self.n_params = int(n_params)
+        self.wake = wake
+        self._cond = threading.Condition()
+        self._sum = np.zeros(self.n_params, dtype=np.float64)
+        self._weight = 0.0
+        self._samples = 0
+        self._count = 0
+        self._late = 0
+        self._loss_sum = 0.0
+        self._loss_weight = 0.0
+        self._closed = False
+        self._central: np.ndarray | None = None
+        self._offers = 0
+        # totals over the run
+        self.rounds = 0
+        self.folded = 0
+        self.late = 0
+        self.largest = 0  # most gradients in one round
+
+    # ---- the site coordinator's side ------------------------------------
+
+    def fold(self, grad: np.ndarray, samples: int, loss: float, late: bool) -> None:
+        """Add one applied board gradient, weighted by its samples (1 if it gave 0)."""
+        g = np.asarray(grad, dtype=np.float32).reshape(-1)
+        if g.size != self.n_params:
+            raise ValueError(f"gradient has {g.size} values, not {self.n_params}")
+        w = float(samples) if samples > 0 else 1.0
+        with self._cond:
+            self._sum += w * g.astype(np.float64)
+            self._weight += w
+            self._samples += max(0, int(samples))
+            self._count += 1
+            self._late += int(bool(late))
+            if math.isfinite(loss):
+                self._loss_sum += w * float(loss)
+                self._loss_weight += w
+
+    @property
+    def count(self) -> int:
+        """Gradients folded into the open round."""
+        with self._cond:
+            return self._count
+
+    def close(self) -> bool:
+        """The site policy let boards go on: the round is ready if it holds any."""
+        with self._cond:
+            if self._count == 0:
+                return False
+            self._closed = True
+            self._cond.notify_all()
+            return True
+
+    def take_central(self) -> np.ndarray | None:
+        """The central parameters offered since the last call (None: nothing new)."""
+        with self._cond:
+            params, self._central = self._central, None
+            return params
+
+    # ---- the upstream worker's side -------------------------------------
+
+    def offer(self, params: np.ndarray) -> None:
+        """New central parameters landed: keep a copy for the fan-out, wake the site."""
+        copy = np.array(params, dtype=np.float32, copy=True).reshape(-1)
+        if copy.size != self.n_params:
+            raise ValueError(f"parameters have {copy.size} values, not {self.n_params}")
+        with self._cond:
+            self._central = copy
+            self._offers += 1
+            self._cond.notify_all()
+        wake = self.wake
+        if wake is not None:
+            wake()
+
+    @property
+    def offers(self) -> int:
+        with self._cond:
+            return self._offers
+
+    def wait_offer(self, stop: Callable[[], bool], poll: float = 0.1) -> bool:
+        """Block until a first `offer` (True) or ``stop`` says so (False)."""
+        with self._cond:
+            while self._offers == 0:
+                if stop():
+                    return False
+                self._cond.wait(poll)
+            return True
+
+    def wait(
+        self,
+        stop: Callable[[], bool],
+        *,
+        beat: Callable[[], object] | None = None,
+        beat_every: float = 5.0,
+        clock: Callable[[], float],
+        poll: float = 0.1,
+    ) -> Folded | None:
+        """Wait for the round to close and take it; None if ``stop`` came first.
+
+        On a stop, a round that holds gradients is taken as it is. ``beat`` is
+        called every ``beat_every`` seconds of waiting (the upstream heartbeat).
+        """
+        next_beat = clock() + beat_every
+        with self._cond:
+            while not self._closed:
+                if stop():
+                    if self._count == 0:
+                        return None
+                    break
+                self._cond.wait(poll)
+                now = clock()
+                if beat is not None and now >= next_beat:
+                    next_beat = now + beat_every
+                    self._cond.release()
+                    try:
+                        beat()
+                    finally:
+                        self._cond.acquire()
+            return self._take()
+
+    def _take(self) -> Folded:
+        mean = (self._sum / self._weight).astype(np.float32)
+        loss = self._loss_sum / self._loss_weight if self._loss_weight > 0 else math.nan
+        out = Folded(float(loss), self._samples, mean, self._count, self._late)
+        self.rounds += 1
+        self.folded += self._count
+        self.late += self._late
+        self.largest = max(self.largest, self._count)
+        self._sum.fill(0.0)
+        self._weight = 0.0
+        self._samples = self._count = self._late = 0
+        self._loss_sum = self._loss_weight = 0.0
+        self._closed = False
+        return out
