@@ -35,6 +35,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "edgeps.commands.emulate",
         "run N emulated sensor workers against a broker",
     ),
+    "relay": (
+        "edgeps.commands.relay",
+        "serve one site's boards as one upstream worker",
+    ),
     "demo": (
         "edgeps.commands.demo",
         "embedded broker + host + 8 emulated sensors, end to end",

@@ -231,6 +231,7 @@ class Relay:
             "rounds": round_.rounds,
             "folded": round_.folded,
             "late": round_.late,
+            "unsent": round_.count,  # folded when the job ended, never pushed
             "fan_in": round_.folded / round_.rounds if round_.rounds else 0.0,
             "largest_round": round_.largest,
             "round_s_median": statistics.median(times) if times else None,

@@ -1,0 +1,131 @@
+"""Relays end to end: two site brokers bridged to a central mosquitto, serve on it.
+
+Each site runs its own mosquitto, bridged to the central one for its relay's
+three topics only (`edgeps.relay.bridge`), a relay connected to the site
+broker alone, and emulated sensors (`Emulation`, as `edgeps emulate` runs
+them) on the site job. Serve on the central broker must reach the target
+while it hears only from the two relays.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from edgeps.commands.emulate import Emulation
+from edgeps.commands.serve_config import merge
+from edgeps.relay import Relay, RelayConfig, RelaySummary
+from edgeps.relay.bridge import start_bridged_mosquitto
+from edgeps.runtime.coordinator import Summary
+from edgeps.runtime.job import Job
+from edgeps.transport.broker import BrokerAddress, BrokerHandle, open_broker
+from edgeps.transport.options import ConnectionOptions
+
+pytestmark = pytest.mark.integration
+
+JOB = "central"
+TARGET = 0.8
+SITES = {"a": "bsp", "b": "kofn:k=2"}
+BOARDS = 3
+
+
+def test_two_bridged_sites_reach_the_target(mosquitto: Any, tmp_path: Path) -> None:
+    # Arrange: serve on the central broker
+    cfg = merge(
+        {
+            "broker": mosquitto.url,
+            "job": JOB,
+            "policy": "asp",
+            "target_accuracy": TARGET,
+            "max_time": 60.0,
+            "quiet": True,
+            "seed": 1,
+        }
+    )
+    job = Job(cfg, broker=open_broker(mosquitto.url))
+    result: dict[str, Summary] = {}
+    host = threading.Thread(target=lambda: result.update(s=job.run()))
+    host.start()
+    brokers: list[BrokerHandle] = []
+    relays: dict[str, Relay] = {}
+    relay_out: dict[str, RelaySummary] = {}
+    threads: list[threading.Thread] = []
+    emus: list[Emulation] = []
+    try:
+        assert job.ready.wait(20)
+        central = BrokerAddress("127.0.0.1", mosquitto.port)
+        for i, (site, policy) in enumerate(SITES.items()):
+            rid = f"relay-{site}"
+            broker = start_bridged_mosquitto(site, central, JOB, rid)
+            brokers.append(broker)
+            relay = Relay(
+                RelayConfig(
+                    central=ConnectionOptions(broker=mosquitto.url),
+                    site=ConnectionOptions(broker=broker.url),
+                    job=JOB,
+                    relay_id=rid,
+                    site_job=f"site-{site}",
+                    policy=policy,
+                )
+            )
+            relays[site] = relay
+            th = threading.Thread(
+                target=lambda s=site, r=relay: relay_out.update({s: r.run()})
+            )
+            th.start()
+            threads.append(th)
+            assert relay.ready.wait(30), f"relay {rid} did not start its site"
+            emus.append(
+                Emulation(
+                    broker.url,
+                    f"site-{site}",
+                    seed=10 + i,
+                    duration=90.0,
+                    n_workers=BOARDS,
+                ).start()
+            )
+
+        # Execute: until serve reaches the target (or its time limit)
+        host.join(90)
+    finally:
+        job.stop()
+        host.join(10)
+        for th in threads:  # the central job's STOP ends each relay by itself
+            th.join(30)
+        for relay in relays.values():
+            relay.stop()
+        for th in threads:
+            th.join(30)
+        for emu in emus:
+            emu.stop()
+            emu.join(20)
+        for broker in brokers:
+            broker.close()
+
+    # Assert: the central host saw two workers, the relays
+    summary = result["s"]
+    assert not host.is_alive()
+    assert summary.stop_reason == "target_accuracy"
+    assert summary.accuracy is not None and summary.accuracy >= TARGET
+    assert set(summary.workers) == {"relay-a", "relay-b"}
+    assert all(w["accepted"] > 0 for w in summary.workers.values())
+    assert summary.dropped == {}
+    for site, out in relay_out.items():
+        assert out.stop_reason == "done", site  # the central job's STOP ended it
+        up = out.upstream
+        assert out.site is not None
+        boards = out.site.workers
+        assert set(boards) == {f"w{i:02d}" for i in range(BOARDS)}, site
+        assert all(b["accepted"] > 0 for b in boards.values()), site
+        # every applied board push went into exactly one round (the last one
+        # may be left unsent when the job ends)
+        applied = sum(b["accepted"] for b in boards.values())
+        assert up["folded"] + up["unsent"] == applied, site
+        assert up["rounds"] >= summary.workers[f"relay-{site}"]["accepted"], site
+    # site BSP: every round holds each live board's gradient once
+    a = relay_out["a"].upstream
+    assert a["largest_round"] == BOARDS
+    assert a["fan_in"] > 2.0
+    assert a["late"] == 0
