@@ -36,7 +36,7 @@ CONNECTION_FLAGS = {
     "--broker", "--username", "--password-file", "--tls-ca", "--tls-cert",
     "--tls-key", "--tls-insecure", "--keepalive", "--hmac-key-file", "--log-level",
 }  # fmt: skip
-MQTT_COMMANDS = ("serve", "worker", "emulate", "demo")
+MQTT_COMMANDS = ("serve", "worker", "emulate", "demo", "relay")
 
 
 def _walk(parser: argparse.ArgumentParser, path: str) -> dict[str, set[str]]:

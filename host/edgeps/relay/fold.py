@@ -84,6 +84,12 @@ class Round:
         with self._cond:
             return self._count
 
+    @property
+    def closed(self) -> bool:
+        """The round is ready to be taken."""
+        with self._cond:
+            return self._closed
+
     def close(self) -> bool:
         """The site policy let boards go on: the round is ready if it holds any."""
         with self._cond:
