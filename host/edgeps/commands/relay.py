@@ -149,6 +149,10 @@ def summary_text(summary: Any) -> str:
     return "\n".join(lines)
 
 
+def _announce(text: str) -> None:
+    print(f"edgeps {text}", file=sys.stderr, flush=True)
+
+
 def _secs(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}s"
 
@@ -160,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
 
     setup_logging(args.log_level)
     try:
-        relay = Relay(build_config(args))
+        relay = Relay(build_config(args), announce=_announce)
     except (ValueError, TypeError, FileNotFoundError) as exc:
         print(f"edgeps relay: error: {exc}", file=sys.stderr)
         return 2

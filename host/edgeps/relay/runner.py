@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import statistics
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,7 +74,9 @@ class RelaySummary:
 class Relay:
     """One relay; `run()` blocks until the central job ends or `stop()`."""
 
-    def __init__(self, cfg: RelayConfig) -> None:
+    def __init__(
+        self, cfg: RelayConfig, *, announce: Callable[[str], object] | None = None
+    ) -> None:
         for what, value in (
             ("job", cfg.job),
             ("relay id", cfg.relay_id),
@@ -84,6 +87,7 @@ class Relay:
         parse_policy(cfg.policy)  # a bad policy fails now, not after joining
         cfg.central.check()
         self.cfg = cfg
+        self.announce = announce  # told where the site's boards connect
         self._stop = threading.Event()
         self.ready = threading.Event()  # set once the site serves its boards
         self.coordinator: SiteCoordinator | None = None
@@ -203,13 +207,14 @@ class Relay:
             link.on_up = coord.link_up
             inbox = link.inbox
             round_.wake = lambda: inbox.put((WAKE_TOPIC, b""))
-            log.info(
-                "relay %s: site job %s on %s, policy %s",
-                cfg.relay_id,
-                cfg.site_job_id,
-                broker.url,
-                coord.policy_name,
+            text = (
+                f"relay {cfg.relay_id}: site job {cfg.site_job_id} on {broker.url}, "
+                f"policy {coord.policy_name}; boards: edgeps worker --broker "
+                f"{broker.url} --job {cfg.site_job_id} --id ID ..."
             )
+            log.info("%s", text)
+            if self.announce is not None:
+                self.announce(text)
             self.ready.set()
             if self._stop.is_set():
                 coord.stop()
