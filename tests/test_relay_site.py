@@ -47,12 +47,18 @@ class RecordingLink:
         return [m for m in msgs if m.type == wire.PARAMS]
 
 
-def _site(policy: str = "bsp") -> tuple[SiteCoordinator, RecordingLink, Round]:
+def _site(
+    policy: str = "bsp", min_fold: int = 0
+) -> tuple[SiteCoordinator, RecordingLink, Round]:
     round_ = Round(N)
     server = SiteServer(np.zeros(N, np.float32), round_, policy=parse_policy(policy))
     link = RecordingLink()
     coord = SiteCoordinator(
-        server, link, Settings(job=JOB, model=f"linear:{N - 1}"), policy_name=policy
+        server,
+        link,
+        Settings(job=JOB, model=f"linear:{N - 1}"),
+        policy_name=policy,
+        min_fold=min_fold,
     )
     return coord, link, round_
 
@@ -205,6 +211,33 @@ def test_a_push_on_an_older_fan_out_is_folded_as_late() -> None:
 
     got = r.wait(_never, clock=_clock)
     assert got is not None and (got.count, got.late) == (1, 1)
+
+
+def test_min_fold_waits_for_that_many_gradients_or_every_live_board() -> None:
+    coord, link, r = _site("asp", min_fold=3)
+    for w in ("w1", "w2"):
+        _hello(coord, w, 0.0)
+
+    _push(coord, "w1", 1, coord.server.version, 1.0, 8)
+    assert coord.gated.keys() == {"w1"} and not r.closed  # ASP released it
+    _push(coord, "w2", 1, coord.server.version, 1.0, 8)
+
+    assert r.closed and r.count == 2  # 2 live boards: fewer than 3 will do
+
+
+def test_min_fold_closes_when_the_missing_board_leaves() -> None:
+    coord, link, r = _site("asp", min_fold=2)
+    for w in ("w1", "w2"):
+        _hello(coord, w, 0.0)
+    _push(coord, "w1", 1, coord.server.version, 1.0, 8)
+    assert not r.closed
+
+    nonce = coord.peers.get("w2").nonce
+    bye = wire.encode_bye(JOB, "w2", nonce, "bye")
+    coord.handle(wire.topic_up(JOB, "w2"), bye, 3.0)
+    coord.tick(3.1)
+
+    assert r.closed and r.count == 1
 
 
 def test_a_wake_without_new_parameters_sends_nothing() -> None:

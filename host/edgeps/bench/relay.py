@@ -46,6 +46,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--site-policy", default="bsp", help="the sites' policy (default: bsp)"
     )
+    parser.add_argument(
+        "--min-fold", type=int, default=0, help="as edgeps relay --min-fold"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead")
 
 
@@ -153,6 +156,7 @@ def measure(
                         relay_id=rid,
                         site_job=f"site{i}",
                         policy=args.site_policy,
+                        min_fold=args.min_fold,
                     )
                 )
                 relays.append(relay)

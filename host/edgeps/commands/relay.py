@@ -74,6 +74,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--policy", default="bsp", help="the site's sync policy (default: bsp)"
     )
     p.add_argument(
+        "--min-fold",
+        type=int,
+        default=0,
+        metavar="K",
+        help="a round goes upstream only with K gradients in it, or one from every "
+        "live board if fewer (default 0: when the site policy releases a board)",
+    )
+    p.add_argument(
         "--liveness-timeout",
         type=float,
         default=10.0,
@@ -124,6 +132,7 @@ def build_config(args: argparse.Namespace) -> Any:
         relay_id=args.relay_id,
         site_job=args.site_job,
         policy=args.policy,
+        min_fold=args.min_fold,
         liveness_timeout=args.liveness_timeout,
         max_update_norm=args.max_update_norm,
         norm_guard=args.norm_guard,

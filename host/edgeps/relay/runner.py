@@ -45,6 +45,7 @@ class RelayConfig:
     relay_id: str  # this relay's worker id in the central job
     site_job: str | None = None  # the site's job id (default: the central one)
     policy: str = "bsp"  # the site's sync policy
+    min_fold: int = 0  # a round waits for this many gradients (or every live board)
     liveness_timeout: float = 10.0
     max_update_norm: float | None = None
     norm_guard: float = 10.0
@@ -201,7 +202,11 @@ class Relay:
                 hmac_key=cfg.site_key,
             )
             coord = SiteCoordinator(
-                server, link, settings, policy_name=str(server.policy.describe())
+                server,
+                link,
+                settings,
+                policy_name=str(server.policy.describe()),
+                min_fold=cfg.min_fold,
             )
             self.coordinator = coord
             link.on_up = coord.link_up

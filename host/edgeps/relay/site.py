@@ -12,8 +12,9 @@ serve` runs, with three changes:
   go on after a push waits until the next central parameters arrive, then
   gets them (one release for all gated boards, `fan_out`). A board that
   joins is released at once with the current parameters. When the site
-  policy releases a board after at least one fold, the round is closed and
-  the upstream half pushes it.
+  policy releases a board after at least one fold (and, with ``min_fold``,
+  once that many gradients or every live board's are in), the round is
+  closed and the upstream half pushes it.
 """
 
 from __future__ import annotations
@@ -89,9 +90,21 @@ class SiteCoordinator(Coordinator):
 
     server: SiteServer
 
-    def __init__(self, server: SiteServer, link: Any, settings: Any, **kw: Any) -> None:
+    def __init__(
+        self,
+        server: SiteServer,
+        link: Any,
+        settings: Any,
+        *,
+        min_fold: int = 0,
+        **kw: Any,
+    ) -> None:
         super().__init__(server, link, settings, **kw)
+        if min_fold < 0:
+            raise ValueError("min_fold must be >= 0")
         self.round = server.round
+        # a round closes only with min(min_fold, live boards) gradients in it
+        self.min_fold = int(min_fold)
         # worker id -> (seq its release answers, batch the policy gave it)
         self.gated: dict[str, tuple[int | None, int | None]] = {}
         self.fan_outs = 0
@@ -105,6 +118,13 @@ class SiteCoordinator(Coordinator):
     def tick(self, now: float) -> None:
         super().tick(now)
         self.fan_out()  # in case a wake-up did not fit in a full inbox
+        if self.gated:
+            self._maybe_close()  # a board that left may have been the one missing
+
+    def _maybe_close(self) -> None:
+        want = min(self.min_fold, self.server.view.n_live)
+        if self.round.count >= max(1, want):
+            self.round.close()
 
     def on_release(self, action: Release) -> None:
         now_ids: list[str] = []
@@ -127,7 +147,7 @@ class SiteCoordinator(Coordinator):
                 )
             )
         if len(now_ids) < len(action.worker_ids):
-            self.round.close()
+            self._maybe_close()
 
     def fan_out(self) -> bool:
         """Adopt central parameters that arrived and release every gated board."""
