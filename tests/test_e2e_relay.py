@@ -62,7 +62,8 @@ def test_two_bridged_sites_reach_the_target(mosquitto: Any, tmp_path: Path) -> N
             brokers.append(broker)
             relay = Relay(
                 RelayConfig(
-                    central=ConnectionOptions(broker=mosquitto.url),
+                    # the site broker only: the bridge carries the relay's topics
+                    central=ConnectionOptions(broker=broker.url),
                     site=ConnectionOptions(broker=broker.url),
                     job=JOB,
                     relay_id=rid,

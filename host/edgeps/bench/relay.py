@@ -150,7 +150,7 @@ def measure(
                 opened.append(broker)
                 relay = Relay(
                     RelayConfig(
-                        central=ConnectionOptions(broker=central.url),
+                        central=ConnectionOptions(broker=broker.url),
                         site=ConnectionOptions(broker=broker.url),
                         job=JOB,
                         relay_id=rid,
