@@ -20,6 +20,7 @@ from edgeps.relay import Relay, RelayConfig, RelaySummary
 from edgeps.relay.bridge import start_bridged_mosquitto
 from edgeps.runtime.coordinator import Summary
 from edgeps.runtime.job import Job
+from edgeps.security.keys import derive_worker_key, new_master_key, write_key_file
 from edgeps.transport.broker import BrokerAddress, BrokerHandle, open_broker
 from edgeps.transport.options import ConnectionOptions
 
@@ -32,7 +33,10 @@ BOARDS = 3
 
 
 def test_two_bridged_sites_reach_the_target(mosquitto: Any, tmp_path: Path) -> None:
-    # Arrange: serve on the central broker
+    # Arrange: serve on the central broker, with keys: the relay holds its own
+    # central key and its site's master
+    central_master, site_master = new_master_key(), new_master_key()
+    write_key_file(tmp_path / "master.key", central_master)
     cfg = merge(
         {
             "broker": mosquitto.url,
@@ -42,6 +46,7 @@ def test_two_bridged_sites_reach_the_target(mosquitto: Any, tmp_path: Path) -> N
             "max_time": 60.0,
             "quiet": True,
             "seed": 1,
+            "hmac_key_file": str(tmp_path / "master.key"),
         }
     )
     job = Job(cfg, broker=open_broker(mosquitto.url))
@@ -69,6 +74,8 @@ def test_two_bridged_sites_reach_the_target(mosquitto: Any, tmp_path: Path) -> N
                     relay_id=rid,
                     site_job=f"site-{site}",
                     policy=policy,
+                    central_key=derive_worker_key(central_master, rid),
+                    site_key=site_master,
                 )
             )
             relays[site] = relay
@@ -85,6 +92,7 @@ def test_two_bridged_sites_reach_the_target(mosquitto: Any, tmp_path: Path) -> N
                     seed=10 + i,
                     duration=90.0,
                     n_workers=BOARDS,
+                    hmac_key=site_master,
                 ).start()
             )
 
@@ -112,7 +120,7 @@ def test_two_bridged_sites_reach_the_target(mosquitto: Any, tmp_path: Path) -> N
     assert summary.accuracy is not None and summary.accuracy >= TARGET
     assert set(summary.workers) == {"relay-a", "relay-b"}
     assert all(w["accepted"] > 0 for w in summary.workers.values())
-    assert summary.dropped == {}
+    assert summary.dropped == {}  # every relay message was signed with its key
     for site, out in relay_out.items():
         assert out.stop_reason == "done", site  # the central job's STOP ended it
         up = out.upstream
@@ -120,6 +128,7 @@ def test_two_bridged_sites_reach_the_target(mosquitto: Any, tmp_path: Path) -> N
         boards = out.site.workers
         assert set(boards) == {f"w{i:02d}" for i in range(BOARDS)}, site
         assert all(b["accepted"] > 0 for b in boards.values()), site
+        assert out.site.dropped == {}, site  # and every board's, with its own
         # every applied board push went into exactly one round (the last one
         # may be left unsent when the job ends)
         applied = sum(b["accepted"] for b in boards.values())
