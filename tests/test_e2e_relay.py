@@ -10,12 +10,14 @@ while it hears only from the two relays.
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from edgeps.commands.emulate import Emulation
 from edgeps.commands.serve_config import merge
+from edgeps.core.types import WorkerState
 from edgeps.relay import Relay, RelayConfig, RelaySummary
 from edgeps.relay.bridge import start_bridged_mosquitto
 from edgeps.runtime.coordinator import Summary
@@ -139,3 +141,62 @@ def test_two_bridged_sites_reach_the_target(mosquitto: Any, tmp_path: Path) -> N
     assert a["largest_round"] == BOARDS
     assert a["fan_in"] > 2.0
     assert a["late"] == 0
+
+
+def test_a_relays_last_will_crosses_the_bridge(mosquitto: Any) -> None:
+    # Arrange: serve that would wait a minute before timing the relay out
+    cfg = merge(
+        {
+            "broker": mosquitto.url,
+            "job": "willjob",
+            "policy": "asp",
+            "max_time": 60.0,
+            "liveness_timeout": 60.0,
+            "quiet": True,
+        }
+    )
+    job = Job(cfg, broker=open_broker(mosquitto.url))
+    host = threading.Thread(target=job.run)
+    host.start()
+    broker = None
+    relay = None
+    thread = None
+    try:
+        assert job.ready.wait(20)
+        central = BrokerAddress("127.0.0.1", mosquitto.port)
+        broker = start_bridged_mosquitto("w", central, "willjob", "relay-w")
+        relay = Relay(
+            RelayConfig(
+                central=ConnectionOptions(broker=broker.url),
+                site=ConnectionOptions(broker=broker.url),
+                job="willjob",
+                relay_id="relay-w",
+                site_job="site-w",
+            )
+        )
+        thread = threading.Thread(target=relay.run)
+        thread.start()
+        assert relay.ready.wait(30)  # joined upstream, serving its (empty) site
+        coord = job.coordinator
+        assert coord is not None
+        assert coord.server.worker_state("relay-w") == WorkerState.LIVE
+
+        # Execute: the relay's upstream link drops as in a crash
+        relay.worker.t.abort()
+
+        # Assert: the site broker's last will reached serve through the bridge
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            if coord.server.worker_state("relay-w") == WorkerState.DEAD:
+                break
+            time.sleep(0.1)
+        assert coord.server.worker_state("relay-w") == WorkerState.DEAD
+    finally:
+        if relay is not None:
+            relay.stop()
+        if thread is not None:
+            thread.join(30)
+        job.stop()
+        host.join(15)
+        if broker is not None:
+            broker.close()
