@@ -190,4 +190,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"edgeps relay: error: {exc}", file=sys.stderr)
         return 2
     print(dumps(asdict(summary)) if args.json else summary_text(summary))
+    if summary.stop_reason in ("model_mismatch", "duplicate_id", "error"):
+        print(f"edgeps relay: stopped: {summary.stop_reason}", file=sys.stderr)
+        return 2  # retrying the same flags will not help
     return 0

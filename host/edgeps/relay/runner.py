@@ -87,6 +87,7 @@ class Relay:
                 raise ValueError(f"{what} must match [A-Za-z0-9_-]{{1,32}}: {value!r}")
         parse_policy(cfg.policy)  # a bad policy fails now, not after joining
         cfg.central.check()
+        cfg.site.check()
         self.cfg = cfg
         self.announce = announce  # told where the site's boards connect
         self._stop = threading.Event()
