@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -143,15 +145,18 @@ def test_two_bridged_sites_reach_the_target(mosquitto: Any, tmp_path: Path) -> N
     assert a["late"] == 0
 
 
-def test_a_relays_last_will_crosses_the_bridge(mosquitto: Any) -> None:
-    # Arrange: serve that would wait a minute before timing the relay out
+@contextmanager
+def _lone_relay(
+    mosquitto: Any, job_id: str, liveness: float, **relay: Any
+) -> Iterator[tuple[Job, Relay]]:
+    """Serve on the central broker and one bridged relay whose site has no boards."""
     cfg = merge(
         {
             "broker": mosquitto.url,
-            "job": "willjob",
+            "job": job_id,
             "policy": "asp",
             "max_time": 60.0,
-            "liveness_timeout": 60.0,
+            "liveness_timeout": liveness,
             "quiet": True,
         }
     )
@@ -159,27 +164,41 @@ def test_a_relays_last_will_crosses_the_bridge(mosquitto: Any) -> None:
     host = threading.Thread(target=job.run)
     host.start()
     broker = None
-    relay = None
     thread = None
     try:
         assert job.ready.wait(20)
         central = BrokerAddress("127.0.0.1", mosquitto.port)
-        broker = start_bridged_mosquitto("w", central, "willjob", "relay-w")
-        relay = Relay(
+        broker = start_bridged_mosquitto("w", central, job_id, "relay-w")
+        relay_ = Relay(
             RelayConfig(
                 central=ConnectionOptions(broker=broker.url),
                 site=ConnectionOptions(broker=broker.url),
-                job="willjob",
+                job=job_id,
                 relay_id="relay-w",
                 site_job="site-w",
+                **relay,
             )
         )
-        thread = threading.Thread(target=relay.run)
+        thread = threading.Thread(target=relay_.run)
         thread.start()
-        assert relay.ready.wait(30)  # joined upstream, serving its (empty) site
-        coord = job.coordinator
-        assert coord is not None
-        assert coord.server.worker_state("relay-w") == WorkerState.LIVE
+        assert relay_.ready.wait(30)  # joined upstream, serving its (empty) site
+        assert job.coordinator is not None
+        assert job.coordinator.server.worker_state("relay-w") == WorkerState.LIVE
+        yield job, relay_
+    finally:
+        if thread is not None:
+            relay_.stop()
+            thread.join(30)
+        job.stop()
+        host.join(15)
+        if broker is not None:
+            broker.close()
+
+
+def test_a_relays_last_will_crosses_the_bridge(mosquitto: Any) -> None:
+    # serve would wait a minute before timing the relay out
+    with _lone_relay(mosquitto, "willjob", 60.0) as (job, relay):
+        server = job.coordinator.server  # type: ignore[union-attr]
 
         # Execute: the relay's upstream link drops as in a crash
         relay.worker.t.abort()
@@ -187,16 +206,19 @@ def test_a_relays_last_will_crosses_the_bridge(mosquitto: Any) -> None:
         # Assert: the site broker's last will reached serve through the bridge
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
-            if coord.server.worker_state("relay-w") == WorkerState.DEAD:
+            if server.worker_state("relay-w") == WorkerState.DEAD:
                 break
             time.sleep(0.1)
-        assert coord.server.worker_state("relay-w") == WorkerState.DEAD
-    finally:
-        if relay is not None:
-            relay.stop()
-        if thread is not None:
-            thread.join(30)
-        job.stop()
-        host.join(15)
-        if broker is not None:
-            broker.close()
+        assert server.worker_state("relay-w") == WorkerState.DEAD
+
+
+def test_a_relay_waiting_for_its_round_stays_alive_upstream(mosquitto: Any) -> None:
+    # no board ever pushes: the relay waits in its round, silent but for its
+    # heartbeats, for twice serve's liveness timeout
+    with _lone_relay(mosquitto, "beatjob", 1.5, heartbeat_ms=300) as (job, relay):
+        server = job.coordinator.server  # type: ignore[union-attr]
+        time.sleep(3.0)
+
+        assert server.worker_state("relay-w") == WorkerState.LIVE
+        assert relay.trainer is not None and relay.trainer.round.count == 0
+        assert relay._beats[0] >= 5

@@ -96,6 +96,7 @@ class Relay:
         self.worker: Any = None
         self.trainer: RelayTrainer | None = None
         self.site_broker: BrokerHandle | None = None
+        self._beats = [0]  # HEARTBEATs sent upstream while waiting for rounds
 
     def stop(self) -> None:
         self._stop.set()
@@ -139,7 +140,13 @@ class Relay:
             log=log.info,
         )
         self.worker = worker
-        trainer.beat = lambda: _heartbeat(worker, transport, cfg)
+        beats = [0]
+
+        def beat() -> None:
+            beats[0] += _heartbeat(worker, transport, cfg)
+
+        trainer.beat = beat
+        self._beats = beats
         result: dict[str, str] = {}
 
         def upstream() -> None:
@@ -247,13 +254,14 @@ class Relay:
             "largest_round": round_.largest,
             "round_s_median": statistics.median(times) if times else None,
             "fan_outs": self.coordinator.fan_outs if self.coordinator else 0,
+            "round_heartbeats": self._beats[0],
         }
 
 
-def _heartbeat(worker: Any, transport: MqttLink, cfg: RelayConfig) -> None:
-    """A HEARTBEAT upstream while the relay waits for its site round."""
+def _heartbeat(worker: Any, transport: MqttLink, cfg: RelayConfig) -> int:
+    """A HEARTBEAT upstream while the relay waits for its site round; 1 if sent."""
     if worker.session is None:
-        return
+        return 0
     payload = wire.encode_heartbeat(
         cfg.job, cfg.relay_id, worker.session, worker.clock, cfg.central_key
     )
@@ -261,3 +269,5 @@ def _heartbeat(worker: Any, transport: MqttLink, cfg: RelayConfig) -> None:
         transport.publish(worker.up, payload, 1)
     except OSError as exc:  # the worker loop finds the lost link by itself
         log.info("relay %s: heartbeat failed: %s", cfg.relay_id, exc)
+        return 0
+    return 1
