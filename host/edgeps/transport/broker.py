@@ -3,7 +3,8 @@
 `open_broker("auto")` starts a private mosquitto on a free 127.0.0.1 port when
 one is installed, else the embedded amqtt broker in a child process (so its
 asyncio loop never competes with the coordinator for the GIL); a
-``mqtt://host:port`` or ``mqtts://`` URL names a broker someone else runs.
+``mqtt://host:port`` or ``mqtts://`` URL names a broker someone else runs, and
+a comma-separated list of URLs the nodes of one broker cluster.
 Launched brokers are stopped by pid when the handle is closed.
 """
 
@@ -65,6 +66,23 @@ def parse_broker_url(url: str) -> BrokerAddress:
     return BrokerAddress(parts.hostname, port or (8883 if tls else 1883), tls)
 
 
+def parse_broker_urls(spec: str) -> tuple[BrokerAddress, ...]:
+    """Parse one URL or a comma-separated list of the nodes of one broker cluster.
+
+    A client connects to the first that answers and fails over to the next
+    when the link is lost; every node must use the same scheme (all TLS or
+    none), since one set of TLS options serves them all.
+    """
+    if not isinstance(spec, str):
+        raise ValueError(f"broker must be a string, got {spec!r}")
+    found = tuple(parse_broker_url(part.strip()) for part in spec.split(","))
+    if len({a.tls for a in found}) > 1:
+        raise ValueError(f"broker list mixes mqtt:// and mqtts:// nodes: {spec!r}")
+    if len(set(found)) != len(found):
+        raise ValueError(f"broker list names a node twice: {spec!r}")
+    return found
+
+
 @dataclass
 class BrokerHandle:
     """A broker address plus, when we launched it, the process to stop."""
@@ -73,11 +91,13 @@ class BrokerHandle:
     kind: str  # "mosquitto", "amqtt" or "external"
     proc: subprocess.Popen[bytes] | None = None
     workdir: Path | None = None
+    others: tuple[BrokerAddress, ...] = ()  # further nodes of an external cluster
     _closed: bool = field(default=False, repr=False)
 
     @property
     def url(self) -> str:
-        return self.address.url
+        """The broker's URL; for a cluster, all of its nodes' URLs, comma-separated."""
+        return ",".join(a.url for a in (self.address, *self.others))
 
     @property
     def host(self) -> str:
@@ -233,7 +253,8 @@ def open_broker(spec: str, *, prefer: str = "mosquitto") -> BrokerHandle:
             "no broker available: install mosquitto, or pip install 'edgeps[demo]' "
             "for the embedded broker, or pass --broker mqtt://host:port"
         )
-    return BrokerHandle(parse_broker_url(spec), "external")
+    first, *others = parse_broker_urls(spec)
+    return BrokerHandle(first, "external", others=tuple(others))
 
 
 def _amqtt_config(port: int) -> dict[str, object]:
