@@ -15,10 +15,8 @@ clean session) and one private network thread that drives ``client.loop()``:
   an unguessable suffix (`fresh_client_id`): the broker disconnects a client
   when another connects with the same id, so a fixed id would let anyone on
   the broker aim such a takeover at a known worker or at the host;
-- a broker given as several nodes of one cluster (``--broker URL,URL``) is
-  used one node at a time: a connection attempt goes to the node in use,
-  then to the next ones in order (`next_node`), so losing a node moves the
-  link to another.
+- a broker given as the nodes of one cluster (``--broker URL,URL``): each
+  attempt tries the node in use, then the next ones (`next_node`).
 
 `MqttLink` itself is the transport of the shared worker loop (connect,
 subscribe, publish, poll, close, abort): a lost link raises OSError into the
@@ -304,11 +302,7 @@ class MqttLink:
         )
 
     def _open_any(self, build: Callable[[], mqtt.Client]) -> None:
-        """`_open` a fresh client on each node in turn, from the current one.
-
-        The first node that accepts stays the current one; ConnectionError
-        (naming every node's failure) when none does.
-        """
+        """`_open` a fresh client on each node in turn; the first to accept stays."""
         errors: list[str] = []
         for _ in self.addresses:
             try:
@@ -322,11 +316,7 @@ class MqttLink:
         raise ConnectionError("no broker node accepted: " + "; ".join(errors))
 
     def connect(self, will_topic: str | None = None, will_payload: bytes = b"") -> None:
-        """Open a clean session with this last will (QoS1); OSError on failure.
-
-        With several broker nodes, the one in use is tried first, then the
-        others in order.
-        """
+        """Open a clean session with this last will (QoS1); OSError on failure."""
         self.close()
 
         def build() -> mqtt.Client:
