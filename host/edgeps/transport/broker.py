@@ -23,6 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from edgeps.transport.broker_tuning import (
+    DEFAULT_SENSORS,
+    mosquitto_lines,
+    raise_fd_limit,
+)
+
 log = logging.getLogger(__name__)
 
 BROKER_KINDS = ("auto", "mosquitto", "amqtt")
@@ -171,23 +177,32 @@ def _stop_process(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=5)
 
 
-def start_mosquitto(*, exe: str | None = None) -> BrokerHandle:
-    """Start a private mosquitto on a free loopback port with a generated config."""
+def start_mosquitto(
+    *, exe: str | None = None, sensors: int = DEFAULT_SENSORS
+) -> BrokerHandle:
+    """Start a private mosquitto on a free loopback port with a generated config.
+
+    The config and the open-files limit are sized for ``sensors``
+    connections (`edgeps.transport.broker_tuning` says what and why).
+    """
     exe = exe or mosquitto_path()
     if exe is None:
         raise FileNotFoundError(
             "mosquitto is not installed (apt-get install mosquitto)"
         )
+    fds = raise_fd_limit(sensors)
+    if fds < sensors + 16:
+        log.warning(
+            "open files limit %d is below %d sensors: raise it (ulimit -n)",
+            fds,
+            sensors,
+        )
     workdir = Path(tempfile.mkdtemp(prefix="edgeps-mosquitto-"))
     for _attempt in range(3):
         port = free_port()
         conf = workdir / "mosquitto.conf"
-        conf.write_text(
-            f"listener {port} 127.0.0.1\nallow_anonymous true\n"
-            "persistence false\nmax_inflight_messages 100\n"
-            "set_tcp_nodelay true\n"
-            "max_queued_messages 10000\nmessage_size_limit 16777216\n"
-        )
+        lines = [f"listener {port} 127.0.0.1", "allow_anonymous true"]
+        conf.write_text("\n".join([*lines, *mosquitto_lines(sensors)]) + "\n")
         proc = subprocess.Popen(
             [exe, "-c", str(conf)],
             stdout=subprocess.DEVNULL,
