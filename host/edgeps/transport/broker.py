@@ -225,6 +225,7 @@ def start_amqtt() -> BrokerHandle:
             "no broker available: install mosquitto or the embedded broker "
             "(pip install 'edgeps[demo]')"
         )
+    raise_fd_limit()  # one file per connection, as for mosquitto
     for _attempt in range(3):
         port = free_port()
         proc = subprocess.Popen(
