@@ -113,7 +113,7 @@ class Host:
         self.client.loop_stop()
 
 
-def connect_sensors(port: int, n: int) -> list[mqtt.Client]:
+def connect_sensors(port: int, n: int, inflight: int) -> list[mqtt.Client]:
     clients = []
     for i in range(n):
         c = mqtt.Client(
@@ -121,6 +121,7 @@ def connect_sensors(port: int, n: int) -> list[mqtt.Client]:
             client_id=f"load-s{i:05d}",
             protocol=mqtt.MQTTv311,
         )
+        c.max_inflight_messages_set(inflight)
         c.connect("127.0.0.1", port, keepalive=60)
         clients.append(c)
     return clients
@@ -164,7 +165,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         host = Host(port, args.host_cost_us)
         if not host.ready.wait(10):
             sys.exit("no SUBACK for the host")
-        clients = connect_sensors(port, args.connections)
+        clients = connect_sensors(port, args.connections, args.sensor_inflight)
         connacks = [False] * len(clients)
         for i, c in enumerate(clients):
             c.on_connect = lambda cl, u, f, r, p, i=i: connacks.__setitem__(i, True)
@@ -225,6 +226,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--period", type=float, default=1.0, help="s between rounds")
     p.add_argument("--host-cost-us", type=float, default=100.0)
+    p.add_argument(
+        "--sensor-inflight",
+        type=int,
+        default=20,
+        help="QoS 1 messages a sensor sends before it waits for PUBACKs "
+        "(paho's default 20; 0: no limit)",
+    )
     p.add_argument("--config", choices=("before", "tuned"), default="tuned")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
