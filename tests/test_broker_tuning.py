@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import getpass
 import resource
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import paho.mqtt.client as mqtt
 import pytest
+from acl_clients import GeneratedBroker
+from conftest import free_port
+from edgeps.cli import main
 from edgeps.transport import broker_tuning as tuning
 from edgeps.transport.broker import start_mosquitto
 
@@ -92,3 +97,33 @@ def test_auto_mosquitto_keeps_a_backlog_past_the_old_limit_for_a_stalled_host() 
 
     # Assert: nothing was dropped for the host
     assert got[0] == n
+
+
+@pytest.mark.integration
+def test_broker_config_sized_for_sensors_starts_a_real_mosquitto(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare
+    port = free_port()
+    out = tmp_path / "broker"
+    argv = ["broker-config", "--job", "j", "--workers", "w00,w01", "--out", str(out),
+            "--listen", f"127.0.0.1:{port}", "--run-as", getpass.getuser(),
+            "--hasher", "builtin", "--sensors", "3000"]  # fmt: skip
+
+    # Execute
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    lines = (out / "mosquitto.conf").read_text().splitlines()
+    broker = GeneratedBroker(out / "mosquitto.conf", port, tmp_path / "mosquitto.log")
+    broker.start()  # RuntimeError if mosquitto refuses the config
+    try:
+        alive = broker.proc is not None and broker.proc.poll() is None
+    finally:
+        broker.stop()
+
+    # Assert: sized settings in, its own persistence kept, the fd advice given
+    assert "max_queued_messages 300000" in lines
+    assert "max_inflight_messages 1000" in lines
+    assert "persistence true" in lines and "persistence false" not in lines
+    assert f"{3000 + tuning.SPARE_FDS} open files" in printed
+    assert alive

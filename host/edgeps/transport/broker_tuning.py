@@ -27,12 +27,16 @@ class Setting:
     why: str
 
 
-def settings(sensors: int = DEFAULT_SENSORS) -> list[Setting]:
-    """The mosquitto settings for a job of up to ``sensors`` sensors."""
+def settings(sensors: int = DEFAULT_SENSORS, *, private: bool = True) -> list[Setting]:
+    """The mosquitto settings for a job of up to ``sensors`` sensors.
+
+    ``private``: for the broker serve starts itself (no persistence); a
+    broker `edgeps broker-config` writes has its own persistence lines.
+    """
     if sensors < 1:
         raise ValueError("sensors must be >= 1")
     queued = max(10000, 100 * sensors)
-    return [
+    found = [
         Setting(
             "max_queued_messages",
             str(queued),
@@ -82,19 +86,25 @@ def settings(sensors: int = DEFAULT_SENSORS) -> list[Setting]:
             "a bound above any one edgeps message (a chunk is at most 1 MiB); "
             "the host rejects oversized messages itself and counts them",
         ),
-        Setting(
-            "persistence",
-            "false",
-            "a private broker lives as long as serve; serve republishes its "
-            "retained MODEL whenever its link comes back",
-        ),
     ]
+    if private:
+        found.append(
+            Setting(
+                "persistence",
+                "false",
+                "a private broker lives as long as serve; serve republishes its "
+                "retained MODEL whenever its link comes back",
+            )
+        )
+    return found
 
 
-def mosquitto_lines(sensors: int = DEFAULT_SENSORS) -> list[str]:
+def mosquitto_lines(
+    sensors: int = DEFAULT_SENSORS, *, private: bool = True
+) -> list[str]:
     """The settings as ``mosquitto.conf`` lines, each after its reason."""
     out: list[str] = []
-    for s in settings(sensors):
+    for s in settings(sensors, private=private):
         out.append(f"# {s.why}")
         out.append(f"{s.name} {s.value}")
     return out
