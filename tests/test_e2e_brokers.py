@@ -143,18 +143,17 @@ def _listen(url: str, topic: str, heard: list[Any], ready: threading.Event) -> A
 
 
 def test_the_mqtt_features_edgeps_uses_work_on_each_broker(broker_url: str) -> None:
-    # Prepare: a sensor-like link with the longest client id edgeps makes
-    # (a 32-character worker id plus the random suffix: 49 characters)
+    # Prepare: a link with the longest client id edgeps makes, the host's for
+    # a 32-character job id plus the random suffix: 61 characters
     wid = "w" * 32
-    big = bytes(range(256)) * (wire.MAX_MESSAGE // 256 // 4)  # 256 KB, one chunk
-    link = MqttLink(ConnectionOptions(broker_url), wid, connect_timeout=10.0)
+    name = "edgeps-host-" + "j" * 32
+    link = MqttLink(ConnectionOptions(broker_url), name, connect_timeout=10.0)
     heard: list[Any] = []
     ready = threading.Event()
     spy = None
     try:
         link.connect("edgeps/jf/up/" + wid, b"will")
         link.publish("edgeps/jf/model", b"model-v1", retain=True)
-        link.publish("edgeps/jf/big", big)
 
         # Execute: a late subscriber, then the sensor's link breaks
         spy = _listen(broker_url, "edgeps/jf/#", heard, ready)
@@ -169,7 +168,7 @@ def test_the_mqtt_features_edgeps_uses_work_on_each_broker(broker_url: str) -> N
             spy.loop_stop()
 
     # Assert: retained MODEL for the late subscriber, the will on the break
-    assert len(link.connection_id) == 32 + 1 + 16
+    assert len(link.connection_id) == 61
     assert ("edgeps/jf/model", b"model-v1", True) in heard
     assert ("edgeps/jf/up/" + wid, b"will", False) in heard
 
