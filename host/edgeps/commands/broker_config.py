@@ -20,6 +20,7 @@ from pathlib import Path
 from edgeps.commands.keys import worker_list
 from edgeps.security.keys import write_private_file
 from edgeps.security.mosquitto import (
+    QUEUE_SETTINGS,
     Listen,
     acl_text,
     check_user,
@@ -28,6 +29,7 @@ from edgeps.security.mosquitto import (
     parse_listen,
     write_password_file,
 )
+from edgeps.transport.broker_tuning import SPARE_FDS, mosquitto_lines
 
 EXIT_USAGE = 2
 DEFAULT_HOST_USER = "edgeps-host"
@@ -65,13 +67,16 @@ def write_broker_config(
     run_as: str | None = None,
     hasher: str = "auto",
     force: bool = False,
+    sensors: int | None = None,
 ) -> BrokerFiles:
     """Write the whole setup under ``out``; FileExistsError unless ``force``.
 
     ``hasher`` is ``"auto"`` (mosquitto_passwd when installed), ``"tool"`` or
     ``"builtin"``. When run as root, the files mosquitto reads after dropping
     to ``run_as`` (password file, ACL, the persistence directory ``out``) are
-    handed to that user; the credentials stay with the caller.
+    handed to that user; the credentials stay with the caller. ``sensors``
+    sizes the host's queue limits for that many sensors
+    (`edgeps.transport.broker_tuning`); None keeps the small defaults.
     """
     check_user(host_user)
     run_as = default_run_as() if run_as is None else check_user(run_as)
@@ -93,9 +98,11 @@ def write_broker_config(
     passwd_path = out / "passwd"
     hashed_by = write_password_file(passwd_path, passwords, tool=tool)
     acl_path = write_private_file(out / "acl", acl, force=True)
-    write_private_file(
-        conf_path, mosquitto_conf(listen, out, run_as=run_as, job=job), force=True
+    queue = (
+        QUEUE_SETTINGS if sensors is None else mosquitto_lines(sensors, private=False)
     )
+    conf = mosquitto_conf(listen, out, run_as=run_as, job=job, queue_settings=queue)
+    write_private_file(conf_path, conf, force=True)
     if os.geteuid() == 0 and run_as != "root":
         entry = pwd.getpwnam(run_as)
         for path in (out, passwd_path, acl_path):
@@ -129,6 +136,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="hash passwords with mosquitto_passwd (tool), in Python (builtin) "
         "or the tool when installed (auto)",
     )
+    parser.add_argument(
+        "--sensors",
+        type=int,
+        help="size the host's queue limits for this many sensors "
+        "(default: mosquitto's small limits)",
+    )
     parser.add_argument("--force", action="store_true", help="overwrite an old setup")
 
 
@@ -143,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
             run_as=args.run_as,
             hasher=args.hasher,
             force=args.force,
+            sensors=args.sensors,
         )
     except (ValueError, OSError, RuntimeError) as exc:
         print(f"edgeps broker-config: {exc}", file=sys.stderr)
@@ -151,4 +165,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {files.passwd} (hashed by {files.hashed_by}) and {files.acl}")
     for user, path in files.credentials.items():
         print(f"  MQTT user {user}: password in {path}")
+    if args.sensors is not None:
+        print(
+            f"sized for {args.sensors} sensors: give mosquitto at least "
+            f"{args.sensors + SPARE_FDS} open files (ulimit -n, or LimitNOFILE= "
+            "in its systemd unit)"
+        )
     return 0

@@ -48,6 +48,10 @@ def add_connection_flags(
         kw["default"] = argparse.SUPPRESS if layered else default
         g.add_argument(name, help=help_text, **kw)
 
+    broker_help += (
+        "; a comma-separated list of URLs names the nodes of one broker "
+        "cluster, used in order, failing over when a node is lost"
+    )
     if "broker" in d or layered:
         add("--broker", broker_help, metavar="URL")
     else:

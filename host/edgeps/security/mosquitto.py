@@ -102,9 +102,18 @@ def acl_text(job: str, workers: Sequence[str], host_user: str) -> str:
 
 
 def mosquitto_conf(
-    listen: Listen, out_dir: Path, *, run_as: str | None, job: str
+    listen: Listen,
+    out_dir: Path,
+    *,
+    run_as: str | None,
+    job: str,
+    queue_settings: Sequence[str] = QUEUE_SETTINGS,
 ) -> str:
-    """The ``mosquitto.conf`` text; file paths are absolute under ``out_dir``."""
+    """The ``mosquitto.conf`` text; file paths are absolute under ``out_dir``.
+
+    ``queue_settings``: the host's queue limits (`broker-config --sensors`
+    passes ones sized by `edgeps.transport.broker_tuning`).
+    """
     d = out_dir.resolve()
     lines = [
         f"# edgeps broker for job {job} (mosquitto 2.x), written by "
@@ -116,7 +125,7 @@ def mosquitto_conf(
         f"acl_file {d}/acl",
         "persistence true",
         f"persistence_location {d}/",
-        *QUEUE_SETTINGS,
+        *queue_settings,
     ]
     if run_as is not None:
         # started as root, mosquitto drops to this user before it reads the

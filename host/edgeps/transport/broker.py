@@ -3,7 +3,8 @@
 `open_broker("auto")` starts a private mosquitto on a free 127.0.0.1 port when
 one is installed, else the embedded amqtt broker in a child process (so its
 asyncio loop never competes with the coordinator for the GIL); a
-``mqtt://host:port`` or ``mqtts://`` URL names a broker someone else runs.
+``mqtt://host:port`` or ``mqtts://`` URL names a broker someone else runs, and
+a comma-separated list of URLs the nodes of one broker cluster.
 Launched brokers are stopped by pid when the handle is closed.
 """
 
@@ -21,6 +22,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from edgeps.transport.broker_tuning import (
+    DEFAULT_SENSORS,
+    mosquitto_lines,
+    raise_fd_limit,
+)
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +72,23 @@ def parse_broker_url(url: str) -> BrokerAddress:
     return BrokerAddress(parts.hostname, port or (8883 if tls else 1883), tls)
 
 
+def parse_broker_urls(spec: str) -> tuple[BrokerAddress, ...]:
+    """Parse one URL or a comma-separated list of the nodes of one broker cluster.
+
+    A client connects to the first that answers and fails over to the next
+    when the link is lost; every node must use the same scheme (all TLS or
+    none), since one set of TLS options serves them all.
+    """
+    if not isinstance(spec, str):
+        raise ValueError(f"broker must be a string, got {spec!r}")
+    found = tuple(parse_broker_url(part.strip()) for part in spec.split(","))
+    if len({a.tls for a in found}) > 1:
+        raise ValueError(f"broker list mixes mqtt:// and mqtts:// nodes: {spec!r}")
+    if len(set(found)) != len(found):
+        raise ValueError(f"broker list names a node twice: {spec!r}")
+    return found
+
+
 @dataclass
 class BrokerHandle:
     """A broker address plus, when we launched it, the process to stop."""
@@ -73,11 +97,13 @@ class BrokerHandle:
     kind: str  # "mosquitto", "amqtt" or "external"
     proc: subprocess.Popen[bytes] | None = None
     workdir: Path | None = None
+    others: tuple[BrokerAddress, ...] = ()  # further nodes of an external cluster
     _closed: bool = field(default=False, repr=False)
 
     @property
     def url(self) -> str:
-        return self.address.url
+        """The broker's URL; for a cluster, all of its nodes' URLs, comma-separated."""
+        return ",".join(a.url for a in (self.address, *self.others))
 
     @property
     def host(self) -> str:
@@ -151,23 +177,32 @@ def _stop_process(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=5)
 
 
-def start_mosquitto(*, exe: str | None = None) -> BrokerHandle:
-    """Start a private mosquitto on a free loopback port with a generated config."""
+def start_mosquitto(
+    *, exe: str | None = None, sensors: int = DEFAULT_SENSORS
+) -> BrokerHandle:
+    """Start a private mosquitto on a free loopback port with a generated config.
+
+    The config and the open-files limit are sized for ``sensors``
+    connections (`edgeps.transport.broker_tuning` says what and why).
+    """
     exe = exe or mosquitto_path()
     if exe is None:
         raise FileNotFoundError(
             "mosquitto is not installed (apt-get install mosquitto)"
         )
+    fds = raise_fd_limit(sensors)
+    if fds < sensors + 16:
+        log.warning(
+            "open files limit %d is below %d sensors: raise it (ulimit -n)",
+            fds,
+            sensors,
+        )
     workdir = Path(tempfile.mkdtemp(prefix="edgeps-mosquitto-"))
     for _attempt in range(3):
         port = free_port()
         conf = workdir / "mosquitto.conf"
-        conf.write_text(
-            f"listener {port} 127.0.0.1\nallow_anonymous true\n"
-            "persistence false\nmax_inflight_messages 100\n"
-            "set_tcp_nodelay true\n"
-            "max_queued_messages 10000\nmessage_size_limit 16777216\n"
-        )
+        lines = [f"listener {port} 127.0.0.1", "allow_anonymous true"]
+        conf.write_text("\n".join([*lines, *mosquitto_lines(sensors)]) + "\n")
         proc = subprocess.Popen(
             [exe, "-c", str(conf)],
             stdout=subprocess.DEVNULL,
@@ -190,6 +225,7 @@ def start_amqtt() -> BrokerHandle:
             "no broker available: install mosquitto or the embedded broker "
             "(pip install 'edgeps[demo]')"
         )
+    raise_fd_limit()  # one file per connection, as for mosquitto
     for _attempt in range(3):
         port = free_port()
         proc = subprocess.Popen(
@@ -233,7 +269,8 @@ def open_broker(spec: str, *, prefer: str = "mosquitto") -> BrokerHandle:
             "no broker available: install mosquitto, or pip install 'edgeps[demo]' "
             "for the embedded broker, or pass --broker mqtt://host:port"
         )
-    return BrokerHandle(parse_broker_url(spec), "external")
+    first, *others = parse_broker_urls(spec)
+    return BrokerHandle(first, "external", others=tuple(others))
 
 
 def _amqtt_config(port: int) -> dict[str, object]:

@@ -108,10 +108,16 @@ class HostLink(MqttLink):
             # public setter and reconnect() reuses the one it was built with
             self.connection_id = fresh_client_id(self.client_id)
             client._client_id = self.connection_id.encode()
+            node = self.address
             try:
-                client.reconnect()
+                if len(self.addresses) == 1:
+                    client.reconnect()
+                else:  # the node may have changed: reconnect() keeps the old one
+                    client.connect(node.host, node.port, self.options.keepalive)
             except CONNECT_ERRORS as exc:
-                log.info("reconnect to %s failed: %s", self.address.url, exc)
+                log.info("reconnect to %s failed: %s", node.url, exc)
+                if len(self.addresses) > 1:
+                    log.info("failing over to broker node %s", self.next_node().url)
                 continue
             self._lost.clear()
             return True
@@ -130,12 +136,16 @@ class HostLink(MqttLink):
     def start(self, timeout: float = 10.0) -> None:
         """Connect and wait (bounded) for CONNACK and SUBACK; ConnectionError if not."""
         self.close()
-        client = self._new_client()
-        if self._will is not None:
-            topic, payload, qos, retain = self._will
-            client.will_set(topic, payload, qos=qos, retain=retain)
+
+        def build() -> mqtt.Client:
+            client = self._new_client()
+            if self._will is not None:
+                topic, payload, qos, retain = self._will
+                client.will_set(topic, payload, qos=qos, retain=retain)
+            return client
+
         self._up.clear()
-        self._open(client)
+        self._open_any(build)
         if not self._up.wait(timeout):
             self.close()
             raise ConnectionError(f"broker {self.address.url}: no SUBACK in time")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from edgeps.transport.broker import BROKER_KINDS, BrokerAddress, parse_broker_url
+from edgeps.transport.broker import BROKER_KINDS, BrokerAddress, parse_broker_urls
 
 PASSWORD_ENV = "EDGEPS_MQTT_PASSWORD"
 
@@ -21,9 +21,11 @@ class ConnectionOptions:
 
     Parameters
     ----------
-    broker: ``mqtt://host[:port]`` or ``mqtts://host[:port]``; `serve` and
-        `demo` also take ``auto``, ``mosquitto`` or ``amqtt`` (a broker they
-        start), replaced by its URL with `at` once it runs.
+    broker: ``mqtt://host[:port]`` or ``mqtts://host[:port]``, or a
+        comma-separated list of the nodes of one broker cluster (tried in
+        order; a lost link fails over to the next); `serve` and `demo` also
+        take ``auto``, ``mosquitto`` or ``amqtt`` (a broker they start),
+        replaced by its URL with `at` once it runs.
     username, password: MQTT credentials (the password never from a flag).
     tls_ca, tls_cert, tls_key: PEM files; TLS needs an ``mqtts://`` URL.
     tls_insecure: skip the broker certificate's checks (tests, lab setups).
@@ -46,9 +48,14 @@ class ConnectionOptions:
         return self.broker in BROKER_KINDS
 
     @property
+    def addresses(self) -> tuple[BrokerAddress, ...]:
+        """Every node of the broker, in order; ValueError for ``auto`` or a bad URL."""
+        return parse_broker_urls(self.broker)
+
+    @property
     def address(self) -> BrokerAddress:
-        """The parsed URL; ValueError for ``auto`` and friends or a bad URL."""
-        return parse_broker_url(self.broker)
+        """The first (or only) node; ValueError for ``auto`` or a bad URL."""
+        return self.addresses[0]
 
     @property
     def wants_tls(self) -> bool:

@@ -14,7 +14,9 @@ clean session) and one private network thread that drives ``client.loop()``:
 - every connection attempt uses a fresh MQTT client id, the given name plus
   an unguessable suffix (`fresh_client_id`): the broker disconnects a client
   when another connects with the same id, so a fixed id would let anyone on
-  the broker aim such a takeover at a known worker or at the host.
+  the broker aim such a takeover at a known worker or at the host;
+- a broker given as the nodes of one cluster (``--broker URL,URL``): each
+  attempt tries the node in use, then the next ones (`next_node`).
 
 `MqttLink` itself is the transport of the shared worker loop (connect,
 subscribe, publish, poll, close, abort): a lost link raises OSError into the
@@ -36,11 +38,13 @@ import socket
 import ssl
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
+from edgeps.transport.broker import BrokerAddress
 from edgeps.transport.options import ConnectionOptions
 
 log = logging.getLogger(__name__)
@@ -129,7 +133,8 @@ class MqttLink:
         if options.starts_broker:
             raise ValueError(f"need an mqtt[s]:// broker URL, got {options.broker!r}")
         self.options = options
-        self.address = options.address
+        self.addresses = options.addresses
+        self._node = 0  # index in `addresses` of the node in use (or next to try)
         self.client_id = client_id
         self.connection_id = ""  # the MQTT client id of the latest attempt
         self.connect_timeout = connect_timeout
@@ -147,6 +152,16 @@ class MqttLink:
         self.dropped = 0  # received messages that did not fit in the inbox
         self.connects = 0  # accepted CONNACKs
         self.disconnects = 0
+
+    @property
+    def address(self) -> BrokerAddress:
+        """The broker node this link uses now (or tries next)."""
+        return self.addresses[self._node]
+
+    def next_node(self) -> BrokerAddress:
+        """Fail over: make the next node of a broker cluster the one to try."""
+        self._node = (self._node + 1) % len(self.addresses)
+        return self.address
 
     @property
     def inbox(self) -> _Inbox:
@@ -286,13 +301,31 @@ class MqttLink:
             and not self._lost.is_set()
         )
 
+    def _open_any(self, build: Callable[[], mqtt.Client]) -> None:
+        """`_open` a fresh client on each node in turn; the first to accept stays."""
+        errors: list[str] = []
+        for _ in self.addresses:
+            try:
+                self._open(build())
+                return
+            except ConnectionError as exc:
+                if len(self.addresses) == 1:
+                    raise
+                errors.append(str(exc))
+                self.next_node()
+        raise ConnectionError("no broker node accepted: " + "; ".join(errors))
+
     def connect(self, will_topic: str | None = None, will_payload: bytes = b"") -> None:
         """Open a clean session with this last will (QoS1); OSError on failure."""
         self.close()
-        client = self._new_client()
-        if will_topic is not None:
-            client.will_set(will_topic, bytes(will_payload), qos=1, retain=False)
-        self._open(client)
+
+        def build() -> mqtt.Client:
+            client = self._new_client()
+            if will_topic is not None:
+                client.will_set(will_topic, bytes(will_payload), qos=1, retain=False)
+            return client
+
+        self._open_any(build)
 
     def _live_client(self) -> mqtt.Client:
         client = self._client
