@@ -1,4 +1,4 @@
-"""`edgeps bench compression --quick`: real mosquitto, serve and shaped emulated sensors."""
+"""`edgeps bench compression --quick`: a real mosquitto, serve, shaped sensors."""
 
 from __future__ import annotations
 
