@@ -104,14 +104,16 @@ def test_a_nan_gradient_is_not_pushed_and_the_worker_goes_on() -> None:
     # Prepare
     t = NanOnce(trainer())
     ps = CompressedPS(t.n_params, "int8")
-    w = Worker(ps, t, JOB, WID, max_iterations=3, release_timeout_ms=20, poll_ms=5)
+    w = Worker(ps, t, JOB, WID, max_iterations=3)
 
     # Execute
     reason = w.run()
 
-    # Assert: step 2 was counted, never sent; a re-HELLO got a fresh release
+    # Assert: step 2 was counted, never sent; its re-HELLO got a fresh release
+    # at once (no release timeout), as a refused f32 push gets one
     assert reason == "iterations" and w.stats["bad_grads"] == 1
-    assert [u.seq for u in ps.updates] == [1, 2, 3] and w.stats["timeouts"] >= 1
+    assert [u.seq for u in ps.updates] == [1, 2, 3]
+    assert w.stats["hellos"] == 2 and w.stats["timeouts"] == 0
     assert ps.server.stats()[WID].rejected == {}
 
 

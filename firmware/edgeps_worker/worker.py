@@ -359,10 +359,9 @@ class Worker:
         if self.codec != 1:
             try:
                 grad = self.trainer.encode_grad(self.codec, self.codec_arg)
-            except ValueError:  # NaN/Inf: not pushed; the release timeout re-HELLOs
+            except ValueError:  # NaN/Inf: not pushed; a re-HELLO asks a release
                 self.stats["bad_grads"] += 1
-                self._wait_since = clock.ticks_ms()
-                self._waiting = True
+                self._hello()
                 return
         compute_time = clock.ticks_diff(clock.ticks_ms(), t0) / 1000
         self.clock += 1
