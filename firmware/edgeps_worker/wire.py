@@ -1,10 +1,8 @@
 """edgeps wire protocol v2 as a board uses it: layout, ids, HMAC, decode, encode.
 
-Pure and shared with the host (MicroPython 1.2x and CPython 3.10+), explicit
-little-endian ``struct`` formats, laid out field by field in
-firmware/PROTOCOL.md. It holds what a worker runs (decode; HELLO, UPDATE,
-HEARTBEAT, BYE encoders); ``wire_host`` adds the PS's encoders and reassembler.
-"""
+Pure, shared with the host (MicroPython 1.2x, CPython 3.10+), little-endian
+``struct`` formats laid out field by field in firmware/PROTOCOL.md; it holds what
+a worker runs, ``wire_host`` adds the PS's encoders and reassembler."""
 
 import struct
 from hashlib import sha256
@@ -22,6 +20,7 @@ MODEL = 6
 REJECT = 7
 WELCOME = 8
 STOP = 9
+RELEASE = 10
 
 # payload element types; only f32 is produced today, the others are reserved
 DTYPE_F32 = 1
@@ -56,6 +55,7 @@ FIELDS = {
     REJECT: ("<QQI", ("run", "session", "seq")),
     WELCOME: ("<QQQI", ("run", "nonce", "session", "n_params")),
     STOP: ("<QQ", ("run", "session")),
+    RELEASE: ("<QQIIH16s", ("run", "session", "version", "seq", "batch", "digest")),
 }  # fmt: skip
 # which attribute carries the UTF-8 body of text messages
 TEXT_BODY = {HELLO: "model", BYE: "reason", MODEL: "model", REJECT: "reason",
@@ -74,10 +74,7 @@ class WireError(ValueError):
 
 
 class Message:
-    """One decoded message (or one chunk of a chunked UPDATE/PARAMS).
-
-    Fields its type lacks read as these class defaults, so only the fields
-    decode sets take room in an instance."""
+    """One decoded message or chunk; fields its type lacks read as class defaults."""
 
     flags = session = seq = clock = base_version = samples = dtype = 0
     version = chunk_index = chunk_size = total_len = offset = n_params = 0
@@ -86,7 +83,7 @@ class Message:
     tagged = False
     compute_time = 0.0
     loss = float("nan")
-    data = b""
+    data = digest = b""
     reason = state = model = ""
 
     def __init__(self, mtype, job, wid):
@@ -126,10 +123,14 @@ def topic_down(job, wid):
     return "edgeps/" + jb.decode() + "/down/" + wb.decode()
 
 
+def topic_params(job):
+    """Shared PARAMS of a release round, read by every worker of the job."""
+    return "edgeps/" + check_id("job", job).decode() + "/params/shared"
+
+
 def topic_model(job):
     """Retained job-state topic every worker reads first."""
-    check_id("job", job)
-    return "edgeps/" + job + "/model"
+    return "edgeps/" + check_id("job", job).decode() + "/model"
 
 
 def byte_view(data):
@@ -161,8 +162,7 @@ _pads = {}  # type: dict
 
 def hmac_sha256(key, msg):
     """RFC 2104 HMAC-SHA256 (MicroPython has sha256 but no ``hmac`` module)."""
-    if not isinstance(key, bytes):
-        key = bytes(key)  # a bytearray key cannot be a dict key
+    key = bytes(key)  # a bytearray key cannot be a dict key
     pads = _pads.get(key)
     if pads is None:
         k = key
@@ -245,18 +245,18 @@ def decode(buf, key=None, max_len=MAX_MESSAGE):
         raise WireError("short", "%d < %d bytes" % (n, hl + bl + tl))
     if n != hl + bl + tl:
         raise WireError("length", "%d trailing bytes" % (n - hl - bl - tl))
-    if key and mtype != MODEL:  # MODEL is informational and never signed
+    # MODEL (informational) and a shared PARAMS (no worker id) are never signed
+    if key and wl and mtype != MODEL:
         if not tl:
             raise WireError("hmac", "tag missing")
         want = hmac_sha256(key, mv[: hl + bl])[:HMAC_LEN]
         if not same_digest(want, mv[hl + bl :]):
             raise WireError("hmac", "tag mismatch")
     job = _decode_id(mv[PREFIX_LEN : PREFIX_LEN + jl], "job")
-    if mtype == MODEL:
-        if wl:
-            raise WireError("id", "model message carries a worker id")
-        wid = ""
-    else:
+    if mtype == MODEL and wl:
+        raise WireError("id", "model message carries a worker id")
+    wid = ""
+    if wl or mtype != PARAMS and mtype != MODEL:  # a shared PARAMS names no worker
         wid = _decode_id(mv[PREFIX_LEN + jl : p], "wid")
     msg = Message(mtype, job, wid)
     msg.flags = flags

@@ -33,6 +33,7 @@ from edgeps_worker.wire import (
     PREFIX_LEN,
     PROTOCOL_VERSION,
     REJECT,
+    RELEASE,
     STOP,
     UPDATE,
     WELCOME,
@@ -51,6 +52,7 @@ from edgeps_worker.wire import (
     iter_update,
     topic_down,
     topic_model,
+    topic_params,
     topic_up,
     valid_id,
 )
@@ -65,6 +67,7 @@ TYPE_NAMES = {
     REJECT: "reject",
     WELCOME: "welcome",
     STOP: "stop",
+    RELEASE: "release",
 }
 
 # ---------------------------------------------------------------- topics
@@ -184,6 +187,50 @@ def encode_params(
     )
 
 
+def iter_shared_params(
+    job, run, version, data, max_chunk=DEFAULT_CHUNK, dtype=DTYPE_F32
+):
+    """Parameters at ``version`` for every worker of a release round, as chunks.
+
+    Published once on ``topic_params(job)``: no worker id, session, seq or
+    batch (all 0) and no HMAC tag; each worker's RELEASE names it and carries
+    the digest of the vector it decodes to, signed with that worker's key.
+    """
+    head = (_uint("run", run, 64), 0, _uint("version", version, 32), 0, 0)
+    jb = check_id("job", job)
+    return _chunks(
+        PARAMS, jb, b"", FIELDS[PARAMS][0], head, data, dtype, max_chunk, None
+    )
+
+
+def encode_shared_params(
+    job, run, version, data, max_chunk=DEFAULT_CHUNK, dtype=DTYPE_F32
+):
+    """iter_shared_params as a list."""
+    return list(iter_shared_params(job, run, version, data, max_chunk, dtype))
+
+
+def encode_release(job, wid, run, session, version, digest, seq=0, batch=0, key=None):
+    """A worker's release: the shared PARAMS at ``version`` (iter_shared_params).
+
+    ``digest``: the first 16 bytes of SHA-256 of the float32 vector the shared
+    copy decodes to; ``seq`` and ``batch`` as in encode_params.
+    """
+    if not isinstance(digest, (bytes, bytearray)) or len(digest) != 16:
+        raise ValueError("digest must be 16 bytes")
+    vals = (
+        _uint("run", run, 64),
+        _uint("session", session, 64),
+        _uint("version", version, 32),
+        _uint("seq", seq, 32),
+        _uint("batch", batch, 16),
+        bytes(digest),
+    )
+    jb = check_id("job", job)
+    wb = check_id("wid", wid)
+    return _frame(RELEASE, jb, wb, FIELDS[RELEASE][0], vals, b"", key)
+
+
 def encode_model(job, run, state, model, version, n_params):
     """Retained job state (informational, unsigned): run, state, spec, version, size."""
     if state not in MODEL_STATES:
@@ -233,7 +280,7 @@ def encode_stop(job, wid, run, session, reason, key=None):
 _COPY_FIELDS = (
     "flags tagged session seq clock base_version compute_time samples loss dtype "
     "version chunk_index chunk_count chunk_size total_len offset data reason state "
-    "model n_params max_chunk dtypes run nonce instance max_batch batch"
+    "model n_params max_chunk dtypes run nonce instance max_batch batch digest"
 ).split()
 
 
@@ -380,53 +427,14 @@ class Reassembler:
 
 
 __all__ = [
-    "BYE",
-    "DEFAULT_CHUNK",
-    "DTYPE_F16",
-    "DTYPE_F32",
-    "DTYPE_I8",
-    "DTYPE_SIZE",
-    "FLAG_HMAC",
-    "HEARTBEAT",
-    "HELLO",
-    "HMAC_LEN",
-    "MAGIC",
-    "MAX_ID",
-    "MAX_MESSAGE",
-    "MAX_TEXT",
-    "MAX_TOTAL",
-    "MODEL",
-    "MODEL_STATES",
-    "Message",
-    "PARAMS",
-    "PREFIX",
-    "PREFIX_LEN",
-    "PROTOCOL_VERSION",
-    "REJECT",
-    "STOP",
-    "Reassembler",
-    "TYPE_NAMES",
-    "UPDATE",
-    "WELCOME",
-    "WireError",
-    "copy_message",
-    "decode",
-    "encode_bye",
-    "encode_heartbeat",
-    "encode_hello",
-    "encode_model",
-    "encode_params",
-    "encode_reject",
-    "encode_stop",
-    "encode_update",
-    "encode_welcome",
-    "hmac_sha256",
-    "iter_params",
-    "iter_update",
-    "parse_up_topic",
-    "topic_down",
-    "topic_model",
-    "topic_up",
-    "topic_up_wildcard",
-    "valid_id",
-]
+    "BYE", "DEFAULT_CHUNK", "DTYPE_F16", "DTYPE_F32", "DTYPE_I8", "DTYPE_SIZE",
+    "FLAG_HMAC", "HEARTBEAT", "HELLO", "HMAC_LEN", "MAGIC", "MAX_ID", "MAX_MESSAGE",
+    "MAX_TEXT", "MAX_TOTAL", "MODEL", "MODEL_STATES", "Message", "PARAMS", "PREFIX",
+    "PREFIX_LEN", "PROTOCOL_VERSION", "REJECT", "RELEASE", "Reassembler", "STOP",
+    "TYPE_NAMES", "UPDATE", "WELCOME", "WireError", "copy_message", "decode",
+    "encode_bye", "encode_heartbeat", "encode_hello", "encode_model", "encode_params",
+    "encode_reject", "encode_release", "encode_shared_params", "encode_stop",
+    "encode_update", "encode_welcome", "hmac_sha256", "iter_params",
+    "iter_shared_params", "iter_update", "parse_up_topic", "topic_down", "topic_model",
+    "topic_params", "topic_up", "topic_up_wildcard", "valid_id",
+]  # fmt: skip

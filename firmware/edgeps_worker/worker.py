@@ -129,9 +129,10 @@ class Worker:
         self._mem_probe = mem_probe
         self._log = log
         self.n_params = n
-        self._sink = ParamsSink(trainer.params_buffer(), n * 4)
+        self._sink = ParamsSink(trainer.params_buffer(), n * 4, trainer)
         self.up = wire.topic_up(job, worker_id)
         self.down = wire.topic_down(job, worker_id)
+        self.shared = wire.topic_params(job)  # a release round's one copy
         self.model_topic = wire.topic_model(job)
         self.stats = {}
         for name in STAT_NAMES:
@@ -194,6 +195,7 @@ class Worker:
         bye = wire.encode_bye(self.job, self.wid, self.nonce, "lost", self.key)
         self.t.connect(self.up, bye)
         self.t.subscribe(self.down, 1)
+        self.t.subscribe(self.shared, 1)
         self.t.subscribe(self.model_topic, 1)
         self._note("connected")
         self._sink.reset()
@@ -252,12 +254,13 @@ class Worker:
                 self.nonce,
                 self.trainer.model,
                 self.max_chunk,
-                None,
+                self._sink.codes(),
                 getattr(self.trainer, "max_batch", 0),
                 self.key,
             )
         )
         self.stats["hellos"] += 1
+        self._sink.asked()
         now = clock.ticks_ms()
         self._last_hb = now
         self._waiting = True
@@ -284,6 +287,9 @@ class Worker:
             self.model_state = msg.state
             if msg.state == "running" and known and msg.run != self.run_id:
                 self._hello()
+        elif kind == wire.PARAMS and not msg.wid:
+            if self.session is not None and msg.run == self.run_id:
+                self._on_params(msg)  # a shared copy of a release round
         elif msg.wid != self.wid:
             self._bad("wid")
         elif kind == wire.WELCOME:
@@ -292,7 +298,7 @@ class Worker:
             self._on_stop(str(msg.reason))
         elif kind == wire.STOP or not self._ours(msg):
             self._bad("session")
-        elif kind == wire.PARAMS:
+        elif kind == wire.PARAMS or kind == wire.RELEASE:
             self._on_params(msg)
         elif kind == wire.REJECT:
             self._on_reject(msg)
@@ -341,16 +347,18 @@ class Worker:
             self._hello()
 
     def _on_params(self, msg):
-        """Write one PARAMS chunk into the parameter buffer; release when complete."""
-        done = self._sink.add(msg, wire.DTYPE_F32)
+        """A PARAMS chunk (own or shared) or a RELEASE; step once a release is whole."""
+        done = self._sink.add(msg)
         if done is True:
             self._sample()
-            self.version = msg.version
-            if msg.batch and hasattr(self.trainer, "set_batch"):
-                self.trainer.set_batch(msg.batch)
+            self.version, batch = self._sink.ready
+            if batch and hasattr(self.trainer, "set_batch"):
+                self.trainer.set_batch(batch)
             self._release()
         elif done is not None:
             self._bad(done)
+            if done[:8] == "release_":
+                self._hello()  # the shared copy is gone or wrong: ask for a full one
 
     def _release(self):
         """Parameters are complete: compute one gradient and push it."""
