@@ -77,6 +77,8 @@ class Settings:
     send_rejects: bool = True
     hmac_key: bytes | None = None  # the master key: each worker's is derived
     run_id: int | None = None  # random per run when None
+    params_code: int = 1  # PARAMS code of releases (--compress-down; 1 = F32)
+    shared_releases: bool = True  # one shared PARAMS per multi-worker release
 
 
 @dataclass
@@ -95,6 +97,7 @@ class Summary:
     dropped: dict[str, int] = field(default_factory=dict)
     unknown: dict[str, Any] = field(default_factory=dict)  # see runtime.accounting
     broker: dict[str, Any] = field(default_factory=dict)
+    releases: dict[str, Any] = field(default_factory=dict)  # Outbox.stats()
 
 
 class Coordinator:
@@ -145,6 +148,8 @@ class Coordinator:
             model=settings.model,
             run=self.run_id,
             send_rejects=settings.send_rejects,
+            params_code=settings.params_code,
+            shared=settings.shared_releases,
         )
         self.rejected: Counter[str] = Counter()
         self.staleness_counts: Counter[int] = Counter()  # applied updates by staleness
@@ -433,4 +438,5 @@ class Coordinator:
             dropped=self.dropped(),
             unknown=self.unknown(),
             broker=self.broker_report(),
+            releases=self.outbox.stats(),
         )

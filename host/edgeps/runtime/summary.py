@@ -54,6 +54,13 @@ def summary_table(summary: Summary) -> str:
         dropped = ", ".join(f"{k}={v}" for k, v in sorted(summary.dropped.items()))
         lines.append(f"dropped messages: {dropped}")
     lines.extend(_unknown_and_broker(summary))
+    r = summary.releases
+    if r.get("rounds"):
+        lines.append(
+            f"releases: {r['rounds']} rounds ({r['shared_rounds']} shared), PARAMS "
+            f"{r['code']} {r['params_bytes_per_round']:.0f} B/round, RELEASE "
+            f"{r['release_bytes']} B in all"
+        )
     return "\n".join(lines)
 
 
