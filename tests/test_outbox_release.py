@@ -137,3 +137,18 @@ def test_an_unsigned_shared_copy_is_refused_by_a_board_without_write_params():
     key = derive_worker_key(MASTER, "a")
     out = [sink.add(wire.decode(b, key)) for t, b in link.sent if "down/b" not in t]
     assert "params_dtype" in out and True not in out
+
+
+def test_bytes_per_round_with_and_without_the_shared_copy():
+    # Prepare: the same round of three workers, both ways
+    rounds = {}
+    for shared in (False, True):
+        box, _ = make_outbox(shared=shared)
+        box.release(Release(("a",), 3, params(), answers=(None,)))  # a join
+        box.release(Release(("a", "b", "c"), 4, params(), answers=(1, 2, 3)))
+        rounds[shared] = box.stats()
+    # Assert: only the round of several workers is counted as one
+    assert rounds[True]["multi_rounds"] == rounds[False]["multi_rounds"] == 1
+    full = rounds[False]["bytes_per_multi_round"]
+    one = rounds[True]["bytes_per_multi_round"]
+    assert 4 * N < one < 1.15 * 4 * N and full > 3 * 4 * N

@@ -63,10 +63,13 @@ class Outbox:
         self.shared_rounds = 0  # of which published once on the shared topic
         self.params_bytes = 0  # PARAMS bytes published, own and shared
         self.release_bytes = 0  # RELEASE bytes published
+        self.multi_rounds = 0  # releases naming several workers (BSP/K-of-N/DSP)
+        self.multi_bytes = 0  # PARAMS + RELEASE bytes those published
 
     def stats(self) -> dict[str, Any]:
         """Downlink counters (`serve --json`: ``releases``)."""
         rounds = max(1, self.rounds)
+        multi = max(1, self.multi_rounds)
         return {
             "code": _CODE_NAMES[self.params_code],
             "shared": self.shared,
@@ -79,6 +82,8 @@ class Outbox:
             "bytes_per_round": round(
                 (self.params_bytes + self.release_bytes) / rounds, 1
             ),
+            "multi_rounds": self.multi_rounds,
+            "bytes_per_multi_round": round(self.multi_bytes / multi, 1),
         }
 
     def model(self, state: str, version: int, n_params: int) -> None:
@@ -121,9 +126,19 @@ class Outbox:
         body = params_codec.encode(release.params, code)
         targets = list(release.targets())
         self.rounds += 1
+        before = self.params_bytes + self.release_bytes
         if self.shared and len(targets) > 1:
             self._release_shared(release, body, targets)
-            return
+        else:
+            self._release_each(release, body, targets)
+        if len(targets) > 1:
+            self.multi_rounds += 1
+            self.multi_bytes += self.params_bytes + self.release_bytes - before
+
+    def _release_each(
+        self, release: Release, body: Any, targets: list[tuple[str, int | None]]
+    ) -> None:
+        code = self.params_code
         batches = release.batches or {}
         for wid, answer in targets:
             peer = self.peers.get(wid)

@@ -57,9 +57,9 @@ def summary_table(summary: Summary) -> str:
     r = summary.releases
     if r.get("rounds"):
         lines.append(
-            f"releases: {r['rounds']} rounds ({r['shared_rounds']} shared), PARAMS "
-            f"{r['code']} {r['params_bytes_per_round']:.0f} B/round, RELEASE "
-            f"{r['release_bytes']} B in all"
+            f"releases: {r['rounds']} ({r['multi_rounds']} of several workers, "
+            f"{r['shared_rounds']} shared), PARAMS {r['code']}; bytes published per "
+            f"release of several workers {r['bytes_per_multi_round']:.0f}"
         )
     return "\n".join(lines)
 
