@@ -20,7 +20,6 @@ MODEL = 6
 REJECT = 7
 WELCOME = 8
 STOP = 9
-RELEASE = 10
 
 # payload element types; only f32 is produced today, the others are reserved
 DTYPE_F32 = 1
@@ -55,7 +54,8 @@ FIELDS = {
     REJECT: ("<QQI", ("run", "session", "seq")),
     WELCOME: ("<QQQI", ("run", "nonce", "session", "n_params")),
     STOP: ("<QQ", ("run", "session")),
-    RELEASE: ("<QQIIH16s", ("run", "session", "version", "seq", "batch", "digest")),
+    # 10: RELEASE (named in wire_host: a board global costs RAM; see PROTOCOL.md)
+    10: ("<QQIIH16s", ("run", "session", "version", "seq", "batch", "digest")),
 }  # fmt: skip
 # which attribute carries the UTF-8 body of text messages
 TEXT_BODY = {HELLO: "model", BYE: "reason", MODEL: "model", REJECT: "reason",
@@ -121,11 +121,6 @@ def topic_down(job, wid):
     """PS -> worker topic of one worker (welcome, releases, rejects, stop)."""
     jb, wb = check_id("job", job), check_id("wid", wid)
     return "edgeps/" + jb.decode() + "/down/" + wb.decode()
-
-
-def topic_params(job):
-    """Shared PARAMS of a release round, read by every worker of the job."""
-    return "edgeps/" + check_id("job", job).decode() + "/params/shared"
 
 
 def topic_model(job):

@@ -33,7 +33,6 @@ from edgeps_worker.wire import (
     PREFIX_LEN,
     PROTOCOL_VERSION,
     REJECT,
-    RELEASE,
     STOP,
     UPDATE,
     WELCOME,
@@ -52,10 +51,11 @@ from edgeps_worker.wire import (
     iter_update,
     topic_down,
     topic_model,
-    topic_params,
     topic_up,
     valid_id,
 )
+
+RELEASE = 10  # a board names it by number (wire.FIELDS[10]): no RAM for a global
 
 TYPE_NAMES = {
     HELLO: "hello",
@@ -71,6 +71,14 @@ TYPE_NAMES = {
 }
 
 # ---------------------------------------------------------------- topics
+
+
+def topic_params(job):
+    """Shared PARAMS of a release round, read by every worker of the job.
+
+    The board worker spells it out itself (``Worker.__init__``); a test checks
+    both agree."""
+    return "edgeps/" + check_id("job", job).decode() + "/params/shared"
 
 
 def topic_up_wildcard(job):

@@ -132,7 +132,6 @@ class Worker:
         self._sink = ParamsSink(trainer.params_buffer(), n * 4, trainer)
         self.up = wire.topic_up(job, worker_id)
         self.down = wire.topic_down(job, worker_id)
-        self.shared = wire.topic_params(job)  # a release round's one copy
         self.model_topic = wire.topic_model(job)
         self.stats = {}
         for name in STAT_NAMES:
@@ -195,7 +194,7 @@ class Worker:
         bye = wire.encode_bye(self.job, self.wid, self.nonce, "lost", self.key)
         self.t.connect(self.up, bye)
         self.t.subscribe(self.down, 1)
-        self.t.subscribe(self.shared, 1)
+        self.t.subscribe("edgeps/" + self.job + "/params/shared", 1)  # see wire_host
         self.t.subscribe(self.model_topic, 1)
         self._note("connected")
         self._sink.reset()
@@ -254,13 +253,13 @@ class Worker:
                 self.nonce,
                 self.trainer.model,
                 self.max_chunk,
-                self._sink.codes(),
+                self._sink.codes,
                 getattr(self.trainer, "max_batch", 0),
                 self.key,
             )
         )
         self.stats["hellos"] += 1
-        self._sink.asked()
+        self._sink.reset()  # the PS answers with a release, maybe the last one
         now = clock.ticks_ms()
         self._last_hb = now
         self._waiting = True
@@ -288,8 +287,8 @@ class Worker:
             if msg.state == "running" and known and msg.run != self.run_id:
                 self._hello()
         elif kind == wire.PARAMS and not msg.wid:
-            if self.session is not None and msg.run == self.run_id:
-                self._on_params(msg)  # a shared copy of a release round
+            if msg.run == self.run_id:
+                self._on_params(msg)  # a release round's shared copy
         elif msg.wid != self.wid:
             self._bad("wid")
         elif kind == wire.WELCOME:
@@ -298,7 +297,7 @@ class Worker:
             self._on_stop(str(msg.reason))
         elif kind == wire.STOP or not self._ours(msg):
             self._bad("session")
-        elif kind == wire.PARAMS or kind == wire.RELEASE:
+        elif kind == wire.PARAMS or kind == 10:  # 10: RELEASE
             self._on_params(msg)
         elif kind == wire.REJECT:
             self._on_reject(msg)
@@ -351,14 +350,14 @@ class Worker:
         done = self._sink.add(msg)
         if done is True:
             self._sample()
-            self.version, batch = self._sink.ready
+            self.version, _, batch = self._sink.done
             if batch and hasattr(self.trainer, "set_batch"):
                 self.trainer.set_batch(batch)
             self._release()
         elif done is not None:
             self._bad(done)
-            if done[:8] == "release_":
-                self._hello()  # the shared copy is gone or wrong: ask for a full one
+            if done[0] == "r":  # release_*: its shared copy is gone or wrong
+                self._hello()  # the PS resends the release whole
 
     def _release(self):
         """Parameters are complete: compute one gradient and push it."""

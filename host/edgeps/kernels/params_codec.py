@@ -10,6 +10,8 @@ worker holds after the release, whose digest a RELEASE carries.
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 from edgeps_worker import wire
 
@@ -105,6 +107,12 @@ def _i8_values(raw: np.ndarray, offset: int, n: int) -> tuple[np.ndarray, int]:
         raise ValueError("I8 chunk has a NaN or Inf scale")
     q = blocks[:, 4:].copy().view(np.int8).reshape(-1)[:count]
     return kernels.int8_dequantize(q, scales, I8_BLOCK), start
+
+
+def digest(held: np.ndarray) -> bytes:
+    """What a RELEASE names: SHA-256 of the held float32 vector's bytes, first 16."""
+    raw = np.ascontiguousarray(held, dtype="<f4").tobytes()
+    return hashlib.sha256(raw).digest()[:16]
 
 
 def decoded(params: np.ndarray, code: int) -> np.ndarray:

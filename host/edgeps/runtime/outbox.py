@@ -16,7 +16,6 @@ import struct
 from typing import Any, Protocol
 
 from edgeps_worker import wire_host as wire
-from edgeps_worker.params_sink import params_digest
 
 from edgeps.core.types import Release
 from edgeps.kernels import params_codec
@@ -189,7 +188,7 @@ class Outbox:
             self.link.publish(self.params_topic, chunk, 1, False)
             self.params_bytes += len(chunk)
         self.shared_rounds += 1
-        digest = params_digest(params_codec.decoded(release.params, code))
+        digest = params_codec.digest(params_codec.decoded(release.params, code))
         batches = release.batches or {}
         for (wid, answer), peer in zip(targets, peers, strict=True):
             payload = wire.encode_release(
