@@ -67,7 +67,7 @@ def test_shared_copy_first_then_its_release():
     done = sink.add(release(5, v, seq=3, batch=16))
     # Assert: the copy is held, the RELEASE uses it
     assert len(early) > 2 and early.count(None) == len(early)
-    assert done is True and sink.ready == (5, 16)
+    assert done is True and sink.done == (5, 3, 16)
     np.testing.assert_array_equal(np.asarray(buf), v)
 
 
@@ -104,7 +104,7 @@ def test_after_a_hello_the_same_release_may_be_used_again():
     msgs = own(5, v, seq=2)
     assert [sink.add(m) for m in msgs][-1] is True
     assert [sink.add(m) for m in msgs] == [None] * len(msgs)  # redelivery
-    sink.done = None  # the worker said HELLO: the PS resends the release
+    sink.reset()  # the worker said HELLO: the PS resends the release
     assert [sink.add(m) for m in msgs][-1] is True
 
 
@@ -181,7 +181,7 @@ def test_codes_a_trainer_cannot_read_and_bad_lengths_are_refused():
     sink = ParamsSink(trainer.params, 4 * N, trainer)
     short = shared(5, v[: N - 1], wire.DTYPE_I8)[0]
     assert sink.add(short) == "params_length"
-    assert sink.codes == [1, 2, 3]
+    assert sink.reads == 0b1110
 
 
 def test_a_chunk_with_a_nan_scale_writes_nothing_and_is_refused():

@@ -8,7 +8,7 @@ id) and the worker's RELEASE naming it, in either arrival order
 (firmware/PROTOCOL.md, "Releases: what a worker holds").
 """
 
-from edgeps_worker.wire import byte_view
+from edgeps_worker.wire import byte_view, encoded_len
 
 
 class ParamsSink:
@@ -31,11 +31,8 @@ class ParamsSink:
             raise ValueError("params_buffer() must hold exactly n_params float32")
         self.nbytes = nbytes
         self._write = getattr(trainer, "write_params", None)
-        self.reads = reads = getattr(trainer, "reads", 2)  # bit 1 << code; F32 only
-        self.codes = []  # the PARAMS codes HELLO announces
-        for c in (1, 2, 3):
-            if reads >> c & 1:
-                self.codes.append(c)
+        # the PARAMS codes it reads (bit 1 << code; F32 only), as HELLO says
+        self.reads = getattr(trainer, "reads", 2)
         self.flags = bytearray(0)
         self.reset()
 
@@ -68,10 +65,9 @@ class ParamsSink:
     def chunk(self, msg, kind):
         """Write one chunk of an own (kind 1) or shared (2) PARAMS; True when whole."""
         d = msg.dtype
-        if d > 3 or not self.reads >> d & 1:
+        if not self.reads >> d & 1:
             return "params_dtype"
-        n = self.nbytes >> 2
-        if msg.total_len != (4 * n, 2 * n, 4 * ((n + 127) >> 7) + n)[d - 1]:
+        if msg.total_len != encoded_len(d, self.nbytes >> 2):
             return "params_length"
         count = msg.chunk_count
         if kind != self.kind or (msg.version, msg.seq, count) != (

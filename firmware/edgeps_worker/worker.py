@@ -253,7 +253,7 @@ class Worker:
                 self.nonce,
                 self.trainer.model,
                 self.max_chunk,
-                self._sink.codes,
+                self._sink.reads,
                 getattr(self.trainer, "max_batch", 0),
                 self.key,
             )

@@ -10,13 +10,23 @@ import sys
 from edgeps_worker import wire_host as wire
 
 
-def vector_call(v):
-    kwargs = dict(v["kwargs"])
-    if "dtypes" in kwargs:
-        kwargs["dtypes"] = tuple(kwargs["dtypes"])
+def vector_data(v):
     if "data_f32" in v:
         floats = v["data_f32"]
-        kwargs["data"] = struct.pack(f"<{len(floats)}f", *floats)
+        return struct.pack(f"<{len(floats)}f", *floats)
+    if "data_hex" in v:
+        return bytes.fromhex(v["data_hex"])
+    return None
+
+
+def vector_call(v):
+    kwargs = dict(v["kwargs"])
+    for name in ("dtypes", "codecs"):
+        if name in kwargs:
+            kwargs[name] = tuple(kwargs[name])
+    data = vector_data(v)
+    if data is not None:
+        kwargs["data"] = data
     if "key" in v:
         kwargs["key"] = bytes.fromhex(v["key"])
     if "digest" in v:
@@ -40,13 +50,13 @@ def check(v):
             return f"field {name}: {getattr(msg, name)!r} != {value!r}"
     if bytes(msg.digest) != bytes.fromhex(v.get("digest", "")):
         return "digest differs"
-    if "data_f32" in v:
+    data = vector_data(v)
+    if data is not None:
         r = wire.Reassembler(max_bytes=1024, max_age=10, max_pending=2)
         whole = None
         for c in reversed(want):
             whole = r.add(wire.decode(c), 0) or whole
-        floats = v["data_f32"]
-        if bytes(whole.data) != struct.pack(f"<{len(floats)}f", *floats):
+        if bytes(whole.data) != data:
             return "reassembled data differs"
     return None
 
@@ -88,7 +98,7 @@ def check_shared_release():
     got = [sink.add(wire.decode(rel, key))]
     got += [sink.add(wire.decode(c, key)) for c in reversed(shared)]
     got.append(sink.add(wire.decode(rel, key)))  # a QoS 1 redelivery
-    if got.count(True) != 1 or got[-2] is not True or sink.ready != (4, 0):
+    if got.count(True) != 1 or got[-2] is not True or sink.done != (4, 2, 0):
         return "results " + repr(got)
     if list(target) != values:
         return "values differ"

@@ -17,9 +17,9 @@ from edgeps_worker import wire
 
 from edgeps import kernels
 
-I8_BLOCK = 128
-I8_RECORD = 4 + I8_BLOCK  # bytes of one full I8 block
-RECORD = {wire.DTYPE_F32: 4, wire.DTYPE_F16: 2, wire.DTYPE_I8: I8_RECORD}
+I8_BLOCK = wire.I8_BLOCK
+I8_RECORD = wire.RECORD[wire.DTYPE_I8]  # bytes of one full I8 block
+RECORD = wire.RECORD
 NAMES = {"f32": wire.DTYPE_F32, "f16": wire.DTYPE_F16, "int8": wire.DTYPE_I8}
 
 
@@ -32,14 +32,10 @@ def parse_code(text: str) -> int:
 
 
 def encoded_len(code: int, n: int) -> int:
-    """Bytes of n parameters in ``code``."""
-    if code == wire.DTYPE_F32:
-        return 4 * n
-    if code == wire.DTYPE_F16:
-        return 2 * n
-    if code == wire.DTYPE_I8:
-        return 4 * (-(-n // I8_BLOCK)) + n
-    raise ValueError(f"unknown PARAMS code {code!r}")
+    """Bytes of n parameters in PARAMS code ``code`` (``wire.encoded_len``)."""
+    if code not in NAMES.values():
+        raise ValueError(f"unknown PARAMS code {code!r}")
+    return int(wire.encoded_len(code, n))
 
 
 def encode(params: np.ndarray, code: int) -> bytes | memoryview:

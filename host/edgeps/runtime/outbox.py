@@ -12,7 +12,6 @@ PARAMS travel in the job's downlink code (``--compress-down``).
 from __future__ import annotations
 
 import logging
-import struct
 from typing import Any, Protocol
 
 from edgeps_worker import wire_host as wire
@@ -23,7 +22,6 @@ from edgeps.runtime.peers import Peer, Peers
 
 log = logging.getLogger(__name__)
 
-_PARAMS_FIELDS = struct.calcsize(wire.FIELDS[wire.PARAMS][0])
 _CODE_NAMES = {v: k for k, v in params_codec.NAMES.items()}
 
 
@@ -149,7 +147,7 @@ class Outbox:
                     peer.session,
                     int(release.version),
                     body,
-                    max_chunk=self._room(peer.max_chunk, len(wid), peer.key),
+                    max_chunk=peer.max_chunk,
                     seq=0 if answer is None else answer,
                     dtype=code,
                     key=peer.key,
@@ -177,7 +175,7 @@ class Outbox:
                 self.run,
                 version,
                 body,
-                max_chunk=self._room(max_chunk, 0, None),
+                max_chunk=max_chunk,
                 dtype=code,
             )
         except (ValueError, TypeError) as exc:
@@ -205,14 +203,6 @@ class Outbox:
             self.link.publish(peer.down_topic, payload, 1, False)
             self.release_bytes += len(payload)
             self.releases_sent += 1
-
-    def _room(self, max_chunk: int, wid_len: int, key: bytes | None) -> int:
-        """``max_chunk`` trimmed so each chunk's body is whole records of the code."""
-        record = params_codec.RECORD[self.params_code]
-        head = wire.PREFIX_LEN + len(self.job) + wid_len + _PARAMS_FIELDS
-        head += wire.HMAC_LEN if key else 0
-        room = max_chunk - head
-        return head + max(record, room - room % record)
 
     def reject(self, wid: str, seq: int, reason: str) -> None:
         """Tell a worker why its message was dropped (optional, best effort)."""
