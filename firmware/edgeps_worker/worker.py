@@ -350,7 +350,7 @@ class Worker:
         done = self._sink.add(msg)
         if done is True:
             self._sample()
-            self.version, _, batch = self._sink.done
+            self.version, _, batch = self._sink.done  # pyright: ignore[reportGeneralTypeIssues]
             if batch and hasattr(self.trainer, "set_batch"):
                 self.trainer.set_batch(batch)
             self._release()
