@@ -45,11 +45,9 @@ from edgeps_worker.wire import (
     _text,
     _uint,
     check_id,
-    code_mask,
     decode,
     encode_bye,
     encode_heartbeat,
-    encode_hello,
     encoded_len,
     hmac_sha256,
     iter_update,
@@ -58,6 +56,7 @@ from edgeps_worker.wire import (
     topic_up,
     valid_id,
 )
+from edgeps_worker.wire import encode_hello as _encode_hello
 
 RELEASE = 10  # a board names it by number (wire.FIELDS[10]): no RAM for a global
 # bytes per element of the dense codes (I8: the int8, without the scales)
@@ -81,10 +80,7 @@ TYPE_NAMES = {
 
 
 def topic_params(job):
-    """Shared PARAMS of a release round, read by every worker of the job.
-
-    The board worker spells it out itself (``Worker.__init__``); a test checks
-    both agree."""
+    """Shared PARAMS of a release round (the board worker spells it out itself)."""
     return "edgeps/" + check_id("job", job).decode() + "/params/shared"
 
 
@@ -114,6 +110,32 @@ def parse_up_topic(topic):
 # ---------------------------------------------------------------- encoders (PS)
 
 
+def code_mask(codes):
+    """A HELLO mask (bit ``1 << code``) from codes or an int mask (None: F32 only)."""
+    if codes is None:
+        return 1 << DTYPE_F32
+    if isinstance(codes, int):
+        mask = _uint("mask", codes, 8)  # a bool is refused there
+        for c in range(8):
+            if mask >> c & 1 and c not in RECORD:
+                raise ValueError("unknown dtype %r in mask 0x%x" % (c, mask))
+        return mask
+    mask = 0
+    for c in codes:
+        if c not in RECORD:
+            raise ValueError("unknown dtype %r" % (c,))
+        mask |= 1 << c
+    return mask
+
+
+def encode_hello(job, wid, instance, nonce, model="", max_chunk=DEFAULT_CHUNK,
+                 dtypes=None, max_batch=0, key=None, codecs=None):  # fmt: skip
+    """wire.encode_hello taking ``dtypes`` and ``codecs`` as codes or masks."""
+    dmask, cmask = code_mask(dtypes), code_mask(codecs)
+    return _encode_hello(job, wid, instance, nonce, model, max_chunk, dmask,
+                         max_batch, key, cmask)  # fmt: skip
+
+
 def encode_update(job, wid, session, seq, clock, base_version, compute_time,
                   samples, loss, data, dtype=DTYPE_F32, max_chunk=DEFAULT_CHUNK,
                   key=None):  # fmt: skip
@@ -123,19 +145,8 @@ def encode_update(job, wid, session, seq, clock, base_version, compute_time,
                             key))  # fmt: skip
 
 
-def iter_params(
-    job,
-    wid,
-    run,
-    session,
-    version,
-    data,
-    max_chunk=DEFAULT_CHUNK,
-    seq=0,
-    dtype=DTYPE_F32,
-    key=None,
-    batch=0,
-):
+def iter_params(job, wid, run, session, version, data, max_chunk=DEFAULT_CHUNK,
+                seq=0, dtype=DTYPE_F32, key=None, batch=0):  # fmt: skip
     """Like encode_params but yields chunks one by one."""
     head = (
         _uint("run", run, 64),
@@ -176,35 +187,27 @@ def encode_params(
     )
 
 
-def iter_shared_params(
-    job, run, version, data, max_chunk=DEFAULT_CHUNK, dtype=DTYPE_F32
-):
+def iter_shared_params(job, run, version, data, max_chunk=DEFAULT_CHUNK, dtype=1):
     """Parameters at ``version`` for every worker of a release round, as chunks.
 
     Published once on ``topic_params(job)``: no worker id, session, seq or
-    batch (all 0) and no HMAC tag; each worker's RELEASE names it and carries
-    the digest of the vector it decodes to, signed with that worker's key.
-    """
+    batch (all 0) and no HMAC tag; each worker's RELEASE carries the digest of
+    the vector it decodes to, signed with that worker's key."""
     head = (_uint("run", run, 64), 0, _uint("version", version, 32), 0, 0)
-    jb = check_id("job", job)
+    fmt = FIELDS[PARAMS][0]
     return _chunks(
-        PARAMS, jb, b"", FIELDS[PARAMS][0], head, data, dtype, max_chunk, None
+        PARAMS, check_id("job", job), b"", fmt, head, data, dtype, max_chunk, None
     )
 
 
-def encode_shared_params(
-    job, run, version, data, max_chunk=DEFAULT_CHUNK, dtype=DTYPE_F32
-):
+def encode_shared_params(job, run, version, data, max_chunk=DEFAULT_CHUNK, dtype=1):
     """iter_shared_params as a list."""
     return list(iter_shared_params(job, run, version, data, max_chunk, dtype))
 
 
 def encode_release(job, wid, run, session, version, digest, seq=0, batch=0, key=None):
-    """A worker's release: the shared PARAMS at ``version`` (iter_shared_params).
-
-    ``digest``: the first 16 bytes of SHA-256 of the float32 vector the shared
-    copy decodes to; ``seq`` and ``batch`` as in encode_params.
-    """
+    """A worker's release: the shared PARAMS at ``version`` (iter_shared_params);
+    ``digest``: first 16 bytes of SHA-256 of the float32 vector it decodes to."""
     if not isinstance(digest, (bytes, bytearray)) or len(digest) != 16:
         raise ValueError("digest must be 16 bytes")
     vals = (
@@ -288,8 +291,13 @@ def copy_message(msg):
     """A shallow copy of a decoded Message (the reassembler hands out one)."""
     m = Message(msg.type, msg.job, msg.wid)
     for name in _COPY_FIELDS:
-        setattr(m, name, getattr(msg, name))
+        value = getattr(msg, name, _NONE)
+        if value is not _NONE:  # codecs, codec, codec_arg: only where decoded
+            setattr(m, name, value)
     return m
+
+
+_NONE = object()
 
 
 class _Partial:

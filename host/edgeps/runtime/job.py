@@ -255,6 +255,7 @@ class Job:
                 max_chunk=cfg.max_chunk,
                 send_rejects=cfg.send_rejects,
                 hmac_key=self.hmac_key,
+                compress=cfg.compress,
                 params_code=params_codec.parse_code(cfg.compress_down),
                 shared_releases=cfg.shared_releases,
             )
