@@ -66,7 +66,7 @@ def test_decoder_reads_golden_fields(v: dict[str, Any]) -> None:
 
     # Assert
     assert {k: getattr(msg, k) for k in v["fields"]} == v["fields"]
-    assert msg.digest.hex() == v.get("digest", "")
+    assert getattr(msg, "digest", b"").hex() == v.get("digest", "")
 
 
 def test_hmac_matches_the_standard_library() -> None:

@@ -123,7 +123,8 @@ def topic_down(job, wid):
 
 def topic_model(job):
     """Retained job-state topic every worker reads first."""
-    return "edgeps/" + check_id("job", job).decode() + "/model"
+    check_id("job", job)
+    return "edgeps/" + job + "/model"
 
 
 def byte_view(data):
@@ -154,7 +155,8 @@ _pads = {}  # type: dict
 
 def hmac_sha256(key, msg):
     """RFC 2104 HMAC-SHA256 (MicroPython has sha256 but no ``hmac`` module)."""
-    key = bytes(key)  # a bytearray key cannot be a dict key
+    if not isinstance(key, bytes):
+        key = bytes(key)  # a bytearray key cannot be a dict key
     pads = _pads.get(key)
     if pads is None:
         k = key

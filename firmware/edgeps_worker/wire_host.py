@@ -283,7 +283,7 @@ _COPY_FIELDS = (
     "flags tagged session seq clock base_version compute_time samples loss dtype "
     "version chunk_index chunk_count chunk_size total_len offset data reason state "
     "model n_params max_chunk dtypes run nonce instance max_batch batch codecs codec "
-    "codec_arg digest"
+    "codec_arg"
 ).split()
 
 
