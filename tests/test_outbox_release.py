@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from edgeps.core.types import Release
+from edgeps.core.types import Rejected, Release
 from edgeps.kernels import params_codec
 from edgeps.runtime.outbox import Outbox
 from edgeps.runtime.peers import Peers
@@ -152,3 +152,18 @@ def test_bytes_per_round_with_and_without_the_shared_copy():
     full = rounds[False]["bytes_per_multi_round"]
     one = rounds[True]["bytes_per_multi_round"]
     assert 4 * N < one < 1.15 * 4 * N and full > 3 * 4 * N
+
+
+def test_a_hello_that_cannot_read_the_jobs_params_code_is_refused():
+    # Prepare: a job releasing in I8
+    from edgeps.runtime.ingest import Ingest
+
+    ingest = Ingest(job="j", n_params=N, params_code=wire.DTYPE_I8)
+    up = wire.topic_up("j", "w1")
+    # Execute: an F32-only HELLO (the encoder's default), then one reading I8
+    refused = ingest.feed(up, wire.encode_hello("j", "w1", 9, 77), 0.0)
+    taken = ingest.feed(up, wire.encode_hello("j", "w1", 9, 78, dtypes=(1, 3)), 0.0)
+    # Assert: refused with the reason that becomes STOP codec
+    assert refused == Rejected("w1", 0, "codec_mismatch")
+    assert type(taken).__name__ == "Join"
+    assert ingest.dropped["codec_mismatch"] == 1

@@ -142,6 +142,7 @@ class Coordinator:
             model=settings.model,
             peers=self.peers,
             compress=parse_compress(settings.compress),
+            params_code=settings.params_code,
         )
         self.accounting = Accounting(
             settings.job, lambda wid: server.worker_state(wid) is not None
