@@ -12,7 +12,12 @@ from conftest import run_micropython
 from edgeps_worker import wire_host as wire
 
 VECTORS_PATH = Path(__file__).parent / "mpy" / "wire_vectors.json"
-VECTORS: list[dict[str, Any]] = json.loads(VECTORS_PATH.read_text())["vectors"]
+RELEASE_PATH = Path(__file__).parent / "mpy" / "wire_vectors_release.json"
+VECTORS: list[dict[str, Any]] = [
+    v
+    for path in (VECTORS_PATH, RELEASE_PATH)
+    for v in json.loads(path.read_text())["vectors"]
+]
 
 
 def _call(v: dict[str, Any]) -> list[bytes]:
@@ -23,6 +28,8 @@ def _call(v: dict[str, Any]) -> list[bytes]:
         kwargs["data"] = bytes.fromhex(v["data_hex"])
     if "key" in v:
         kwargs["key"] = bytes.fromhex(v["key"])
+    if "digest" in v:
+        kwargs["digest"] = bytes.fromhex(v["digest"])
     out = getattr(wire, v["call"])(*v["args"], **kwargs)
     return out if isinstance(out, list) else [out]
 
@@ -51,13 +58,15 @@ def test_encoder_produces_golden_bytes(v: dict[str, Any]) -> None:
 @pytest.mark.parametrize("v", VECTORS, ids=[v["name"] for v in VECTORS])
 def test_decoder_reads_golden_fields(v: dict[str, Any]) -> None:
     # Prepare
-    key = bytes.fromhex(v["key"]) if "key" in v else None
+    key_hex = v.get("key", v.get("decode_key"))
+    key = bytes.fromhex(key_hex) if key_hex else None
 
     # Execute
     msg = wire.decode(_want(v)[0], key=key)
 
     # Assert
     assert {k: getattr(msg, k) for k in v["fields"]} == v["fields"]
+    assert getattr(msg, "digest", b"").hex() == v.get("digest", "")
 
 
 def test_hmac_matches_the_standard_library() -> None:
@@ -78,12 +87,14 @@ def test_hmac_matches_the_standard_library() -> None:
 def test_golden_vectors_under_micropython(micropython: str) -> None:
     # Execute
     script = str(Path(__file__).parent / "mpy" / "wire_golden.py")
-    proc = run_micropython(micropython, script, str(VECTORS_PATH), timeout=60)
+    proc = run_micropython(
+        micropython, script, str(VECTORS_PATH), str(RELEASE_PATH), timeout=60
+    )
 
     # Assert
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.count("ok ") == len(VECTORS) + 1
-    assert "ok into_array" in proc.stdout
+    assert proc.stdout.count("ok ") == len(VECTORS) + 2
+    assert "ok into_array" in proc.stdout and "ok shared_release" in proc.stdout
 
 
 @pytest.mark.firmware

@@ -45,7 +45,7 @@ def _reason(buf: object, **kw: object) -> str:
         (_patch(UPD, 2, "<B", 1), "version"),  # protocol v1
         (_patch(UPD, 2, "<B", 3), "version"),
         (_patch(UPD, 3, "<B", 0), "type"),
-        (_patch(UPD, 3, "<B", 10), "type"),
+        (_patch(UPD, 3, "<B", 11), "type"),  # 10 is RELEASE
         (_patch(UPD, 4, "<B", 0x02), "flags"),
         (UPD + b"\0", "length"),
         (_patch(HB, 8, "<I", 1) + b"x", "length"),  # a heartbeat has no body

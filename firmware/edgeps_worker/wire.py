@@ -47,6 +47,8 @@ FIELDS = {
     WELCOME: ("<QQQIBI", ("run", "nonce", "session", "n_params", "codec",
                           "codec_arg")),
     STOP: ("<QQ", ("run", "session")),
+    # 10: RELEASE (named in wire_host: a board global costs RAM; see PROTOCOL.md)
+    10: ("<QQIIH16s", ("run", "session", "version", "seq", "batch", "digest")),
 }  # fmt: skip
 del _CHUNK  # a board keeps no more module globals than it uses
 # which attribute carries the UTF-8 body of text messages
@@ -75,7 +77,7 @@ class Message:
     tagged = False
     compute_time = 0.0
     loss = float("nan")
-    data = b""
+    data = digest = b""
     reason = state = model = ""
 
     def __init__(self, mtype, job, wid):
@@ -234,18 +236,18 @@ def decode(buf, key=None, max_len=MAX_MESSAGE):
         raise WireError("short", "%d < %d bytes" % (n, hl + bl + tl))
     if n != hl + bl + tl:
         raise WireError("length", "%d trailing bytes" % (n - hl - bl - tl))
-    if key and mtype != MODEL:  # MODEL is informational and never signed
+    # MODEL (informational) and a shared PARAMS (no worker id) are never signed
+    if key and wl and mtype != MODEL:
         if not tl:
             raise WireError("hmac", "tag missing")
         want = hmac_sha256(key, mv[: hl + bl])[:HMAC_LEN]
         if not same_digest(want, mv[hl + bl :]):
             raise WireError("hmac", "tag mismatch")
     job = _decode_id(mv[PREFIX_LEN : PREFIX_LEN + jl], "job")
-    if mtype == MODEL:
-        if wl:
-            raise WireError("id", "model message carries a worker id")
-        wid = ""
-    else:
+    if mtype == MODEL and wl:
+        raise WireError("id", "model message carries a worker id")
+    wid = ""
+    if wl or mtype != PARAMS and mtype != MODEL:  # a shared PARAMS names no worker
         wid = _decode_id(mv[PREFIX_LEN + jl : p], "wid")
     msg = Message(mtype, job, wid)
     msg.flags = flags

@@ -58,6 +58,7 @@ from edgeps_worker.wire import (
 )
 from edgeps_worker.wire import encode_hello as _encode_hello
 
+RELEASE = 10  # a board names it by number (wire.FIELDS[10]): no RAM for a global
 # bytes per element of the dense codes (I8: the int8, without the scales)
 DTYPE_SIZE = {DTYPE_F32: 4, DTYPE_F16: 2, DTYPE_I8: 1}
 CODE_NAMES = {DTYPE_F32: "f32", DTYPE_F16: "f16", DTYPE_I8: "int8", DTYPE_TOPK: "topk"}
@@ -72,9 +73,15 @@ TYPE_NAMES = {
     REJECT: "reject",
     WELCOME: "welcome",
     STOP: "stop",
+    RELEASE: "release",
 }
 
 # ---------------------------------------------------------------- topics
+
+
+def topic_params(job):
+    """Shared PARAMS of a release round (the board worker spells it out itself)."""
+    return "edgeps/" + check_id("job", job).decode() + "/params/shared"
 
 
 def topic_up_wildcard(job):
@@ -178,6 +185,42 @@ def encode_params(
             job, wid, run, session, version, data, max_chunk, seq, dtype, key, batch
         )
     )
+
+
+def iter_shared_params(job, run, version, data, max_chunk=DEFAULT_CHUNK, dtype=1):
+    """Parameters at ``version`` for every worker of a release round, as chunks.
+
+    Published once on ``topic_params(job)``: no worker id, session, seq or
+    batch (all 0) and no HMAC tag; each worker's RELEASE carries the digest of
+    the vector it decodes to, signed with that worker's key."""
+    head = (_uint("run", run, 64), 0, _uint("version", version, 32), 0, 0)
+    fmt = FIELDS[PARAMS][0]
+    return _chunks(
+        PARAMS, check_id("job", job), b"", fmt, head, data, dtype, max_chunk, None
+    )
+
+
+def encode_shared_params(job, run, version, data, max_chunk=DEFAULT_CHUNK, dtype=1):
+    """iter_shared_params as a list."""
+    return list(iter_shared_params(job, run, version, data, max_chunk, dtype))
+
+
+def encode_release(job, wid, run, session, version, digest, seq=0, batch=0, key=None):
+    """A worker's release: the shared PARAMS at ``version`` (iter_shared_params);
+    ``digest``: first 16 bytes of SHA-256 of the float32 vector it decodes to."""
+    if not isinstance(digest, (bytes, bytearray)) or len(digest) != 16:
+        raise ValueError("digest must be 16 bytes")
+    vals = (
+        _uint("run", run, 64),
+        _uint("session", session, 64),
+        _uint("version", version, 32),
+        _uint("seq", seq, 32),
+        _uint("batch", batch, 16),
+        bytes(digest),
+    )
+    jb = check_id("job", job)
+    wb = check_id("wid", wid)
+    return _frame(RELEASE, jb, wb, FIELDS[RELEASE][0], vals, b"", key)
 
 
 def encode_model(job, run, state, model, version, n_params):
@@ -392,59 +435,15 @@ class Reassembler:
 
 
 __all__ = [
-    "BYE",
-    "CODE_NAMES",
-    "DEFAULT_CHUNK",
-    "DTYPE_F16",
-    "DTYPE_F32",
-    "DTYPE_I8",
-    "DTYPE_SIZE",
-    "DTYPE_TOPK",
-    "FLAG_HMAC",
-    "HEARTBEAT",
-    "HELLO",
-    "HMAC_LEN",
-    "I8_BLOCK",
-    "MAGIC",
-    "MAX_ID",
-    "MAX_MESSAGE",
-    "MAX_TEXT",
-    "MAX_TOTAL",
-    "MODEL",
-    "MODEL_STATES",
-    "Message",
-    "PARAMS",
-    "PREFIX",
-    "PREFIX_LEN",
-    "PROTOCOL_VERSION",
-    "RECORD",
-    "REJECT",
-    "STOP",
-    "Reassembler",
-    "TYPE_NAMES",
-    "UPDATE",
-    "WELCOME",
-    "WireError",
-    "code_mask",
-    "copy_message",
-    "decode",
-    "encode_bye",
-    "encode_heartbeat",
-    "encode_hello",
-    "encode_model",
-    "encode_params",
-    "encode_reject",
-    "encode_stop",
-    "encode_update",
-    "encode_welcome",
-    "encoded_len",
-    "hmac_sha256",
-    "iter_params",
-    "iter_update",
-    "parse_up_topic",
-    "topic_down",
-    "topic_model",
-    "topic_up",
-    "topic_up_wildcard",
-    "valid_id",
-]
+    "BYE", "CODE_NAMES", "DEFAULT_CHUNK", "DTYPE_F16", "DTYPE_F32", "DTYPE_I8",
+    "DTYPE_SIZE", "DTYPE_TOPK", "FLAG_HMAC", "HEARTBEAT", "HELLO", "HMAC_LEN",
+    "I8_BLOCK", "MAGIC", "MAX_ID", "MAX_MESSAGE", "MAX_TEXT", "MAX_TOTAL", "MODEL",
+    "MODEL_STATES", "Message", "PARAMS", "PREFIX", "PREFIX_LEN", "PROTOCOL_VERSION",
+    "RECORD", "REJECT", "RELEASE", "Reassembler", "STOP", "TYPE_NAMES", "UPDATE",
+    "WELCOME", "WireError", "code_mask", "copy_message", "decode", "encode_bye",
+    "encode_heartbeat", "encode_hello", "encode_model", "encode_params",
+    "encode_reject", "encode_release", "encode_shared_params", "encode_stop",
+    "encode_update", "encode_welcome", "encoded_len", "hmac_sha256", "iter_params",
+    "iter_shared_params", "iter_update", "parse_up_topic", "topic_down", "topic_model",
+    "topic_params", "topic_up", "topic_up_wildcard", "valid_id",
+]  # fmt: skip

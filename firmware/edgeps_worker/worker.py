@@ -128,7 +128,7 @@ class Worker:
         self.n_params = n
         self.codec = 1  # the UPDATE code (wire.DTYPE_*) and arg WELCOME names
         self.codec_arg = 0
-        self._sink = ParamsSink(trainer.params_buffer(), n * 4)
+        self._sink = ParamsSink(trainer.params_buffer(), n * 4, trainer)
         self.up = wire.topic_up(job, worker_id)
         self.down = wire.topic_down(job, worker_id)
         self.model_topic = wire.topic_model(job)
@@ -193,6 +193,7 @@ class Worker:
         bye = wire.encode_bye(self.job, self.wid, self.nonce, "lost", self.key)
         self.t.connect(self.up, bye)
         self.t.subscribe(self.down, 1)
+        self.t.subscribe("edgeps/" + self.job + "/params/shared", 1)  # see wire_host
         self.t.subscribe(self.model_topic, 1)
         self._note("connected")
         self._sink.reset()
@@ -245,10 +246,11 @@ class Worker:
     def _hello(self):
         t = self.trainer
         self._publish(wire.encode_hello(self.job, self.wid, self.instance, self.nonce,
-                                        t.model, self.max_chunk, None,
+                                        t.model, self.max_chunk, self._sink.reads,
                                         getattr(t, "max_batch", 0), self.key,
                                         getattr(t, "codecs", 2)))  # fmt: skip
         self.stats["hellos"] += 1
+        self._sink.reset()  # the PS answers with a release, maybe the last one
         now = clock.ticks_ms()
         self._last_hb = now
         self._waiting = True
@@ -275,6 +277,9 @@ class Worker:
             self.model_state = msg.state
             if msg.state == "running" and known and msg.run != self.run_id:
                 self._hello()
+        elif kind == wire.PARAMS and not msg.wid:
+            if msg.run == self.run_id:
+                self._on_params(msg)  # a release round's shared copy
         elif msg.wid != self.wid:
             self._bad("wid")
         elif kind == wire.WELCOME:
@@ -283,7 +288,7 @@ class Worker:
             self._on_stop(str(msg.reason))
         elif kind == wire.STOP or not self._ours(msg):
             self._bad("session")
-        elif kind == wire.PARAMS:
+        elif kind == wire.PARAMS or kind == 10:  # 10: RELEASE
             self._on_params(msg)
         elif kind == wire.REJECT:
             self._on_reject(msg)
@@ -337,16 +342,18 @@ class Worker:
             self._hello()
 
     def _on_params(self, msg):
-        """Write one PARAMS chunk into the parameter buffer; release when complete."""
-        done = self._sink.add(msg, wire.DTYPE_F32)
+        """A PARAMS chunk (own or shared) or a RELEASE; step once a release is whole."""
+        done = self._sink.add(msg)
         if done is True:
             self._sample()
-            self.version = msg.version
-            if msg.batch and hasattr(self.trainer, "set_batch"):
-                self.trainer.set_batch(msg.batch)
+            self.version, _, batch = self._sink.done  # pyright: ignore[reportGeneralTypeIssues]
+            if batch and hasattr(self.trainer, "set_batch"):
+                self.trainer.set_batch(batch)
             self._release()
         elif done is not None:
             self._bad(done)
+            if done[0] == "r":  # release_*: its shared copy is gone or wrong
+                self._hello()  # the PS resends the release whole
 
     def _release(self):
         """Parameters are complete: compute one gradient and push it."""

@@ -29,6 +29,8 @@ def vector_call(v):
         kwargs["data"] = data
     if "key" in v:
         kwargs["key"] = bytes.fromhex(v["key"])
+    if "digest" in v:
+        kwargs["digest"] = bytes.fromhex(v["digest"])
     out = getattr(wire, v["call"])(*v["args"], **kwargs)
     return out if isinstance(out, list) else [out]
 
@@ -41,11 +43,13 @@ def check(v):
     for i in range(len(want)):
         if got[i] != want[i]:
             return f"chunk {i}: {got[i].hex()} != {want[i].hex()}"
-    key = bytes.fromhex(v["key"]) if "key" in v else None
-    msg = wire.decode(want[0], key=key)
+    key_hex = v.get("key", v.get("decode_key"))
+    msg = wire.decode(want[0], key=bytes.fromhex(key_hex) if key_hex else None)
     for name, value in v["fields"].items():
         if getattr(msg, name) != value:
             return f"field {name}: {getattr(msg, name)!r} != {value!r}"
+    if bytes(getattr(msg, "digest", b"")) != bytes.fromhex(v.get("digest", "")):
+        return "digest differs"
     data = vector_data(v)
     if data is not None:
         r = wire.Reassembler(max_bytes=1024, max_age=10, max_pending=2)
@@ -77,9 +81,35 @@ def check_typed_target():
     return None
 
 
+def check_shared_release():
+    """A RELEASE first, then its shared copy backwards: held once, digest checked."""
+    from array import array
+    from hashlib import sha256
+
+    from edgeps_worker.params_sink import ParamsSink
+
+    values = [i * 0.25 - 2.0 for i in range(50)]
+    raw = struct.pack("<50f", *values)
+    key = b"worker key"
+    rel = wire.encode_release("j", "w", 9, 8, 4, sha256(raw).digest()[:16], 2, 0, key)
+    shared = wire.encode_shared_params("j", 9, 4, raw, max_chunk=96)
+    target = array("f", [0.0] * 50)
+    sink = ParamsSink(target, 200)
+    got = [sink.add(wire.decode(rel, key))]
+    got += [sink.add(wire.decode(c, key)) for c in reversed(shared)]
+    got.append(sink.add(wire.decode(rel, key)))  # a QoS 1 redelivery
+    if got.count(True) != 1 or got[-2] is not True or sink.done != (4, 2, 0):
+        return "results " + repr(got)
+    if list(target) != values:
+        return "values differ"
+    return None
+
+
 def main():
-    with open(sys.argv[1]) as f:
-        vectors = json.load(f)["vectors"]
+    vectors = []
+    for path in sys.argv[1:]:
+        with open(path) as f:
+            vectors += json.load(f)["vectors"]
     bad = 0
     for v in vectors:
         err = check(v)
@@ -94,6 +124,12 @@ def main():
     else:
         bad += 1
         print("FAIL into_array", err)
+    err = check_shared_release()
+    if err is None:
+        print("ok shared_release")
+    else:
+        bad += 1
+        print("FAIL shared_release", err)
     print("done", len(vectors), "vectors,", bad, "failed")
     sys.exit(1 if bad else 0)
 

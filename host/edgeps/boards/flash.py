@@ -53,6 +53,7 @@ BOARD_MODULES = (
     "mqtt_link",
     "mqtt_packets",
     "params_sink",
+    "release_round",
     "ring",
     "tlsconf",
     "trainer",

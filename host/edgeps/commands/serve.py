@@ -141,6 +141,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "only count it)",
         action=on_off,
     )
+    _flag(
+        p,
+        "--compress-down",
+        "PARAMS code of releases: f32 (default), f16 or int8 (block scale)",
+        choices=("f32", "f16", "int8"),
+    )
+    _flag(
+        p,
+        "--shared-releases",
+        "publish a release of several workers once on edgeps/J/params/shared and "
+        "send each a small signed RELEASE (default; --no-shared-releases: a full "
+        "PARAMS to each)",
+        action=on_off,
+    )
     dashboard.add_arguments(p)
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from edgeps.codecs import parse_compress
+from edgeps.kernels import params_codec
 from edgeps.observe.dashboard import check_options as check_dashboard
 from edgeps.transport.options import ConnectionOptions
 
@@ -67,6 +68,8 @@ class ServeConfig:
     log_level: str = "warning"
     max_chunk: int = 4096
     send_rejects: bool = True  # tell a worker why its push was dropped (REJECT)
+    compress_down: str = "f32"  # PARAMS code: f32, f16 or int8
+    shared_releases: bool = True  # one shared PARAMS per multi-worker release
     dashboard: str | None = None  # [HOST:]PORT of the live dashboard
     dashboard_token_file: str | None = None
     dashboard_linger: float = 0.0  # seconds the dashboard outlives the job
@@ -199,6 +202,7 @@ def check(cfg: ServeConfig) -> None:
     parse_compress(cfg.compress)
     if cfg.max_chunk < 256:
         raise ValueError(f"--max-chunk must be at least 256 bytes, got {cfg.max_chunk}")
+    params_codec.parse_code(cfg.compress_down)
     if cfg.password_file is not None and cfg.username is None:
         raise ValueError("--password-file needs --username")
     ConnectionOptions(

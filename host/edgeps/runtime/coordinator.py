@@ -83,6 +83,8 @@ class Settings:
     hmac_key: bytes | None = None  # the master key: each worker's is derived
     run_id: int | None = None  # random per run when None
     compress: str = "f32"  # the UPDATE code workers must use (edgeps.codecs)
+    params_code: int = 1  # PARAMS code of releases (--compress-down; 1 = F32)
+    shared_releases: bool = True  # one shared PARAMS per multi-worker release
 
 
 @dataclass
@@ -101,6 +103,7 @@ class Summary:
     dropped: dict[str, int] = field(default_factory=dict)
     unknown: dict[str, Any] = field(default_factory=dict)  # see runtime.accounting
     broker: dict[str, Any] = field(default_factory=dict)
+    releases: dict[str, Any] = field(default_factory=dict)  # Outbox.stats()
 
 
 class Coordinator:
@@ -139,6 +142,7 @@ class Coordinator:
             model=settings.model,
             peers=self.peers,
             compress=parse_compress(settings.compress),
+            params_code=settings.params_code,
         )
         self.accounting = Accounting(
             settings.job, lambda wid: server.worker_state(wid) is not None
@@ -152,6 +156,8 @@ class Coordinator:
             model=settings.model,
             run=self.run_id,
             send_rejects=settings.send_rejects,
+            params_code=settings.params_code,
+            shared=settings.shared_releases,
         )
         self.rejected: Counter[str] = Counter()
         self.staleness_counts: Counter[int] = Counter()  # applied updates by staleness
@@ -440,4 +446,5 @@ class Coordinator:
             dropped=self.dropped(),
             unknown=self.unknown(),
             broker=self.broker_report(),
+            releases=self.outbox.stats(),
         )

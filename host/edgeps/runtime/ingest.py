@@ -43,7 +43,8 @@ class Ingest:
     A HELLO becomes a ``Join`` carrying a fresh session (or the current one,
     when it names the current link); one naming an earlier link is a replay.
     ``compress`` is the job's UPDATE code: a HELLO whose ``codecs`` lack it is
-    refused (``Rejected(wid, 0, "codec_mismatch")``: a STOP ``codec``); an UPDATE in
+    refused (``Rejected(wid, 0, "codec_mismatch")``: a STOP ``codec``), and so is
+    one whose ``dtypes`` lack ``params_code`` (the job's PARAMS code); an UPDATE in
     another code, of the wrong length or with bad TOPK indices is a
     ``Rejected(wid, seq, reason)``, counted against the worker.
     """
@@ -59,6 +60,7 @@ class Ingest:
         max_pending: int = 256,
         max_message: int | None = None,
         compress: Compress | None = None,
+        params_code: int = wire.DTYPE_F32,
     ) -> None:
         if not wire.valid_id(job):
             raise ValueError(f"job id must match [A-Za-z0-9_-]{{1,32}}, got {job!r}")
@@ -68,6 +70,7 @@ class Ingest:
         self._canonical = _canonical(model)
         self.peers = peers if peers is not None else Peers(job)
         self.compress = compress if compress is not None else Compress()
+        self.params_code = params_code  # PARAMS code of releases (--compress-down)
         self.codec_arg = self.compress.arg(n_params)
         # an update carries at most n_params float32s (or its code's length, if
         # larger); anything bigger is hostile
@@ -181,6 +184,10 @@ class Ingest:
             self.drop(
                 "codec_mismatch", f"{wid} makes 0x{int(msg.codecs):02x}, job {code}"
             )
+            return Rejected(wid, 0, "codec_mismatch")
+        if not int(msg.dtypes) >> self.params_code & 1:
+            # it cannot read the job's PARAMS code: the same refusal
+            self.drop("codec_mismatch", f"{wid} reads 0x{int(msg.dtypes):02x}")
             return Rejected(wid, 0, "codec_mismatch")
         peer.codec, peer.codec_arg = code, self.codec_arg
         peer.max_chunk = max(256, int(msg.max_chunk or 4096))

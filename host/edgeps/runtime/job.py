@@ -21,6 +21,7 @@ from edgeps.core.balance import Balancer
 from edgeps.core.norm_guard import NormGuard
 from edgeps.core.server import ParameterServer
 from edgeps.core.types import WorkerStats
+from edgeps.kernels import params_codec
 from edgeps.observe.dashboard import Dashboard, open_dashboard
 from edgeps.policy import parse_policy
 from edgeps.runtime.accounting import sys_subscriptions
@@ -255,6 +256,8 @@ class Job:
                 send_rejects=cfg.send_rejects,
                 hmac_key=self.hmac_key,
                 compress=cfg.compress,
+                params_code=params_codec.parse_code(cfg.compress_down),
+                shared_releases=cfg.shared_releases,
             )
             coord = Coordinator(
                 self.server,

@@ -2,7 +2,11 @@
 
 Each message to a worker names the run and the worker's session and is
 signed with that worker's own key (``Peer.key``); the retained MODEL is
-informational and unsigned.
+informational and unsigned. A Release naming several workers (a BSP or K-of-N
+round, a DSP batch) publishes the parameters once, unsigned, on the shared
+topic and sends each worker a small RELEASE carrying the digest of the vector
+that copy decodes to, signed with its key (firmware/PROTOCOL.md, Releases).
+PARAMS travel in the job's downlink code (``--compress-down``).
 """
 
 from __future__ import annotations
@@ -10,13 +14,15 @@ from __future__ import annotations
 import logging
 from typing import Any, Protocol
 
-import numpy as np
 from edgeps_worker import wire_host as wire
 
 from edgeps.core.types import Release
+from edgeps.kernels import params_codec
 from edgeps.runtime.peers import Peer, Peers
 
 log = logging.getLogger(__name__)
+
+_CODE_NAMES = {v: k for k, v in params_codec.NAMES.items()}
 
 
 class Publisher(Protocol):
@@ -36,6 +42,8 @@ class Outbox:
         model: str,
         run: int,
         send_rejects: bool = True,
+        params_code: int = wire.DTYPE_F32,
+        shared: bool = True,
     ) -> None:
         self.link = link
         self.peers = peers
@@ -43,8 +51,37 @@ class Outbox:
         self.model_text = model
         self.run = run
         self.send_rejects = send_rejects
+        self.params_code = params_code
+        self.shared = shared  # one shared PARAMS per multi-worker release
+        self.params_topic = wire.topic_params(self.job)
         self.releases_sent = 0
         self.errors = 0
+        self.rounds = 0  # Release actions carried out
+        self.shared_rounds = 0  # of which published once on the shared topic
+        self.params_bytes = 0  # PARAMS bytes published, own and shared
+        self.release_bytes = 0  # RELEASE bytes published
+        self.multi_rounds = 0  # releases naming several workers (BSP/K-of-N/DSP)
+        self.multi_bytes = 0  # PARAMS + RELEASE bytes those published
+
+    def stats(self) -> dict[str, Any]:
+        """Downlink counters (`serve --json`: ``releases``)."""
+        rounds = max(1, self.rounds)
+        multi = max(1, self.multi_rounds)
+        return {
+            "code": _CODE_NAMES[self.params_code],
+            "shared": self.shared,
+            "rounds": self.rounds,
+            "shared_rounds": self.shared_rounds,
+            "releases": self.releases_sent,
+            "params_bytes": self.params_bytes,
+            "release_bytes": self.release_bytes,
+            "params_bytes_per_round": round(self.params_bytes / rounds, 1),
+            "bytes_per_round": round(
+                (self.params_bytes + self.release_bytes) / rounds, 1
+            ),
+            "multi_rounds": self.multi_rounds,
+            "bytes_per_multi_round": round(self.multi_bytes / multi, 1),
+        }
 
     def model(self, state: str, version: int, n_params: int) -> None:
         """Retained MODEL message: run, job state, model spec and current version."""
@@ -77,25 +114,44 @@ class Outbox:
         self.link.publish(peer.down_topic, payload, 1, False)
 
     def release(self, release: Release) -> None:
-        """PARAMS at the release's version, chunked per worker, QoS 1.
+        """Parameters at the release's version to each named worker, QoS 1.
 
-        PARAMS.seq is the seq of the UPDATE each release answers (0: none).
+        One worker: PARAMS chunks on its down topic. Several (with ``shared``):
+        the PARAMS once on the shared topic, then one RELEASE per worker.
+        PARAMS.seq / RELEASE.seq is the seq of the UPDATE each release answers
+        (0: none).
         """
-        # read-only and shared by every worker: framed without a copy
-        data = np.ascontiguousarray(release.params, dtype="<f4").data
+        code = self.params_code
+        body = params_codec.encode(release.params, code)
+        targets = list(release.targets())
+        self.rounds += 1
+        before = self.params_bytes + self.release_bytes
+        if self.shared and len(targets) > 1:
+            self._release_shared(release, body, targets)
+        else:
+            self._release_each(release, body, targets)
+        if len(targets) > 1:
+            self.multi_rounds += 1
+            self.multi_bytes += self.params_bytes + self.release_bytes - before
+
+    def _release_each(
+        self, release: Release, body: Any, targets: list[tuple[str, int | None]]
+    ) -> None:
+        code = self.params_code
         batches = release.batches or {}
-        for wid, answer in release.targets():
+        for wid, answer in targets:
             peer = self.peers.get(wid)
             try:
-                chunks = wire.encode_params(
+                chunks = wire.iter_params(
                     self.job,
                     wid,
                     self.run,
                     peer.session,
                     int(release.version),
-                    data,
+                    body,
                     max_chunk=peer.max_chunk,
                     seq=0 if answer is None else answer,
+                    dtype=code,
                     key=peer.key,
                     batch=int(batches.get(wid, 0)),
                 )
@@ -105,6 +161,49 @@ class Outbox:
                 continue
             for chunk in chunks:
                 self.link.publish(peer.down_topic, chunk, 1, False)
+                self.params_bytes += len(chunk)
+            self.releases_sent += 1
+
+    def _release_shared(
+        self, release: Release, body: Any, targets: list[tuple[str, int | None]]
+    ) -> None:
+        code = self.params_code
+        version = int(release.version)
+        peers = [self.peers.get(wid) for wid, _ in targets]
+        max_chunk = min(p.max_chunk for p in peers)
+        try:
+            chunks = wire.iter_shared_params(
+                self.job,
+                self.run,
+                version,
+                body,
+                max_chunk=max_chunk,
+                dtype=code,
+            )
+        except (ValueError, TypeError) as exc:
+            self.errors += 1
+            log.error("cannot encode a shared release: %s", exc)
+            return
+        for chunk in chunks:
+            self.link.publish(self.params_topic, chunk, 1, False)
+            self.params_bytes += len(chunk)
+        self.shared_rounds += 1
+        digest = params_codec.digest(params_codec.decoded(release.params, code))
+        batches = release.batches or {}
+        for (wid, answer), peer in zip(targets, peers, strict=True):
+            payload = wire.encode_release(
+                self.job,
+                wid,
+                self.run,
+                peer.session,
+                version,
+                digest,
+                seq=0 if answer is None else answer,
+                batch=int(batches.get(wid, 0)),
+                key=peer.key,
+            )
+            self.link.publish(peer.down_topic, payload, 1, False)
+            self.release_bytes += len(payload)
             self.releases_sent += 1
 
     def reject(self, wid: str, seq: int, reason: str) -> None:

@@ -54,6 +54,13 @@ def summary_table(summary: Summary) -> str:
         dropped = ", ".join(f"{k}={v}" for k, v in sorted(summary.dropped.items()))
         lines.append(f"dropped messages: {dropped}")
     lines.extend(_unknown_and_broker(summary))
+    r = summary.releases
+    if r.get("rounds"):
+        lines.append(
+            f"releases: {r['rounds']} ({r['multi_rounds']} of several workers, "
+            f"{r['shared_rounds']} shared), PARAMS {r['code']}; bytes published per "
+            f"release of several workers {r['bytes_per_multi_round']:.0f}"
+        )
     return "\n".join(lines)
 
 

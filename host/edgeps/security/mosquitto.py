@@ -3,10 +3,10 @@
 Each worker connects as the MQTT user named by its worker id; the ACL lets it
 publish only on its own up topic ``edgeps/J/up/W`` (where its last will goes
 too) and read only its own down topic ``edgeps/J/down/W``, the model topic
-``edgeps/J/model`` and ``edgeps/J/params/#`` (reserved for a shared parameter
-topic). The host's user owns ``edgeps/J/#`` and may read ``$SYS/#``. The
-queue limits are the ones the host's own test broker runs with
-(`edgeps.transport.broker`).
+``edgeps/J/model`` and ``edgeps/J/params/#`` (where the host publishes a release
+round's shared PARAMS, ``edgeps/J/params/shared``; only the host may write it).
+The host's user owns ``edgeps/J/#`` and may read ``$SYS/#``. The queue limits
+are the ones the host's own test broker runs with (`edgeps.transport.broker`).
 
 Passwords are hashed with ``mosquitto_passwd -U`` when it is installed, else
 here in its format: ``user:$7$<iterations>$<base64 salt>$<base64 hash>``,

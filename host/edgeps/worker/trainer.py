@@ -19,7 +19,7 @@ import numpy as np
 
 from edgeps import kernels
 from edgeps.codecs import ALL_CODECS, GradEncoder
-from edgeps.kernels import ModelSpec
+from edgeps.kernels import ModelSpec, params_codec
 from edgeps.worker.localdata import LocalData
 
 
@@ -37,6 +37,10 @@ def check_labels(spec: ModelSpec, y: np.ndarray, source: str = "data") -> np.nda
             f"0..{n_classes - 1}"
         )
     return np.ascontiguousarray(y, dtype=np.int32)
+
+
+# PARAMS codes the CPython trainers decode (bit 1 << code): F32, F16, I8
+READS = (1 << 1) | (1 << 2) | (1 << 3)
 
 
 class NativeTrainer:
@@ -81,6 +85,7 @@ class NativeTrainer:
         self._idx = np.empty(self.batch, dtype=np.intp)
         self.steps = 0
         self.epochs = 0
+        self.reads = READS
         self._encoder = GradEncoder(self.n_params)
 
     @property
@@ -100,6 +105,14 @@ class NativeTrainer:
                 f"{self.params.nbytes}"
             )
         self.params[:] = np.frombuffer(view, dtype="<f4")
+
+    def write_params(self, code: int, offset: int, data: Any) -> None:
+        """Decode one PARAMS chunk (encoded byte ``offset``) into the parameters.
+
+        F32 is a plain copy; F16 and I8 are decoded by ``params_codec``. A chunk
+        that does not fit, or holds NaN/Inf, is a ValueError and writes nothing.
+        """
+        params_codec.decode_into(self.params, code, offset, data)
 
     def next_batch(self) -> tuple[np.ndarray, np.ndarray]:
         """Fill the batch buffers with the next samples of the seeded shuffle."""
@@ -167,6 +180,7 @@ class EmulatedTrainer:
         self._sleep = sleep
         self.n_params = inner.n_params
         self.model = inner.model
+        self.reads = getattr(inner, "reads", 1 << 1)
         self.slept = 0.0
         if hasattr(inner, "encode_grad"):
             self.codecs = getattr(inner, "codecs", ALL_CODECS)
@@ -174,6 +188,16 @@ class EmulatedTrainer:
 
     def params_buffer(self) -> Any:
         return self.inner.params_buffer()
+
+    def write_params(self, code: int, offset: int, data: Any) -> None:
+        """The inner trainer's decode; a plain copy for F32 when it has none."""
+        write = getattr(self.inner, "write_params", None)
+        if write is not None:
+            write(code, offset, data)
+        elif code == 1:
+            params_codec.decode_into(self.inner.params_buffer(), code, offset, data)
+        else:
+            raise ValueError(f"PARAMS code {code} is not read by this trainer")
 
     def step(self) -> Any:
         target = self.profile.sample_compute(self._rng)
