@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 
@@ -98,15 +99,46 @@ class DSP(Policy):
             raise ValueError(f"dsp spike must be >= 1, got {spike!r}")
         self._progress: dict[str, float] = {}
         self._cached_floor: tuple[float, float] | None = None  # (now, floor)
-        # typical times of live workers and their max, kept up to date per push
-        # so that no event costs O(N): only the pusher's time changes
-        self._t: dict[str, float] = {}
-        self._measured: set[str] = set()
-        self._t_max = 1.0
-        self._t_argmax: str | None = None
+        # typical times of the live workers, kept up to date per event so that
+        # no event costs O(N): only the pusher's time changes, and the median
+        # fill of the unmeasured comes from a sorted list of the measured
+        self._live: set[str] = set()
+        self._meas: dict[str, float] = {}  # live and measured: its typical time
+        self._sorted: list[float] = []  # the values of _meas, sorted
         self._heap: list[tuple[float, str]] = []  # (P, worker), stale entries left
 
     # -- speed ---------------------------------------------------------------
+    def _fill(self) -> float:
+        """The time of a live worker not yet measured: the measured median."""
+        known = self._sorted
+        return known[len(known) // 2] if known else 1.0
+
+    def _time(self, wid: str) -> float:
+        t = self._meas.get(wid)
+        return self._fill() if t is None else t
+
+    @property
+    def _t_max(self) -> float:
+        """Largest typical time over live workers (fills included; 1.0 if none)."""
+        if not self._live:
+            return 1.0
+        top = self._sorted[-1] if self._sorted else -math.inf
+        if len(self._meas) < len(self._live):
+            top = max(top, self._fill())
+        return top
+
+    def _note_time(self, view: ClusterView, wid: str) -> None:
+        """Take ``wid``'s current typical time from the monitor."""
+        old = self._meas.pop(wid, None)
+        if old is not None:
+            del self._sorted[bisect.bisect_left(self._sorted, old)]
+        if wid not in self._live:
+            return
+        t = view.monitor.typical_iteration(wid)
+        if math.isfinite(t) and t > 0:
+            self._meas[wid] = t
+            bisect.insort(self._sorted, t)
+
     def _times(self, view: ClusterView) -> dict[str, float]:
         """Typical iteration time of each live worker (median fill for unmeasured)."""
         mon = view.monitor
@@ -114,37 +146,6 @@ class DSP(Policy):
         known = sorted(t for t in raw.values() if math.isfinite(t) and t > 0)
         fill = known[len(known) // 2] if known else 1.0
         return {w: t if math.isfinite(t) and t > 0 else fill for w, t in raw.items()}
-
-    def _rebuild(self, view: ClusterView) -> None:
-        """Recompute every live worker's time (membership changed, a fill moved)."""
-        mon = view.monitor
-        self._t = self._times(view)
-        self._measured = {
-            w for w in self._t if math.isfinite(t := mon.typical_iteration(w)) and t > 0
-        }
-        self._recompute_max()
-        self._heap = [(p, w) for w, p in self._progress.items() if w in self._t]
-        heapq.heapify(self._heap)
-
-    def _recompute_max(self) -> None:
-        if self._t:
-            self._t_argmax = max(self._t, key=self._t.__getitem__)
-            self._t_max = self._t[self._t_argmax]
-        else:
-            self._t_argmax, self._t_max = None, 1.0
-
-    def _note_time(self, view: ClusterView, wid: str) -> None:
-        """The pusher's typical time moved (nobody else's did)."""
-        t = view.monitor.typical_iteration(wid)
-        measured = math.isfinite(t) and t > 0
-        if not measured or len(self._measured) < len(self._t) or wid not in self._t:
-            self._rebuild(view)  # a median fill is involved: it moves too
-            return
-        self._t[wid] = t
-        if t >= self._t_max:
-            self._t_max, self._t_argmax = t, wid
-        elif wid == self._t_argmax:
-            self._recompute_max()
 
     def alpha(self, view: ClusterView, worker_id: str) -> float:
         """How many iterations ``worker_id`` does per slowest-worker iteration."""
@@ -158,12 +159,21 @@ class DSP(Policy):
         return self._progress.get(worker_id, 0.0)
 
     def _floor_of_others(self, view: ClusterView, worker_id: str) -> float:
-        others = [
-            self._progress[w]
-            for w in view.live_ids()
-            if w != worker_id and w in self._progress
-        ]
-        return min(others) if others else self._progress.get(worker_id, 0.0)
+        """Smallest P of the other live workers (the heap's first valid entries)."""
+        heap, progress, live = self._heap, self._progress, self._live
+        taken: list[tuple[float, str]] = []
+        found = None
+        while heap:
+            p, w = heapq.heappop(heap)
+            if progress.get(w) != p or w not in live:
+                continue  # stale entry
+            taken.append((p, w))
+            if w != worker_id:
+                found = p
+                break
+        for entry in taken:
+            heapq.heappush(heap, entry)
+        return found if found is not None else progress.get(worker_id, 0.0)
 
     def _credit(
         self, view: ClusterView, worker_id: str, t: float, t_max: float, now: float
@@ -180,7 +190,7 @@ class DSP(Policy):
         self._progress[wid] = p
         heapq.heappush(self._heap, (p, wid))
         if len(self._heap) > 4 * len(self._progress) + 16:
-            self._heap = [(q, w) for w, q in self._progress.items() if w in self._t]
+            self._heap = [(q, w) for w, q in self._progress.items() if w in self._live]
             heapq.heapify(self._heap)
 
     def _effective_floor(self, view: ClusterView, now: float) -> float:
@@ -189,15 +199,16 @@ class DSP(Policy):
         Credit is never negative, so the walk stops at the first P at or above
         the best sum so far: usually after one worker, the one furthest behind.
         """
-        heap, progress, times = self._heap, self._progress, self._t
+        heap, progress, live = self._heap, self._progress, self._live
         taken: list[tuple[float, str]] = []
         best = math.inf
+        t_max = self._t_max
         while heap and heap[0][0] < best:
             p, w = heapq.heappop(heap)
-            if progress.get(w) != p or w not in times:
+            if progress.get(w) != p or w not in live:
                 continue  # stale entry: that worker moved on or left
             taken.append((p, w))
-            best = min(best, p + self._credit(view, w, times[w], self._t_max, now))
+            best = min(best, p + self._credit(view, w, self._time(w), t_max, now))
         for entry in taken:
             heapq.heappush(heap, entry)
         return 0.0 if best == math.inf else best
@@ -209,13 +220,15 @@ class DSP(Policy):
 
     def on_joined(self, view: ClusterView, worker_id: str, now: float) -> None:
         self._cached_floor = None
-        self._progress[worker_id] = self._floor_of_others(view, worker_id)
-        self._rebuild(view)
+        self._live.add(worker_id)
+        self._set_progress(worker_id, self._floor_of_others(view, worker_id))
+        self._note_time(view, worker_id)
 
     def on_left(self, view: ClusterView, worker_id: str, now: float) -> None:
         self._cached_floor = None
         self._progress.pop(worker_id, None)
-        self._rebuild(view)
+        self._live.discard(worker_id)
+        self._note_time(view, worker_id)
 
     def on_applied(self, view: ClusterView, push: Push, now: float) -> None:
         self._cached_floor = None
@@ -223,7 +236,8 @@ class DSP(Policy):
         if wid not in self._progress:
             self._progress[wid] = self._floor_of_others(view, wid)
         self._note_time(view, wid)
-        t, t_max = self._t.get(wid, 1.0), self._t_max
+        t = self._time(wid) if wid in self._live else 1.0
+        t_max = self._t_max
         # the core marks the pusher waiting before this hook: judge the spike
         # from its release time directly
         away = now - view.released_at(wid)
@@ -241,15 +255,24 @@ class DSP(Policy):
             return 1.0
         return min(1.0, self.damp * max(1, view.n_live) / (staleness + 1))
 
+    keyed_release = True  # key: P (-inf if unknown); limit: the floor + w
+
+    def release_key(self, view: ClusterView, worker_id: str) -> float:
+        return self._progress.get(worker_id, -math.inf)
+
+    def release_limit(self, view: ClusterView, now: float) -> float:
+        return self._floor(view, now) + self.w
+
+    def _floor(self, view: ClusterView, now: float) -> float:
+        cached = self._cached_floor
+        if cached is not None and cached[0] == now:
+            return cached[1]
+        return self._effective_floor(view, now)
+
     def may_proceed(self, view: ClusterView, worker_id: str, now: float) -> bool:
         if worker_id not in self._progress:
             return True
-        cached = self._cached_floor
-        if cached is not None and cached[0] == now:
-            floor = cached[1]
-        else:
-            floor = self._effective_floor(view, now)
-        return self._progress[worker_id] <= floor + self.w
+        return self._progress[worker_id] <= self._floor(view, now) + self.w
 
     # -- reporting -----------------------------------------------------------
     @property

@@ -62,12 +62,16 @@ class DSSP(Policy):
         r_max = self.su - self.sl
         if r_max == 0:
             return 0
-        low = view.min_live_clock()
-        slowest = [w for w in view.live_ids() if view.clock(w) == low]
-        predicted = [view.predicted_push_at(w) for w in slowest]
-        if not predicted or any(math.isnan(t) for t in predicted):
+        # the slowest: the live workers at the smallest clock (kept by the view);
+        # one of them waiting (inf) or unmeasured (NaN) means no credit
+        t_slow = -math.inf
+        for w in view.ids_at_clock(view.min_live_clock()):
+            t = view.predicted_push_at(w)
+            if not t < math.inf:  # inf or NaN
+                return 0
+            t_slow = max(t_slow, t)
+        if t_slow == -math.inf:
             return 0
-        t_slow = max(predicted)
         own = view.monitor.typical_iteration(worker_id)
         if math.isnan(own) or own <= 0 or not math.isfinite(t_slow) or t_slow <= now:
             return 0
@@ -82,6 +86,15 @@ class DSSP(Policy):
             self._credit[w] = r
             if r:
                 self.credits_granted += 1
+
+    # gap <= s_L + credit  <=>  clock - credit <= min live clock + s_L
+    keyed_release = True
+
+    def release_key(self, view: ClusterView, worker_id: str) -> float:
+        return float(view.clock(worker_id) - self._credit.get(worker_id, 0))
+
+    def release_limit(self, view: ClusterView, now: float) -> float:
+        return float(view.min_live_clock() + self.sl)
 
     def may_proceed(self, view: ClusterView, worker_id: str, now: float) -> bool:
         gap = self._gap(view, worker_id)

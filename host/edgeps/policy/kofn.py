@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from edgeps.core.policy_api import Policy
 from edgeps.core.types import Push
 from edgeps.core.view import ClusterView
@@ -50,7 +52,7 @@ class KofN(Policy):
         self.max_applied_lag = 0
         self._assigned: dict[str, int] = {}
         self._pushed: set[str] = set()
-        self._slow_cache: tuple[int, tuple[str, ...], set[str]] | None = None
+        self._slow_cache: tuple[int, int, set[str]] | None = None
 
     @property
     def bound_description(self) -> str:
@@ -77,7 +79,7 @@ class KofN(Policy):
         if self.k != "auto":
             assert isinstance(self.k, int)
             return max(1, min(self.k, len(live)))
-        key = (view.monitor.generation, tuple(live))
+        key = (view.monitor.generation, view.membership)
         if self._slow_cache is None or self._slow_cache[:2] != key:
             self._slow_cache = (*key, view.monitor.persistent_ids(live))
         slow = self._slow_cache[2]
@@ -119,6 +121,15 @@ class KofN(Policy):
     def refresh(self, view: ClusterView, now: float) -> None:
         # a push, a leave or a change of K under "auto" can complete the round
         self._close_round(view, now)
+
+    # lag > 0  <=>  assigned round <= round - 1 (a worker without one never lags)
+    keyed_release = True
+
+    def release_key(self, view: ClusterView, worker_id: str) -> float:
+        return float(self._assigned.get(worker_id, math.inf))
+
+    def release_limit(self, view: ClusterView, now: float) -> float:
+        return float(self.round - 1)
 
     def may_proceed(self, view: ClusterView, worker_id: str, now: float) -> bool:
         return self.lag(worker_id) > 0
