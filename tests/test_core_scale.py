@@ -11,6 +11,7 @@ every waiting worker must take exactly the same decisions.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from typing import Any
@@ -98,10 +99,8 @@ class Driver:
             update = np.full(N_PARAMS, rng.uniform(-1, 1), np.float32)
             compute = self.speed[w] * rng.uniform(0.8, 1.6)
             self.base[w] = None
-            self._handle(
-                Push(w, self.clock[w], self.seq[w], base, update, compute,
-                     32, self.session[w])  # fmt: skip
-            )
+            push = Push(w, self.clock[w], self.seq[w], base, update, compute, 32)
+            self._handle(dataclasses.replace(push, session=self.session[w]))
         # else: this board stays silent for a while (the liveness timeout)
 
 
