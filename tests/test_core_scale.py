@@ -23,6 +23,7 @@ from edgeps.core.types import Action, Applied, Held, Rejected, WorkerLeft
 from edgeps.policy import parse_policy
 from edgeps.policy.dsp import DSP
 from edgeps.policy.dssp import DSSP
+from edgeps.policy.kofn import KofN
 
 N_PARAMS = 6
 POLICIES = ["asp", "bsp", "ssp:2", "dsp", "dsp:w=1,grace=1", "dssp:sl=1,su=4",
@@ -144,6 +145,36 @@ def _old_extra_credit(policy: DSSP, ps: ParameterServer, wid: str, now: float) -
     return max(0, min(r_max, round((t_slow - now) / own)))
 
 
+def _old_k_auto(policy: KofN, ps: ParameterServer, now: float) -> int:
+    """K-of-N's K under "auto" as a scan over every live worker computes it."""
+    view, mon = ps.view, ps.monitor
+    live = view.live_ids()
+    slow = mon.persistent_ids(live)
+    overdue = sum(
+        1
+        for w in live
+        if w not in policy._pushed
+        and w not in slow
+        and not view.is_waiting(w)
+        and policy.lag(w) == 0
+        and mon.overdue(w, now - view.released_at(w))
+    )
+    return max(1, min(len(live) - len(slow) - overdue, len(live)))
+
+
+def _check_kofn(ps: ParameterServer, now: float) -> None:
+    policy = ps.policy
+    if not isinstance(policy, KofN) or policy.k != "auto":
+        return
+    live = ps.view.live_ids()
+    times = policy._live_times(ps.view)
+    got = policy.k_effective(ps.view, now)
+    median, old_median = times.median(), ps.monitor.cluster_median(live)
+    assert median == old_median or (math.isnan(median) and math.isnan(old_median))
+    assert {w for w in live if times.is_slow(w)} == ps.monitor.persistent_ids(live)
+    assert got == _old_k_auto(policy, ps, now)
+
+
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_aggregates_equal_full_scans_on_random_events(policy: str, seed: int) -> None:
@@ -157,6 +188,7 @@ def test_aggregates_equal_full_scans_on_random_events(policy: str, seed: int) ->
         # Assert
         _check_view(d.ps)
         _check_dsp(d.ps)
+        _check_kofn(d.ps, d.now)
         if isinstance(d.ps.policy, DSSP):
             for w in d.ps.view.live_ids():
                 got = d.ps.policy.extra_credit(d.ps.view, w, d.now)

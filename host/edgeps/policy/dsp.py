@@ -106,6 +106,7 @@ class DSP(Policy):
         self._meas: dict[str, float] = {}  # live and measured: its typical time
         self._sorted: list[float] = []  # the values of _meas, sorted
         self._heap: list[tuple[float, str]] = []  # (P, worker), stale entries left
+        self._seen = -1  # monitor generation _meas follows (see _note_time)
 
     # -- speed ---------------------------------------------------------------
     def _fill(self) -> float:
@@ -127,8 +128,19 @@ class DSP(Policy):
             top = max(top, self._fill())
         return top
 
-    def _note_time(self, view: ClusterView, wid: str) -> None:
-        """Take ``wid``'s current typical time from the monitor."""
+    def _note_time(self, view: ClusterView, wid: str, observed: bool = False) -> None:
+        """Take ``wid``'s current typical time from the monitor (``observed``:
+        the core just fed it one sample); samples fed by anyone else show as
+        an unexpected generation, and then every live worker is read again."""
+        generation = view.monitor.generation
+        if generation != self._seen + observed:
+            self._meas.clear()
+            self._sorted.clear()
+            self._seen = generation
+            for w in self._live:
+                self._note_time(view, w)
+            return
+        self._seen = generation
         old = self._meas.pop(wid, None)
         if old is not None:
             del self._sorted[bisect.bisect_left(self._sorted, old)]
@@ -235,7 +247,7 @@ class DSP(Policy):
         wid = push.worker_id
         if wid not in self._progress:
             self._progress[wid] = self._floor_of_others(view, wid)
-        self._note_time(view, wid)
+        self._note_time(view, wid, observed=True)
         t = self._time(wid) if wid in self._live else 1.0
         t_max = self._t_max
         # the core marks the pusher waiting before this hook: judge the spike
