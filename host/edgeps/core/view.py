@@ -103,6 +103,11 @@ class ClusterView:
         """The live workers whose clock is ``clock``."""
         return list(self._at.get(clock, ()))
 
+    def n_at_clock(self, clock: int) -> int:
+        """How many live workers have clock ``clock``."""
+        group = self._at.get(clock)
+        return 0 if group is None else len(group)
+
     @property
     def n_live(self) -> int:
         return self._n_live

@@ -7,6 +7,7 @@ import math
 from edgeps.core.policy_api import Policy
 from edgeps.core.types import Push
 from edgeps.core.view import ClusterView
+from edgeps.policy.dssp_slowest import SlowestPush
 
 
 class DSSP(Policy):
@@ -27,7 +28,9 @@ class DSSP(Policy):
 
     Per-worker state kept here, not in the core's record: the credit r* of a
     worker in an episode, which only this rule grants and reads; it is dropped
-    when the episode ends or the worker leaves or rejoins.
+    when the episode ends or the worker leaves or rejoins; and each computing
+    worker's predicted push, recorded at its release (``dssp_slowest``), so
+    finding when the slowest push costs O(log N), not a scan of them.
     """
 
     name = "dssp"
@@ -42,6 +45,7 @@ class DSSP(Policy):
         self.su = su
         self.credits_granted = 0
         self._credit: dict[str, int] = {}
+        self._slowest = SlowestPush()
 
     @property
     def bound_description(self) -> str:
@@ -62,15 +66,10 @@ class DSSP(Policy):
         r_max = self.su - self.sl
         if r_max == 0:
             return 0
-        # the slowest: the live workers at the smallest clock (kept by the view);
-        # one of them waiting (inf) or unmeasured (NaN) means no credit
-        t_slow = -math.inf
-        for w in view.ids_at_clock(view.min_live_clock()):
-            t = view.predicted_push_at(w)
-            if not t < math.inf:  # inf or NaN
-                return 0
-            t_slow = max(t_slow, t)
-        if t_slow == -math.inf:
+        # the slowest: the live workers at the smallest clock; one of them
+        # waiting (inf) or unmeasured (NaN) means no credit
+        t_slow = self._slowest.latest_at(view, view.min_live_clock())
+        if not t_slow < math.inf or t_slow == -math.inf:
             return 0
         own = view.monitor.typical_iteration(worker_id)
         if math.isnan(own) or own <= 0 or not math.isfinite(t_slow) or t_slow <= now:
@@ -79,6 +78,7 @@ class DSSP(Policy):
 
     def on_applied(self, view: ClusterView, push: Push, now: float) -> None:
         w = push.worker_id
+        self._slowest.applied(view, w)
         if self._gap(view, w) <= self.sl:
             self._credit.pop(w, None)
         elif w not in self._credit:
@@ -105,6 +105,10 @@ class DSSP(Policy):
 
     def on_left(self, view: ClusterView, worker_id: str, now: float) -> None:
         self._credit.pop(worker_id, None)
+        self._slowest.forget(worker_id)
+
+    def on_released(self, view: ClusterView, worker_id: str, now: float) -> None:
+        self._slowest.released(view, worker_id)
 
     def on_joined(self, view: ClusterView, worker_id: str, now: float) -> None:
         self._credit.pop(worker_id, None)
