@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import bisect
-import heapq
 import math
 
 from edgeps.core.policy_api import Policy
@@ -105,7 +104,8 @@ class DSP(Policy):
         self._live: set[str] = set()
         self._meas: dict[str, float] = {}  # live and measured: its typical time
         self._sorted: list[float] = []  # the values of _meas, sorted
-        self._heap: list[tuple[float, str]] = []  # (P, worker), stale entries left
+        # (P, worker) of every live worker, sorted: the floor walks it upwards
+        self._by_p: list[tuple[float, str]] = []
         self._seen = -1  # monitor generation _meas follows (see _note_time)
 
     # -- speed ---------------------------------------------------------------
@@ -171,21 +171,11 @@ class DSP(Policy):
         return self._progress.get(worker_id, 0.0)
 
     def _floor_of_others(self, view: ClusterView, worker_id: str) -> float:
-        """Smallest P of the other live workers (the heap's first valid entries)."""
-        heap, progress, live = self._heap, self._progress, self._live
-        taken: list[tuple[float, str]] = []
-        found = None
-        while heap:
-            p, w = heapq.heappop(heap)
-            if progress.get(w) != p or w not in live:
-                continue  # stale entry
-            taken.append((p, w))
+        """Smallest P of the other live workers."""
+        for p, w in self._by_p:
             if w != worker_id:
-                found = p
-                break
-        for entry in taken:
-            heapq.heappush(heap, entry)
-        return found if found is not None else progress.get(worker_id, 0.0)
+                return p
+        return self._progress.get(worker_id, 0.0)
 
     def _credit(
         self, view: ClusterView, worker_id: str, t: float, t_max: float, now: float
@@ -198,12 +188,17 @@ class DSP(Policy):
             return 0.0
         return min(self.grace, (away - t) / t_max)
 
-    def _set_progress(self, wid: str, p: float) -> None:
-        self._progress[wid] = p
-        heapq.heappush(self._heap, (p, wid))
-        if len(self._heap) > 4 * len(self._progress) + 16:
-            self._heap = [(q, w) for w, q in self._progress.items() if w in self._live]
-            heapq.heapify(self._heap)
+    def _set_progress(self, wid: str, p: float | None) -> None:
+        """Set (None: drop) a worker's P, in the dict and in the sorted list."""
+        old = self._progress.pop(wid, None)
+        by_p = self._by_p
+        if old is not None:
+            at = bisect.bisect_left(by_p, (old, wid))
+            if at < len(by_p) and by_p[at] == (old, wid):
+                del by_p[at]
+        if p is not None:
+            self._progress[wid] = p
+            bisect.insort(by_p, (p, wid))
 
     def _effective_floor(self, view: ClusterView, now: float) -> float:
         """min_j (P_j + credit_j) over live workers, walking P upwards from its min.
@@ -211,18 +206,21 @@ class DSP(Policy):
         Credit is never negative, so the walk stops at the first P at or above
         the best sum so far: usually after one worker, the one furthest behind.
         """
-        heap, progress, live = self._heap, self._progress, self._live
-        taken: list[tuple[float, str]] = []
         best = math.inf
-        t_max = self._t_max
-        while heap and heap[0][0] < best:
-            p, w = heapq.heappop(heap)
-            if progress.get(w) != p or w not in live:
-                continue  # stale entry: that worker moved on or left
-            taken.append((p, w))
-            best = min(best, p + self._credit(view, w, self._time(w), t_max, now))
-        for entry in taken:
-            heapq.heappush(heap, entry)
+        t_max, fill, meas = self._t_max, self._fill(), self._meas
+        grace, spike = self.grace, self.spike
+        for p, w in self._by_p:
+            if p >= best:
+                break
+            # _credit(view, w, _time(w), t_max, now), inlined: this loop is hot
+            credit = 0.0
+            if grace > 0 and not view.is_waiting(w):
+                t = meas.get(w, fill)
+                away = now - view.released_at(w)
+                if away > spike * t:
+                    credit = min(grace, (away - t) / t_max)
+            if p + credit < best:
+                best = p + credit
         return 0.0 if best == math.inf else best
 
     # -- hooks ---------------------------------------------------------------
@@ -238,15 +236,16 @@ class DSP(Policy):
 
     def on_left(self, view: ClusterView, worker_id: str, now: float) -> None:
         self._cached_floor = None
-        self._progress.pop(worker_id, None)
+        self._set_progress(worker_id, None)
         self._live.discard(worker_id)
         self._note_time(view, worker_id)
 
     def on_applied(self, view: ClusterView, push: Push, now: float) -> None:
         self._cached_floor = None
         wid = push.worker_id
-        if wid not in self._progress:
-            self._progress[wid] = self._floor_of_others(view, wid)
+        base = self._progress.get(wid)
+        if base is None:
+            base = self._floor_of_others(view, wid)
         self._note_time(view, wid, observed=True)
         t = self._time(wid) if wid in self._live else 1.0
         t_max = self._t_max
@@ -256,7 +255,7 @@ class DSP(Policy):
         owed = 0.0
         if self.grace > 0 and away > self.spike * t:
             owed = min(self.grace, (away - t) / t_max)
-        self._set_progress(wid, self._progress[wid] + t / t_max + owed)
+        self._set_progress(wid, base + t / t_max + owed)
 
     def step_scale(self, view: ClusterView, push: Push, staleness: int) -> float:
         """With ``damp`` d > 0: ``min(1, d * N / (staleness + 1))``, N live workers.
