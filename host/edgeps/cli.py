@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "edgeps.commands.emulate",
         "run N emulated sensor workers against a broker",
     ),
+    "plan": ("edgeps.commands.plan", "capacity plan: messages, bytes, CPU per tier"),
     "demo": (
         "edgeps.commands.demo",
         "embedded broker + host + 8 emulated sensors, end to end",

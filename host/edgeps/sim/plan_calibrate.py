@@ -1,0 +1,100 @@
+"""`edgeps plan --calibrate`: this machine's per-update costs, stored as JSON.
+
+Three measurements, each short: the PS core alone (``bench core``'s
+``push_times``, ASP, 50 workers), then on a private mosquitto the raw QoS 1
+echo (``bench throughput``'s ``measure_echo``) with mosquitto's own CPU read
+from /proc, and the real coordinator applying and releasing updates
+(``measure_ps``: this process's CPU per update), at the model's size and at
+a larger one so the host cost splits into a fixed and a per-parameter part.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+
+from edgeps.sim.plan import BOARD_CHUNK, Calibration
+
+
+def default_path() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "edgeps" / "plan-calibration.json"
+
+
+def load(path: Path) -> Calibration | None:
+    """The stored calibration, or None if there is none (or it is unreadable)."""
+    try:
+        return Calibration.from_dict(json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
+def save(cal: Calibration, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(cal.to_dict(), indent=2) + "\n")
+    tmp.replace(path)
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU of a process from /proc (None where there is none)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
+    """(fixed, per_param) of cost = fixed + per_param * n, least squares, >= 0."""
+    if len(points) == 1:
+        return points[0][1], 0.0
+    ns = [float(n) for n, _ in points]
+    cs = [c for _, c in points]
+    mean_n, mean_c = statistics.fmean(ns), statistics.fmean(cs)
+    var = sum((n - mean_n) ** 2 for n in ns)
+    slope = sum((n - mean_n) * (c - mean_c) for n, c in zip(ns, cs, strict=True))
+    slope = max(0.0, slope / var) if var > 0 else 0.0
+    return max(0.0, mean_c - slope * mean_n), slope
+
+
+def calibrate(n_params: int, messages: int = 2000) -> Calibration:
+    """Measure the core, mosquitto and the coordinator on this machine."""
+    from edgeps.bench.core import push_times
+    from edgeps.bench.throughput import measure_echo, measure_ps
+    from edgeps.bench.throughput_feed import update_payloads
+    from edgeps.transport.broker import start_mosquitto
+
+    core = 1e6 * statistics.median(push_times("asp", 50, n_params, 2000, 10.0))
+    sizes = sorted({n_params, max(4 * n_params, 16_384)})
+    host: list[tuple[int, float]] = []
+    broker_us: list[float] = []
+    with start_mosquitto() as broker:
+        pid = broker.proc.pid if broker.proc is not None else None
+        for n in sizes:
+            # in the board's chunks, as boards send them
+            packets = messages * len(update_payloads(n, 1, BOARD_CHUNK)[0])
+            before = None if pid is None else _cpu_seconds(pid)
+            echo = measure_echo(broker.host, broker.port, n, messages, BOARD_CHUNK)
+            after = None if pid is None else _cpu_seconds(pid)
+            if before is not None and after is not None and after > before:
+                broker_us.append(1e6 * (after - before) / packets)
+            elif echo.rate > 0:
+                broker_us.append(1e6 * messages / packets / echo.rate)  # a bound
+            ps = measure_ps(broker.host, broker.port, n, messages, BOARD_CHUNK)
+            host.append((n, ps.cpu_us))
+    fixed, per_param = fit(host)
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    return Calibration(
+        host_fixed_us=fixed,
+        host_per_param_us=per_param,
+        # per packet of at most a board chunk, at the model's own size
+        broker_us_per_msg=broker_us[0] if broker_us else 0.0,
+        core_us_per_update=core,
+        n_params=tuple(sizes),
+        source=f"calibrated {stamp} on {platform.node()} ({os.cpu_count()} cpus)",
+    )
