@@ -203,9 +203,20 @@ def test_an_unreadable_calibration_is_ignored(tmp_path: Path) -> None:
 
 def test_calibration_measures_a_real_broker_and_coordinator() -> None:
     # a small model and few messages: a few seconds on a private mosquitto
-    cal = plan_calibrate.calibrate(64, messages=300)
+    cal = plan_calibrate.calibrate(64, messages=300, job_sensors=0)
 
     assert cal.host_fixed_us > 0 and cal.broker_us_per_msg > 0
     assert cal.core_us_per_update > 0
     assert cal.n_params == (64, 16_384)
     assert cal.source.startswith("calibrated")
+
+
+def test_a_real_job_is_measured_while_updates_flow() -> None:
+    from edgeps.sim.plan_job import measure_job
+
+    # serve + 4 emulated sensors on a private mosquitto, a 3 s window
+    job = measure_job(4, window=3.0, model="softmax:33x6")
+
+    assert job["updates_per_s"] > 0
+    assert job["serve_cores"] is not None and job["serve_cores"] > 0
+    assert job["broker_cores"] is not None and job["broker_cores"] > 0

@@ -73,7 +73,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--calibrate",
         action="store_true",
-        help="measure this machine's costs first (about 30 s) and store them",
+        help="measure this machine's costs first (about a minute) and store them",
+    )
+    parser.add_argument(
+        "--calibrate-sensors",
+        type=int,
+        default=50,
+        help="sensors of the calibration's real job (default 50; 0: bursts only)",
     )
     parser.add_argument(
         "--calibration", metavar="PATH", help="where costs are stored (JSON)"
@@ -116,7 +122,9 @@ def run(args: argparse.Namespace) -> int:
     path = Path(args.calibration) if args.calibration else plan_calibrate.default_path()
     if args.calibrate:
         print("calibrating (core, mosquitto, coordinator) ...", file=sys.stderr)
-        cal = plan_calibrate.calibrate(inp.n_params)
+        cal = plan_calibrate.calibrate(
+            inp.n_params, job_sensors=max(0, args.calibrate_sensors)
+        )
         plan_calibrate.save(cal, path)
         print(f"stored in {path}", file=sys.stderr)
     else:
