@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import struct
@@ -173,6 +174,27 @@ def test_host_cost_splits_into_fixed_and_per_parameter_parts() -> None:
     assert plan_calibrate.fit([(64, 80.0)]) == (80.0, 0.0)
 
 
+def test_a_job_s_cost_at_no_load_is_paid_once_per_process() -> None:
+    # Prepare: 0.05 cores of ticks and metrics in serve, 0.01 in mosquitto
+    idle = dataclasses.replace(CAL, host_idle_cores=0.05, broker_idle_cores=0.01)
+
+    # Execute
+    p = plan(_inp(), idle)
+
+    # Assert: 2000 updates/s at 100 us, plus serve's own idle cost
+    assert p.tier("host").cpu_cores == pytest.approx(0.05 + 0.2)
+    base = plan(_inp(), CAL).tier("central broker").cpu_cores
+    assert p.tier("central broker").cpu_cores == pytest.approx(base + 0.01)
+
+
+def test_job_costs_split_into_no_load_and_per_update_parts() -> None:
+    # two jobs: 0.1 cores at 400 updates/s, 0.18 at 800 (0.02 + 200 us each)
+    idle, per = plan_calibrate._split([(400.0, 0.1), (800.0, 0.18)])
+
+    assert (idle, per) == pytest.approx((0.02, 200e-6))
+    assert plan_calibrate._split([(500.0, 0.1)]) == pytest.approx((0.0, 200e-6))
+
+
 def test_a_stored_calibration_is_what_the_plan_uses(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -203,7 +225,7 @@ def test_an_unreadable_calibration_is_ignored(tmp_path: Path) -> None:
 
 def test_calibration_measures_a_real_broker_and_coordinator() -> None:
     # a small model and few messages: a few seconds on a private mosquitto
-    cal = plan_calibrate.calibrate(64, messages=300, job_sensors=0)
+    cal = plan_calibrate.calibrate(64, messages=300, job_sensors=())
 
     assert cal.host_fixed_us > 0 and cal.broker_us_per_msg > 0
     assert cal.core_us_per_update > 0

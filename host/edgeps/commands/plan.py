@@ -77,9 +77,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--calibrate-sensors",
-        type=int,
-        default=50,
-        help="sensors of the calibration's real job (default 50; 0: bursts only)",
+        default="25,75",
+        help="sensors of the calibration's real jobs (default 25,75; '': none)",
     )
     parser.add_argument(
         "--calibration", metavar="PATH", help="where costs are stored (JSON)"
@@ -122,9 +121,8 @@ def run(args: argparse.Namespace) -> int:
     path = Path(args.calibration) if args.calibration else plan_calibrate.default_path()
     if args.calibrate:
         print("calibrating (core, mosquitto, coordinator) ...", file=sys.stderr)
-        cal = plan_calibrate.calibrate(
-            inp.n_params, job_sensors=max(0, args.calibrate_sensors)
-        )
+        jobs = tuple(int(x) for x in args.calibrate_sensors.split(",") if x.strip())
+        cal = plan_calibrate.calibrate(inp.n_params, job_sensors=jobs)
         plan_calibrate.save(cal, path)
         print(f"stored in {path}", file=sys.stderr)
     else:

@@ -68,6 +68,8 @@ class Calibration:
     host_per_param_us: float  # ... and per parameter
     broker_us_per_msg: float  # one mosquitto's CPU per message through it
     core_us_per_update: float  # the PS core alone (no network), for reference
+    host_idle_cores: float = 0.0  # serve's CPU of a job at no load (ticks, metrics)
+    broker_idle_cores: float = 0.0  # mosquitto's likewise
     n_params: tuple[int, ...] = ()  # model sizes measured at
     source: str = "default"
 
@@ -83,7 +85,10 @@ class Calibration:
     def from_dict(cls, data: dict[str, Any]) -> Calibration:
         fields = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
         fields["n_params"] = tuple(int(n) for n in fields.get("n_params", ()))
-        for k in ("host_fixed_us", "host_per_param_us", "broker_us_per_msg"):
+        for k in ("host_fixed_us", "host_per_param_us", "broker_us_per_msg",
+                  "host_idle_cores", "broker_idle_cores"):  # fmt: skip
+            if k not in fields and k.endswith("idle_cores"):
+                continue
             if not (isinstance(fields.get(k), (int, float)) and fields[k] >= 0):
                 raise ValueError(f"calibration: {k} must be a number >= 0")
         return cls(**fields)
@@ -292,6 +297,7 @@ def plan(inp: PlanInput, cal: Calibration) -> Plan:
         )
     host_us = cal.host_us(inp.n_params) * 1e-6
     broker_s = cal.broker_us_per_msg * 1e-6
+    host_idle, broker_idle = cal.host_idle_cores, cal.broker_idle_cores
     up_p, down_p = sz.update_packets, sz.params_packets
     both = sz.update_bytes + sz.params_bytes
     out.tiers.append(
@@ -315,10 +321,10 @@ def plan(inp: PlanInput, cal: Calibration) -> Plan:
         upstream = r * boards / fan_in  # one relay's pushes/s upstream
         updates = k * upstream
         handled = r * boards + upstream  # updates a relay takes in or sends
-        relay_cpu = handled * host_us
+        relay_cpu = host_idle + handled * host_us
         # the site broker: boards' updates to the relay, releases back, beats
         site_in = r * boards * (up_p + down_p) + boards * hb
-        site_cpu = site_in * broker_s
+        site_cpu = broker_idle + site_in * broker_s
         out.tiers.append(
             Tier(
                 "site broker",
@@ -327,7 +333,7 @@ def plan(inp: PlanInput, cal: Calibration) -> Plan:
                 site_in,
                 r * boards * both * 2,
                 site_cpu,
-                _need(site_cpu, util),
+                _need(site_cpu - broker_idle, util - broker_idle),
                 f"{boards} boards and their relay",
             )  # fmt: skip
         )
@@ -339,22 +345,23 @@ def plan(inp: PlanInput, cal: Calibration) -> Plan:
                 r * boards * down_p + upstream * up_p,
                 handled * both,
                 relay_cpu,
-                _need(relay_cpu, util),
+                _need(relay_cpu - host_idle, util - host_idle),
                 f"folds {fan_in} gradients into each of its {upstream:.3g} "
                 "upstream pushes/s",
             )  # fmt: skip
         )
         if relay_cpu > util:
-            most = util / (host_us * r * (1 + 1 / fan_in))
+            most = (util - host_idle) / (host_us * r * (1 + 1 / fan_in))
             out.warnings.append(
                 f"a relay would need {relay_cpu:.2f} cores: about {most:.0f} boards "
                 f"per relay fit, so at least {math.ceil(s / most)} relays"
             )
     # the central broker: updates in and on to the host, releases in and out
     central_in = updates * (up_p + down_p) + workers * hb
-    central_cpu = central_in * broker_s
+    central_cpu = broker_idle + central_in * broker_s
     broker_need = max(
-        _need(central_cpu, util), _need(workers + 1, inp.broker_connections)
+        _need(central_cpu - broker_idle, util - broker_idle),
+        _need(workers + 1, inp.broker_connections),
     )
     out.tiers.append(
         Tier(
@@ -368,7 +375,7 @@ def plan(inp: PlanInput, cal: Calibration) -> Plan:
             f"{workers} clients and the host",
         )  # fmt: skip
     )
-    host_cpu = updates * host_us
+    host_cpu = host_idle + updates * host_us
     out.tiers.append(
         Tier(
             "host",
@@ -377,12 +384,12 @@ def plan(inp: PlanInput, cal: Calibration) -> Plan:
             updates * down_p,
             updates * both,
             host_cpu,
-            _need(host_cpu, util),
+            _need(host_cpu - host_idle, util - host_idle),
             f"{updates:.4g} updates/s at {host_us * 1e6:.0f} us each",
         )  # fmt: skip
     )
     if host_cpu > util:
-        cap = util / host_us
+        cap = (util - host_idle) / host_us
         out.warnings.append(
             f"one host handles about {cap:.0f} updates/s at {util:.0%} of a core and "
             f"this load is {updates:.4g}/s; edgeps does not shard one model over "

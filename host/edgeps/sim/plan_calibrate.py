@@ -21,6 +21,7 @@ import os
 import platform
 import statistics
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from edgeps.sim.plan import BOARD_CHUNK, Calibration
@@ -60,8 +61,8 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
-    """(fixed, per_param) of cost = fixed + per_param * n, least squares, >= 0."""
+def fit(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """(fixed, slope) of cost = fixed + slope * n, least squares, both >= 0."""
     if len(points) == 1:
         return points[0][1], 0.0
     ns = [float(n) for n, _ in points]
@@ -74,10 +75,11 @@ def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
 
 
 def calibrate(
-    n_params: int, messages: int = 2000, job_sensors: int = 50
+    n_params: int, messages: int = 2000, job_sensors: tuple[int, ...] = (25, 75)
 ) -> Calibration:
-    """Measure the core, mosquitto and the coordinator on this machine
-    (``job_sensors`` 0: bursts only, no job)."""
+    """Measure the core, mosquitto and the coordinator on this machine; jobs
+    of ``job_sensors`` sensors (none: bursts only; two or more: a job's CPU
+    splits into what it costs at no load and per update)."""
     from edgeps.bench.core import push_times
     from edgeps.bench.throughput import measure_echo, measure_ps
     from edgeps.bench.throughput_feed import update_payloads
@@ -85,7 +87,7 @@ def calibrate(
 
     core = 1e6 * statistics.median(push_times("asp", 50, n_params, 2000, 10.0))
     sizes = sorted({n_params, max(4 * n_params, 16_384)})
-    host: list[tuple[int, float]] = []
+    host: list[tuple[float, float]] = []
     broker_us: list[float] = []
     with start_mosquitto() as broker:
         pid = broker.proc.pid if broker.proc is not None else None
@@ -102,43 +104,63 @@ def calibrate(
             ps = measure_ps(broker.host, broker.port, n, messages, BOARD_CHUNK)
             host.append((n, ps.cpu_us))
     fixed, per_param = fit(host)
-    per_msg = broker_us[0] if broker_us else 0.0
-    how = "bursts"
-    if job_sensors:
-        fixed, per_msg = _from_job(job_sensors, per_param, per_msg)
-        how = f"a {job_sensors}-sensor job and bursts"
-    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    return Calibration(
+    cal = Calibration(
         host_fixed_us=fixed,
         host_per_param_us=per_param,
-        broker_us_per_msg=per_msg,
+        broker_us_per_msg=broker_us[0] if broker_us else 0.0,
         core_us_per_update=core,
         n_params=tuple(sizes),
-        source=f"calibrated {stamp} on {platform.node()} ({os.cpu_count()} cpus)"
-        f" from {how}",
     )
+    how = "bursts"
+    if job_sensors:
+        cal = _from_jobs(cal, job_sensors)
+        how = f"jobs of {'/'.join(str(n) for n in job_sensors)} sensors and bursts"
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    source = f"calibrated {stamp} on {platform.node()} ({os.cpu_count()} cpus)"
+    return replace(cal, source=f"{source} from {how}")
 
 
 JOB_MODEL = "softmax:33x6"  # the emulator's default model on the sensors set
 
 
-def _from_job(
-    sensors: int, per_param: float, burst_broker: float
-) -> tuple[float, float]:
-    """(host fixed us, broker us per message) from a real job's CPU."""
+def _from_jobs(cal: Calibration, sensors: tuple[int, ...]) -> Calibration:
+    """Host and broker costs from real jobs: per update, and at no load."""
     from edgeps import kernels
     from edgeps.sim.plan import HEARTBEAT_S
     from edgeps.sim.plan_job import measure_job
 
     n = kernels.ModelSpec.parse(JOB_MODEL).n_params
-    job = measure_job(sensors, model=JOB_MODEL)
-    rate = job["updates_per_s"]
-    if rate <= 0 or job["serve_cores"] is None:
-        raise RuntimeError(f"the calibration job applied nothing: {job}")
-    host_us = 1e6 * job["serve_cores"] / rate
-    # through the broker per second: each update in and on, its release in
-    # and on (one packet each at this size), and every sensor's heartbeats
-    packets = 2 * rate + sensors / HEARTBEAT_S
-    cores = job["broker_cores"]
-    broker_us = 1e6 * cores / packets if cores is not None else burst_broker
-    return max(0.0, host_us - per_param * n), broker_us
+    host: list[tuple[float, float]] = []
+    broker: list[tuple[float, float]] = []
+    for count in sensors:
+        job = measure_job(count, model=JOB_MODEL)
+        rate = job["updates_per_s"]
+        if rate <= 0 or job["serve_cores"] is None:
+            raise RuntimeError(f"a calibration job applied nothing: {job}")
+        host.append((rate, job["serve_cores"]))
+        if job["broker_cores"] is not None:
+            # each update in and on, its release in and on (one packet each
+            # at this size), and every sensor's heartbeats
+            broker.append((2 * rate + count / HEARTBEAT_S, job["broker_cores"]))
+    host_idle, host_per = _split(host)
+    out = replace(
+        cal,
+        host_fixed_us=max(0.0, 1e6 * host_per - cal.host_per_param_us * n),
+        host_idle_cores=host_idle,
+    )
+    if broker:
+        broker_idle, broker_per = _split(broker)
+        out = replace(
+            out, broker_us_per_msg=1e6 * broker_per, broker_idle_cores=broker_idle
+        )
+    return out
+
+
+def _split(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """(cores at no load, cores per unit) from (load, cores) points."""
+    if len(points) == 1 or len({x for x, _ in points}) == 1:
+        return 0.0, statistics.fmean(c / x for x, c in points if x > 0)
+    fixed, slope = fit(points)
+    if slope <= 0:
+        return 0.0, statistics.fmean(c / x for x, c in points if x > 0)
+    return fixed, slope
