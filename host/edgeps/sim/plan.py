@@ -19,16 +19,16 @@ parameter of UPDATE (f32 4, f16 2, int8 1, topk:F F x 8: an f32 value and a
 u32 index per kept entry, until the codec defines its layout); PARAMS stay
 f32. TCP/IP headers are not counted (about 40 bytes per 1,460-byte segment).
 
-Costs. ``host_us_per_update`` is serve's CPU per applied update including
-its release, measured through a real broker (``bench throughput``'s PS
-run), as ``fixed + per_param * n``; the core's cost per event does not grow
-with the number of workers (``bench core``), so it is per update, not per
-worker. A relay is charged like a host for each board update it handles
-plus each update it pushes upstream. A broker is charged per message
-through it (a publish in and its delivery out), at the rate one mosquitto
-process sustained (``broker_us_per_msg``, its own CPU per message).
-Processes are planned at ``utilisation`` of one core each (serve, a relay
-and mosquitto are each one busy thread).
+Costs (``Calibration``, measured by ``edgeps.sim.plan_calibrate``). Serve
+costs ``host_idle_cores`` (ticks, metrics) plus, per applied update and its
+release, ``host_fixed_us + host_per_param_us * n``; the core's cost per
+event does not grow with the number of workers (``bench core``), so it is
+per update, not per worker. A relay is charged like a host for each board
+update it handles plus each update it pushes upstream. A broker costs
+``broker_idle_cores`` plus ``broker_us_per_msg`` per message through it (a
+publish in and its delivery out). Processes are planned at
+``utilisation`` of one core each (serve, a relay and mosquitto are each one
+busy thread).
 
 The PS / P2P / ring analysis (Alqahtani and Demirbas, "Performance Analysis
 and Comparison of Distributed Machine Learning Systems", 2019), per
@@ -94,15 +94,16 @@ class Calibration:
         return cls(**fields)
 
 
-# From the issue's 2-core box (serve ~5,200 updates/s of softmax:33x6 with
-# 50 workers, ~190 us each) and mosquitto at ~40,000 messages/s per core;
-# `--calibrate` replaces them with this machine's own figures.
+# `edgeps plan --calibrate` on the shared 2-core x86-64 box the README's
+# figures come from (2026-12-01); a machine's own calibration replaces them
 DEFAULT_CALIBRATION = Calibration(
-    host_fixed_us=180.0,
-    host_per_param_us=0.05,
-    broker_us_per_msg=25.0,
-    core_us_per_update=30.0,
-    source="default (issue 12's 2-core box, not measured here)",
+    host_fixed_us=150.0,
+    host_per_param_us=0.118,
+    broker_us_per_msg=48.6,
+    core_us_per_update=25.0,
+    host_idle_cores=0.016,
+    broker_idle_cores=0.001,
+    source="default (measured on a shared 2-core box, not on this machine)",
 )
 
 

@@ -6,12 +6,13 @@ throughput``'s ``measure_echo``) with mosquitto's own CPU read from /proc,
 and the real coordinator applying and releasing bursts of updates
 (``measure_ps``: this process's CPU per update) at the model's size and at a
 larger one, which splits the host cost into a fixed and a per-parameter
-part; then a real job (``edgeps.sim.plan_job``: serve + ``job_sensors``
-emulated sensors, 15 s). Bursts are cheaper per message than a running job,
-where each update arrives alone among heartbeats, ticks and metrics (on a
-2-core box: 135 against 216 us per update for serve, 16 against 49 us per
-message for mosquitto), so the job sets the fixed costs the plan uses and
-the bursts only the per-parameter slope.
+part; then real jobs (``edgeps.sim.plan_job``: serve + 25 and 75 emulated
+sensors, 15 s each), whose CPU splits into a part at no load and a part per
+update. Bursts are cheaper per message than a running job, where each
+update arrives alone among heartbeats, ticks and metrics (on a 2-core box:
+135 against 216 us per update for serve, 16 against 49 us per message for
+mosquitto), so the jobs set the costs the plan uses and the bursts only the
+per-parameter slope.
 """
 
 from __future__ import annotations
