@@ -223,6 +223,7 @@ def test_an_unreadable_calibration_is_ignored(tmp_path: Path) -> None:
     assert plan_calibrate.load(tmp_path / "missing.json") is None
 
 
+@pytest.mark.integration
 def test_calibration_measures_a_real_broker_and_coordinator() -> None:
     # a small model and few messages: a few seconds on a private mosquitto
     cal = plan_calibrate.calibrate(64, messages=300, job_sensors=())
@@ -233,6 +234,7 @@ def test_calibration_measures_a_real_broker_and_coordinator() -> None:
     assert cal.source.startswith("calibrated")
 
 
+@pytest.mark.integration
 def test_a_real_job_is_measured_while_updates_flow() -> None:
     from edgeps.sim.plan_job import measure_job
 
