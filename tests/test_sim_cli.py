@@ -111,7 +111,8 @@ def test_bench_policies_prints_tables_and_goals(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     argv = ["bench", "policies", "--scenarios", "homogeneous", "--policies", "bsp,dsp"]
-    rc = main([*argv, "--seeds", "1", "--workers", "3", "--json"])
+    # no scale rows here (test_sim_scale.py covers them)
+    rc = main([*argv, "--seeds", "1", "--workers", "3", "--scale-sizes", "", "--json"])
     data = json.loads(capsys.readouterr().out)
     assert rc == 0
     assert [p["policy"] for p in data["scenarios"]["homogeneous"]] == ["bsp", "dsp"]

@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "edgeps.commands.relay",
         "serve one site's boards as one upstream worker",
     ),
+    "plan": ("edgeps.commands.plan", "capacity plan: messages, bytes, CPU per tier"),
     "demo": (
         "edgeps.commands.demo",
         "embedded broker + host + 8 emulated sensors, end to end",

@@ -6,6 +6,12 @@ bare optimizer step on the same vector is timed too, so the table shows what
 the bookkeeping (validation, exactly-once, monitor, policy) costs on top.
 The server checks each push with serve's default norm guard (``--norm-guard
 0`` times it without).
+
+Per-event cost. Each push is timed on its own: the table gives the median
+and the 99th percentile of those times, so a cost that grows with the number
+of workers shows as a row that grows down the ``--workers`` sizes (default
+50, 500 and 2,000). ``--full-scan`` times the release pass that asks the
+policy about every waiting worker (the rule the keyed pass must agree with).
 """
 
 from __future__ import annotations
@@ -27,9 +33,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="append",
         help=f"policy to time (repeatable; default: {' '.join(DEFAULT_POLICIES)})",
     )
-    parser.add_argument("--workers", type=int, nargs="+", default=[8, 64])
+    parser.add_argument("--workers", type=int, nargs="+", default=[50, 500, 2000])
     parser.add_argument("--params", type=int, default=10_000, help="vector length")
-    parser.add_argument("--pushes", type=int, default=3000, help="pushes per run")
+    parser.add_argument(
+        "--pushes",
+        type=int,
+        default=None,
+        help="pushes per run (default: 5 per worker, at least 3000)",
+    )
+    parser.add_argument(
+        "--full-scan",
+        action="store_true",
+        help="ask the policy about every waiting worker at each release pass",
+    )
     parser.add_argument(
         "--repeat", dest="repeats", type=int, default=3, help="runs; median shown"
     )
@@ -47,6 +63,19 @@ def time_policy(
     policy: str, n_workers: int, n_params: int, pushes: int, norm_guard: float = 0.0
 ) -> float:
     """Seconds spent in ``handle`` for ``pushes`` pushes."""
+    return sum(push_times(policy, n_workers, n_params, pushes, norm_guard))
+
+
+def push_times(
+    policy: str,
+    n_workers: int,
+    n_params: int,
+    pushes: int,
+    norm_guard: float = 0.0,
+    *,
+    full_scan: bool = False,
+) -> list[float]:
+    """Seconds spent in ``handle`` for each of ``pushes`` pushes."""
     from edgeps.core import Join, ParameterServer, Push, Release
     from edgeps.core.norm_guard import NormGuard
     from edgeps.policy import parse_policy
@@ -57,6 +86,7 @@ def time_policy(
         lr=0.01,
         norm_guard=NormGuard(norm_guard) if norm_guard > 0 else None,
     )
+    ps.keyed_release = not full_scan
     grad = np.random.default_rng(0).normal(size=n_params).astype(np.float32)
     speed = {f"w{i}": 1.0 + (i % 4) for i in range(n_workers)}
     base = dict.fromkeys(speed, 0)
@@ -66,7 +96,7 @@ def time_policy(
     for w in speed:
         ps.handle(Join(w), 0.0)
         heapq.heappush(due, (speed[w], w))
-    spent = 0.0
+    spent: list[float] = []
     for _ in range(pushes):
         if not due:
             raise RuntimeError(f"{policy}: every worker is held (deadlock)")
@@ -76,7 +106,7 @@ def time_policy(
         push = Push(w, clock[w], seq[w], base[w], grad, 0.5)
         t0 = time.perf_counter()
         actions = ps.handle(push, now)
-        spent += time.perf_counter() - t0
+        spent.append(time.perf_counter() - t0)
         for a in actions:
             if isinstance(a, Release):
                 for r in a.worker_ids:
@@ -97,34 +127,58 @@ def time_optimizer(n_params: int, pushes: int) -> float:
     return time.perf_counter() - t0
 
 
+def _quantile(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
 def run(args: argparse.Namespace) -> int:
     from edgeps import kernels
 
     policies = args.policy or DEFAULT_POLICIES
-    for name, value in (("--params", args.params), ("--pushes", args.pushes)):
-        if value < 1:
-            raise SystemExit(f"{name} must be >= 1")
+    if args.pushes is not None and args.pushes < 1:
+        raise SystemExit("--pushes must be >= 1")
+    if args.params < 1:
+        raise SystemExit("--params must be >= 1")
     if args.repeats < 1 or any(n < 1 for n in args.workers):
         raise SystemExit("--repeat and --workers must be >= 1")
     if not (args.norm_guard == 0 or args.norm_guard > 1):
         raise SystemExit("--norm-guard must be 0 (off) or > 1")
-    step = statistics.median(
-        time_optimizer(args.params, args.pushes) for _ in range(args.repeats)
+    step_pushes = args.pushes or 3000
+    step = (
+        statistics.median(
+            time_optimizer(args.params, step_pushes) for _ in range(args.repeats)
+        )
+        / step_pushes
     )
     rows = []
     for policy in policies:
         for n in args.workers:
-            spent = statistics.median(
-                time_policy(policy, n, args.params, args.pushes, args.norm_guard)
+            pushes = args.pushes or max(3000, 5 * n)
+            runs = [
+                push_times(
+                    policy,
+                    n,
+                    args.params,
+                    pushes,
+                    args.norm_guard,
+                    full_scan=args.full_scan,
+                )
                 for _ in range(args.repeats)
-            )
+            ]
+            spent = statistics.median(sum(r) for r in runs)
             rows.append(
                 {
                     "policy": policy,
                     "workers": n,
-                    "pushes_per_s": args.pushes / spent,
-                    "us_per_push": 1e6 * spent / args.pushes,
-                    "vs_bare_step": spent / step,
+                    "pushes": pushes,
+                    "pushes_per_s": pushes / spent,
+                    "us_per_push": 1e6 * spent / pushes,
+                    "us_per_push_p50": 1e6
+                    * statistics.median(_quantile(r, 0.5) for r in runs),
+                    "us_per_push_p99": 1e6
+                    * statistics.median(_quantile(r, 0.99) for r in runs),
+                    "vs_bare_step": spent / pushes / step,
                 }
             )
     result = {
@@ -132,26 +186,29 @@ def run(args: argparse.Namespace) -> int:
         "params": args.params,
         "pushes": args.pushes,
         "repeats": args.repeats,
-        "bare_step_us": 1e6 * step / args.pushes,
+        "bare_step_us": 1e6 * step,
         "norm_guard": args.norm_guard,
+        "full_scan": args.full_scan,
         "rows": rows,
     }
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
     print(
-        f"PS core, {args.params} params, {args.pushes} pushes, median of "
-        f"{args.repeats}; kernels backend {result['backend']}; bare SGD step "
-        f"{result['bare_step_us']:.1f} us; norm guard "
-        f"{args.norm_guard:g}" + (" (off)" if not args.norm_guard else "")
+        f"PS core, {args.params} params, median of {args.repeats} runs; kernels "
+        f"backend {result['backend']}; bare SGD step {result['bare_step_us']:.1f} us;"
+        f" norm guard {args.norm_guard:g}"
+        + (" (off)" if not args.norm_guard else "")
+        + ("; full-scan release passes" if args.full_scan else "")
     )
-    print(
-        f"{'policy':<16} {'workers':>7} {'pushes/s':>10} {'us/push':>8} {'x step':>7}"
-    )
-    print(f"{'-' * 16} {'-' * 7} {'-' * 10} {'-' * 8} {'-' * 7}")
+    head = ("policy", "workers", "pushes", "pushes/s", "us/push", "p50 us", "p99 us")
+    print(f"{head[0]:<16} " + " ".join(f"{h:>8}" for h in head[1:]) + "  x step")
+    print(f"{'-' * 16} " + " ".join("-" * 8 for _ in head[1:]) + "  ------")
     for r in rows:
         print(
-            f"{r['policy']:<16} {r['workers']:>7} {r['pushes_per_s']:>10.0f} "
-            f"{r['us_per_push']:>8.1f} {r['vs_bare_step']:>7.1f}"
+            f"{r['policy']:<16} {r['workers']:>8} {r['pushes']:>8} "
+            f"{r['pushes_per_s']:>8.0f} {r['us_per_push']:>8.1f} "
+            f"{r['us_per_push_p50']:>8.1f} {r['us_per_push_p99']:>8.1f}"
+            f"  {r['vs_bare_step']:>6.1f}"
         )
     return 0

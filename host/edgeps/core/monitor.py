@@ -180,6 +180,18 @@ class PerformanceMonitor:
         """True once the worker has at least one observation."""
         return worker_id in self._workers
 
+    def samples(self, worker_id: str) -> int:
+        """Iterations observed for this worker (0 if never)."""
+        w = self._workers.get(worker_id)
+        return 0 if w is None else w.iteration.n
+
+    def overdue_after(self, worker_id: str) -> float:
+        """Elapsed time past which ``overdue`` holds (inf before the warmup)."""
+        w = self._workers.get(worker_id)
+        if w is None or w.iteration.n < self.warmup:
+            return math.inf
+        return w.iteration.mean + w.iteration.band()
+
     def typical_iteration(self, worker_id: str) -> float:
         """Typical iteration time in seconds (NaN if never observed)."""
         w = self._workers.get(worker_id)

@@ -8,8 +8,15 @@ at the edges (CLI, config, simulator) by ``edgeps.policy.parse_policy``.
 
 A policy answers two questions for the core: may this push be applied
 (``admit``), and may this waiting worker start its next iteration now
-(``may_proceed``). The core asks ``may_proceed`` for every waiting worker after
-every event, so a policy never has to remember whom to wake.
+(``may_proceed``). After every event the core releases every waiting worker
+that may proceed, so a policy never has to remember whom to wake.
+
+Cost at scale. A policy whose rule reads "proceed iff my key <= a limit"
+sets ``keyed_release`` and gives ``release_key`` (fixed while the worker
+waits) and ``release_limit``; the core then keeps the waiting workers in a
+heap by key and asks ``may_proceed`` only for those at or below the limit
+(``edgeps.core.release``), so a push costs O(log N), not O(N). Without a key
+the core asks ``may_proceed`` for every waiting worker.
 """
 
 from __future__ import annotations
@@ -50,6 +57,20 @@ class Policy(ABC):
     @abstractmethod
     def may_proceed(self, view: ClusterView, worker_id: str, now: float) -> bool:
         """May this waiting worker start its next iteration now?"""
+
+    keyed_release: bool = False
+
+    def release_key(self, view: ClusterView, worker_id: str) -> float:
+        """The key of a worker that starts waiting (only with ``keyed_release``).
+
+        It must not change while the worker waits, and ``may_proceed`` must
+        be True exactly when key <= ``release_limit``.
+        """
+        raise NotImplementedError
+
+    def release_limit(self, view: ClusterView, now: float) -> float:
+        """The limit of this release pass (after ``refresh``)."""
+        raise NotImplementedError
 
     def step_scale(self, view: ClusterView, push: Push, staleness: int) -> float:
         """Share of the step this admitted push gets (1.0: the plain step)."""

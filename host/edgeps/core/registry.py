@@ -38,6 +38,8 @@ class WorkerRecord:
 
     __slots__ = (
         "worker_id",
+        "order",
+        "wait_token",
         "session",
         "instance",
         "nonce",
@@ -57,8 +59,12 @@ class WorkerRecord:
         "stats",
     )
 
-    def __init__(self, worker_id: str, session: int, instance: int = 0) -> None:
+    def __init__(
+        self, worker_id: str, session: int, instance: int = 0, order: int = 0
+    ) -> None:
         self.worker_id = worker_id
+        self.order = order  # position in the registry: release passes go in it
+        self.wait_token = 0  # which hold of the wait queue is current
         self.session = session
         self.instance = instance
         self.nonce = 0

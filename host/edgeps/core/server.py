@@ -29,6 +29,7 @@ from edgeps.core.monitor import PerformanceMonitor
 from edgeps.core.norm_guard import NormGuard
 from edgeps.core.policy_api import Policy
 from edgeps.core.registry import WorkerRecord
+from edgeps.core.release import WaitQueue, release_pass
 from edgeps.core.resume import resume
 from edgeps.core.snapshot import server_snapshot
 from edgeps.core.types import (
@@ -114,6 +115,8 @@ class ParameterServer:
         self._workers: dict[str, WorkerRecord] = {}
         self._carried_stats: dict[str, WorkerStats] = {}  # from a checkpoint
         self.view = ClusterView(self._workers, self.monitor, lambda: self.version)
+        self._queue = WaitQueue()  # live workers held at the barrier
+        self.keyed_release = True  # False: ask the policy about every waiting one
         self._shared: tuple[int, np.ndarray] | None = None  # see params_view()
 
     # ---- parameters -------------------------------------------------------
@@ -187,13 +190,15 @@ class ParameterServer:
             self._drop(rec, now)
         base = self._join_clock(worker_id)
         if rec is None:
-            rec = WorkerRecord(worker_id, session, instance)
+            rec = WorkerRecord(worker_id, session, instance, len(self._workers))
             rec.stats = self._carried_stats.pop(worker_id, rec.stats)
             self._workers[worker_id] = rec
         rec.open_session(session, instance, event.nonce, event.max_batch)
         rec.last_push_clock = 0
         rec.state, rec.clock, rec.answer = WorkerState.LIVE, base, None
         rec.waiting = False
+        self._queue.discard(rec)
+        self.view.note_live(rec)
         rec.last_seen = rec.released_at = now
         rec.joins += 1
         if self.balancer is not None:
@@ -212,11 +217,10 @@ class ParameterServer:
         return [self._release([rec.worker_id, *self._release_pass(now)])]
 
     def _join_clock(self, worker_id: str) -> int:
-        """A (re)joining worker starts level with the slowest live worker."""
-        clocks = [
-            r.clock for w, r in self._workers.items() if r.live and w != worker_id
-        ]
-        return min(clocks) if clocks else self.view.floor
+        """A (re)joining worker starts level with the slowest live worker.
+
+        It is not live itself at this point (new, or its old life dropped)."""
+        return self.view.min_live_clock()
 
     def _heartbeat(self, event: Heartbeat, now: float) -> list[Action]:
         """Note that a worker is alive; dead or unknown workers must join again."""
@@ -271,6 +275,8 @@ class ParameterServer:
             self.view.floor = rec.clock  # rejoiners continue from here
         rec.state = WorkerState.DEAD
         rec.waiting = False
+        self._queue.discard(rec)
+        self.view.note_dead(rec)
         if self.balancer is not None:
             self.balancer.left(rec.worker_id)
         self.policy.on_left(self.view, rec.worker_id, now)
@@ -333,6 +339,7 @@ class ParameterServer:
         if self.balancer is not None:
             self.balancer.observe(rec.worker_id, push.samples, compute, since_release)
         rec.clock += 1
+        self.view.note_clock(rec, rec.clock - 1)
         rec.last_seq = int(push.seq)
         rec.answer = int(push.seq)
         rec.waiting = True
@@ -341,6 +348,9 @@ class ParameterServer:
         rec.last_staleness = staleness
         self.max_staleness_seen = max(self.max_staleness_seen, staleness)
         self.policy.on_applied(self.view, push, now)
+        keyed = self.policy.keyed_release
+        key = self.policy.release_key(self.view, rec.worker_id) if keyed else None
+        self._queue.hold(rec, key)
         actions: list[Action] = [
             Applied(rec.worker_id, int(push.seq), self.version, staleness)
         ]
@@ -387,40 +397,23 @@ class ParameterServer:
         return [self._release(released)] if released else []
 
     def _release_pass(self, now: float) -> list[str]:
-        """Ask the policy about every waiting worker; release those that may go on."""
-        view, policy = self.view, self.policy
-        policy.refresh(view, now)
-        waiting = [r for r in self._workers.values() if r.waiting and r.live]
-        if not waiting:
-            return []
-        view.freeze_clocks()
-        try:
-            view.floor = view.min_live_clock()
-            released = [
-                r.worker_id
-                for r in waiting
-                if policy.may_proceed(view, r.worker_id, now)
-            ]
-            for w in released:
-                self._mark_released(w, now)
-            if len(waiting) - len(released) == view.n_live:
-                # never deadlock, whatever the policy says: the slowest go on
-                low = min(r.clock for r in waiting)
-                for r in waiting:
-                    if r.clock == low:
-                        self._mark_released(r.worker_id, now)
-                        released.append(r.worker_id)
-                self.forced_releases += 1
-                log.warning(
-                    "policy %s held every live worker; released the slowest", policy
-                )
-        finally:
-            view.thaw_clocks()
+        """Release the waiting workers that may go on (``edgeps.core.release``)."""
+        released, forced = release_pass(
+            self.policy,
+            self.view,
+            self._queue,
+            self._workers,
+            now,
+            lambda w: self._mark_released(w, now),
+            keyed=self.keyed_release,
+        )
+        self.forced_releases += forced
         return released
 
     def _mark_released(self, worker_id: str, now: float) -> None:
         rec = self._workers[worker_id]
         rec.waiting = False
+        self._queue.discard(rec)
         rec.released_at = now
         self.policy.on_released(self.view, worker_id, now)
 

@@ -21,5 +21,13 @@ class ASP(Policy):
     def bound_description(self) -> str:
         return "none (asynchronous: clocks may drift apart without limit)"
 
+    keyed_release = True
+
+    def release_key(self, view: ClusterView, worker_id: str) -> float:
+        return 0.0
+
+    def release_limit(self, view: ClusterView, now: float) -> float:
+        return 0.0
+
     def may_proceed(self, view: ClusterView, worker_id: str, now: float) -> bool:
         return True

@@ -24,5 +24,13 @@ class BSP(Policy):
     def bound(self) -> float:
         return 1.0
 
+    keyed_release = True  # key: the clock; limit: the smallest live clock
+
+    def release_key(self, view: ClusterView, worker_id: str) -> float:
+        return float(view.clock(worker_id))
+
+    def release_limit(self, view: ClusterView, now: float) -> float:
+        return float(view.min_live_clock())
+
     def may_proceed(self, view: ClusterView, worker_id: str, now: float) -> bool:
         return view.clock(worker_id) <= view.min_live_clock()

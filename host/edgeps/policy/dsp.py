@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import heapq
+import bisect
 import math
 
 from edgeps.core.policy_api import Policy
@@ -98,15 +98,59 @@ class DSP(Policy):
             raise ValueError(f"dsp spike must be >= 1, got {spike!r}")
         self._progress: dict[str, float] = {}
         self._cached_floor: tuple[float, float] | None = None  # (now, floor)
-        # typical times of live workers and their max, kept up to date per push
-        # so that no event costs O(N): only the pusher's time changes
-        self._t: dict[str, float] = {}
-        self._measured: set[str] = set()
-        self._t_max = 1.0
-        self._t_argmax: str | None = None
-        self._heap: list[tuple[float, str]] = []  # (P, worker), stale entries left
+        # typical times of the live workers, kept up to date per event so that
+        # no event costs O(N): only the pusher's time changes, and the median
+        # fill of the unmeasured comes from a sorted list of the measured
+        self._live: set[str] = set()
+        self._meas: dict[str, float] = {}  # live and measured: its typical time
+        self._sorted: list[float] = []  # the values of _meas, sorted
+        # (P, worker) of every live worker, sorted: the floor walks it upwards
+        self._by_p: list[tuple[float, str]] = []
+        self._seen = -1  # monitor generation _meas follows (see _note_time)
 
     # -- speed ---------------------------------------------------------------
+    def _fill(self) -> float:
+        """The time of a live worker not yet measured: the measured median."""
+        known = self._sorted
+        return known[len(known) // 2] if known else 1.0
+
+    def _time(self, wid: str) -> float:
+        t = self._meas.get(wid)
+        return self._fill() if t is None else t
+
+    @property
+    def _t_max(self) -> float:
+        """Largest typical time over live workers (fills included; 1.0 if none)."""
+        if not self._live:
+            return 1.0
+        top = self._sorted[-1] if self._sorted else -math.inf
+        if len(self._meas) < len(self._live):
+            top = max(top, self._fill())
+        return top
+
+    def _note_time(self, view: ClusterView, wid: str, observed: bool = False) -> None:
+        """Take ``wid``'s current typical time from the monitor (``observed``:
+        the core just fed it one sample); samples fed by anyone else show as
+        an unexpected generation, and then every live worker is read again."""
+        generation = view.monitor.generation
+        if generation != self._seen + observed:
+            self._meas.clear()
+            self._sorted.clear()
+            self._seen = generation
+            for w in self._live:
+                self._note_time(view, w)
+            return
+        self._seen = generation
+        old = self._meas.pop(wid, None)
+        if old is not None:
+            del self._sorted[bisect.bisect_left(self._sorted, old)]
+        if wid not in self._live:
+            return
+        t = view.monitor.typical_iteration(wid)
+        if math.isfinite(t) and t > 0:
+            self._meas[wid] = t
+            bisect.insort(self._sorted, t)
+
     def _times(self, view: ClusterView) -> dict[str, float]:
         """Typical iteration time of each live worker (median fill for unmeasured)."""
         mon = view.monitor
@@ -114,37 +158,6 @@ class DSP(Policy):
         known = sorted(t for t in raw.values() if math.isfinite(t) and t > 0)
         fill = known[len(known) // 2] if known else 1.0
         return {w: t if math.isfinite(t) and t > 0 else fill for w, t in raw.items()}
-
-    def _rebuild(self, view: ClusterView) -> None:
-        """Recompute every live worker's time (membership changed, a fill moved)."""
-        mon = view.monitor
-        self._t = self._times(view)
-        self._measured = {
-            w for w in self._t if math.isfinite(t := mon.typical_iteration(w)) and t > 0
-        }
-        self._recompute_max()
-        self._heap = [(p, w) for w, p in self._progress.items() if w in self._t]
-        heapq.heapify(self._heap)
-
-    def _recompute_max(self) -> None:
-        if self._t:
-            self._t_argmax = max(self._t, key=self._t.__getitem__)
-            self._t_max = self._t[self._t_argmax]
-        else:
-            self._t_argmax, self._t_max = None, 1.0
-
-    def _note_time(self, view: ClusterView, wid: str) -> None:
-        """The pusher's typical time moved (nobody else's did)."""
-        t = view.monitor.typical_iteration(wid)
-        measured = math.isfinite(t) and t > 0
-        if not measured or len(self._measured) < len(self._t) or wid not in self._t:
-            self._rebuild(view)  # a median fill is involved: it moves too
-            return
-        self._t[wid] = t
-        if t >= self._t_max:
-            self._t_max, self._t_argmax = t, wid
-        elif wid == self._t_argmax:
-            self._recompute_max()
 
     def alpha(self, view: ClusterView, worker_id: str) -> float:
         """How many iterations ``worker_id`` does per slowest-worker iteration."""
@@ -158,12 +171,11 @@ class DSP(Policy):
         return self._progress.get(worker_id, 0.0)
 
     def _floor_of_others(self, view: ClusterView, worker_id: str) -> float:
-        others = [
-            self._progress[w]
-            for w in view.live_ids()
-            if w != worker_id and w in self._progress
-        ]
-        return min(others) if others else self._progress.get(worker_id, 0.0)
+        """Smallest P of the other live workers."""
+        for p, w in self._by_p:
+            if w != worker_id:
+                return p
+        return self._progress.get(worker_id, 0.0)
 
     def _credit(
         self, view: ClusterView, worker_id: str, t: float, t_max: float, now: float
@@ -176,12 +188,17 @@ class DSP(Policy):
             return 0.0
         return min(self.grace, (away - t) / t_max)
 
-    def _set_progress(self, wid: str, p: float) -> None:
-        self._progress[wid] = p
-        heapq.heappush(self._heap, (p, wid))
-        if len(self._heap) > 4 * len(self._progress) + 16:
-            self._heap = [(q, w) for w, q in self._progress.items() if w in self._t]
-            heapq.heapify(self._heap)
+    def _set_progress(self, wid: str, p: float | None) -> None:
+        """Set (None: drop) a worker's P, in the dict and in the sorted list."""
+        old = self._progress.pop(wid, None)
+        by_p = self._by_p
+        if old is not None:
+            at = bisect.bisect_left(by_p, (old, wid))
+            if at < len(by_p) and by_p[at] == (old, wid):
+                del by_p[at]
+        if p is not None:
+            self._progress[wid] = p
+            bisect.insort(by_p, (p, wid))
 
     def _effective_floor(self, view: ClusterView, now: float) -> float:
         """min_j (P_j + credit_j) over live workers, walking P upwards from its min.
@@ -189,17 +206,21 @@ class DSP(Policy):
         Credit is never negative, so the walk stops at the first P at or above
         the best sum so far: usually after one worker, the one furthest behind.
         """
-        heap, progress, times = self._heap, self._progress, self._t
-        taken: list[tuple[float, str]] = []
         best = math.inf
-        while heap and heap[0][0] < best:
-            p, w = heapq.heappop(heap)
-            if progress.get(w) != p or w not in times:
-                continue  # stale entry: that worker moved on or left
-            taken.append((p, w))
-            best = min(best, p + self._credit(view, w, times[w], self._t_max, now))
-        for entry in taken:
-            heapq.heappush(heap, entry)
+        t_max, fill, meas = self._t_max, self._fill(), self._meas
+        grace, spike = self.grace, self.spike
+        for p, w in self._by_p:
+            if p >= best:
+                break
+            # _credit(view, w, _time(w), t_max, now), inlined: this loop is hot
+            credit = 0.0
+            if grace > 0 and not view.is_waiting(w):
+                t = meas.get(w, fill)
+                away = now - view.released_at(w)
+                if away > spike * t:
+                    credit = min(grace, (away - t) / t_max)
+            if p + credit < best:
+                best = p + credit
         return 0.0 if best == math.inf else best
 
     # -- hooks ---------------------------------------------------------------
@@ -209,28 +230,32 @@ class DSP(Policy):
 
     def on_joined(self, view: ClusterView, worker_id: str, now: float) -> None:
         self._cached_floor = None
-        self._progress[worker_id] = self._floor_of_others(view, worker_id)
-        self._rebuild(view)
+        self._live.add(worker_id)
+        self._set_progress(worker_id, self._floor_of_others(view, worker_id))
+        self._note_time(view, worker_id)
 
     def on_left(self, view: ClusterView, worker_id: str, now: float) -> None:
         self._cached_floor = None
-        self._progress.pop(worker_id, None)
-        self._rebuild(view)
+        self._set_progress(worker_id, None)
+        self._live.discard(worker_id)
+        self._note_time(view, worker_id)
 
     def on_applied(self, view: ClusterView, push: Push, now: float) -> None:
         self._cached_floor = None
         wid = push.worker_id
-        if wid not in self._progress:
-            self._progress[wid] = self._floor_of_others(view, wid)
-        self._note_time(view, wid)
-        t, t_max = self._t.get(wid, 1.0), self._t_max
+        base = self._progress.get(wid)
+        if base is None:
+            base = self._floor_of_others(view, wid)
+        self._note_time(view, wid, observed=True)
+        t = self._time(wid) if wid in self._live else 1.0
+        t_max = self._t_max
         # the core marks the pusher waiting before this hook: judge the spike
         # from its release time directly
         away = now - view.released_at(wid)
         owed = 0.0
         if self.grace > 0 and away > self.spike * t:
             owed = min(self.grace, (away - t) / t_max)
-        self._set_progress(wid, self._progress[wid] + t / t_max + owed)
+        self._set_progress(wid, base + t / t_max + owed)
 
     def step_scale(self, view: ClusterView, push: Push, staleness: int) -> float:
         """With ``damp`` d > 0: ``min(1, d * N / (staleness + 1))``, N live workers.
@@ -241,15 +266,24 @@ class DSP(Policy):
             return 1.0
         return min(1.0, self.damp * max(1, view.n_live) / (staleness + 1))
 
+    keyed_release = True  # key: P (-inf if unknown); limit: the floor + w
+
+    def release_key(self, view: ClusterView, worker_id: str) -> float:
+        return self._progress.get(worker_id, -math.inf)
+
+    def release_limit(self, view: ClusterView, now: float) -> float:
+        return self._floor(view, now) + self.w
+
+    def _floor(self, view: ClusterView, now: float) -> float:
+        cached = self._cached_floor
+        if cached is not None and cached[0] == now:
+            return cached[1]
+        return self._effective_floor(view, now)
+
     def may_proceed(self, view: ClusterView, worker_id: str, now: float) -> bool:
         if worker_id not in self._progress:
             return True
-        cached = self._cached_floor
-        if cached is not None and cached[0] == now:
-            floor = cached[1]
-        else:
-            floor = self._effective_floor(view, now)
-        return self._progress[worker_id] <= floor + self.w
+        return self._progress[worker_id] <= self._floor(view, now) + self.w
 
     # -- reporting -----------------------------------------------------------
     @property

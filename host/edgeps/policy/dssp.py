@@ -7,6 +7,7 @@ import math
 from edgeps.core.policy_api import Policy
 from edgeps.core.types import Push
 from edgeps.core.view import ClusterView
+from edgeps.policy.dssp_slowest import SlowestPush
 
 
 class DSSP(Policy):
@@ -27,7 +28,9 @@ class DSSP(Policy):
 
     Per-worker state kept here, not in the core's record: the credit r* of a
     worker in an episode, which only this rule grants and reads; it is dropped
-    when the episode ends or the worker leaves or rejoins.
+    when the episode ends or the worker leaves or rejoins; and each computing
+    worker's predicted push, recorded at its release (``dssp_slowest``), so
+    finding when the slowest push costs O(log N), not a scan of them.
     """
 
     name = "dssp"
@@ -42,6 +45,7 @@ class DSSP(Policy):
         self.su = su
         self.credits_granted = 0
         self._credit: dict[str, int] = {}
+        self._slowest = SlowestPush()
 
     @property
     def bound_description(self) -> str:
@@ -62,12 +66,11 @@ class DSSP(Policy):
         r_max = self.su - self.sl
         if r_max == 0:
             return 0
-        low = view.min_live_clock()
-        slowest = [w for w in view.live_ids() if view.clock(w) == low]
-        predicted = [view.predicted_push_at(w) for w in slowest]
-        if not predicted or any(math.isnan(t) for t in predicted):
+        # the slowest: the live workers at the smallest clock; one of them
+        # waiting (inf) or unmeasured (NaN) means no credit
+        t_slow = self._slowest.latest_at(view, view.min_live_clock())
+        if not t_slow < math.inf or t_slow == -math.inf:
             return 0
-        t_slow = max(predicted)
         own = view.monitor.typical_iteration(worker_id)
         if math.isnan(own) or own <= 0 or not math.isfinite(t_slow) or t_slow <= now:
             return 0
@@ -75,6 +78,7 @@ class DSSP(Policy):
 
     def on_applied(self, view: ClusterView, push: Push, now: float) -> None:
         w = push.worker_id
+        self._slowest.applied(view, w)
         if self._gap(view, w) <= self.sl:
             self._credit.pop(w, None)
         elif w not in self._credit:
@@ -82,6 +86,15 @@ class DSSP(Policy):
             self._credit[w] = r
             if r:
                 self.credits_granted += 1
+
+    # gap <= s_L + credit  <=>  clock - credit <= min live clock + s_L
+    keyed_release = True
+
+    def release_key(self, view: ClusterView, worker_id: str) -> float:
+        return float(view.clock(worker_id) - self._credit.get(worker_id, 0))
+
+    def release_limit(self, view: ClusterView, now: float) -> float:
+        return float(view.min_live_clock() + self.sl)
 
     def may_proceed(self, view: ClusterView, worker_id: str, now: float) -> bool:
         gap = self._gap(view, worker_id)
@@ -92,6 +105,10 @@ class DSSP(Policy):
 
     def on_left(self, view: ClusterView, worker_id: str, now: float) -> None:
         self._credit.pop(worker_id, None)
+        self._slowest.forget(worker_id)
+
+    def on_released(self, view: ClusterView, worker_id: str, now: float) -> None:
+        self._slowest.released(view, worker_id)
 
     def on_joined(self, view: ClusterView, worker_id: str, now: float) -> None:
         self._credit.pop(worker_id, None)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import heapq
+import math
+
+from edgeps.core.live_times import LiveTimes
 from edgeps.core.policy_api import Policy
 from edgeps.core.types import Push
 from edgeps.core.view import ClusterView
@@ -35,6 +39,12 @@ class KofN(Policy):
     Per-worker state kept here, not in the core's record: each worker's
     assigned round and whether it pushed for the current one. Rounds exist only
     under this policy, and both are dropped when the worker leaves.
+
+    Cost per event. "auto" reads the persistently slow from sorted typical
+    times (``edgeps.core.live_times``) and finds the overdue among the workers
+    whose deadline (release + the monitor's overdue time) has passed, taken
+    from a heap of deadlines: O(log N) plus the overdue ones, not a scan of
+    every live worker.
     """
 
     name = "kofn"
@@ -50,7 +60,13 @@ class KofN(Policy):
         self.max_applied_lag = 0
         self._assigned: dict[str, int] = {}
         self._pushed: set[str] = set()
-        self._slow_cache: tuple[int, tuple[str, ...], set[str]] | None = None
+        self._times: LiveTimes | None = None  # "auto": sorted live typical times
+        # "auto": (deadline, release token, worker) of the workers computing in
+        # the current round, and those whose deadline passed (may be overdue)
+        self._deadlines: list[tuple[float, int, str]] = []
+        self._token: dict[str, int] = {}
+        self._tokens = 0
+        self._late: set[str] = set()
 
     @property
     def bound_description(self) -> str:
@@ -73,26 +89,55 @@ class KofN(Policy):
         slow, minus (when ``now`` is known) those still computing this round
         whose iteration has already run far past their own typical time.
         """
-        live = view.live_ids()
+        n_live = view.n_live
         if self.k != "auto":
             assert isinstance(self.k, int)
-            return max(1, min(self.k, len(live)))
-        key = (view.monitor.generation, tuple(live))
-        if self._slow_cache is None or self._slow_cache[:2] != key:
-            self._slow_cache = (*key, view.monitor.persistent_ids(live))
-        slow = self._slow_cache[2]
-        overdue = 0
-        if now is not None:
-            for w in live:
-                if (
-                    w not in self._pushed
-                    and w not in slow
-                    and not view.is_waiting(w)
-                    and self.lag(w) == 0
-                    and view.monitor.overdue(w, now - view.released_at(w))
-                ):
-                    overdue += 1
-        return max(1, min(len(live) - len(slow) - overdue, len(live)))
+            return max(1, min(self.k, n_live))
+        times = self._live_times(view)
+        if times.sync(view):
+            self._all_deadlines(view)
+        overdue = 0 if now is None else self._overdue(view, times, now)
+        return max(1, min(n_live - times.n_slow() - overdue, n_live))
+
+    def _live_times(self, view: ClusterView) -> LiveTimes:
+        if self._times is None or self._times.monitor is not view.monitor:
+            self._times = LiveTimes(view.monitor)
+        return self._times
+
+    def _all_deadlines(self, view: ClusterView) -> None:
+        """The monitor was fed from outside: every deadline may have moved."""
+        self._deadlines = []
+        for w in view.live_ids():
+            if self.lag(w) == 0 and not view.is_waiting(w) and w in self._token:
+                self._push_deadline(view, w)
+
+    def _push_deadline(self, view: ClusterView, w: str) -> None:
+        deadline = view.released_at(w) + view.monitor.overdue_after(w)
+        if deadline < math.inf:
+            heapq.heappush(self._deadlines, (deadline, self._token[w], w))
+
+    def _overdue(self, view: ClusterView, times: LiveTimes, now: float) -> int:
+        """Live workers computing this round, not slow, past their own norm."""
+        heap, late = self._deadlines, self._late
+        margin = 1e-9 * (1.0 + abs(now))  # the exact test below decides
+        while heap and heap[0][0] <= now + margin:
+            _, token, w = heapq.heappop(heap)
+            if self._token.get(w) == token and self._assigned.get(w) == self.round:
+                late.add(w)
+        count = 0
+        for w in list(late):
+            if (
+                w in self._pushed
+                or not view.is_live(w)
+                or view.is_waiting(w)
+                or self.lag(w) != 0
+            ):
+                late.discard(w)  # only a new release makes it a candidate again
+            elif not times.is_slow(w) and view.monitor.overdue(
+                w, now - view.released_at(w)
+            ):
+                count += 1
+        return count
 
     def lag(self, worker_id: str) -> int:
         """Rounds closed since this worker was released (0: in the current one)."""
@@ -104,6 +149,9 @@ class KofN(Policy):
     def on_applied(self, view: ClusterView, push: Push, now: float) -> None:
         lag = self.lag(push.worker_id)
         self.max_applied_lag = max(self.max_applied_lag, lag)
+        times = self._live_times(view) if self.k == "auto" else None
+        if times is not None and times.update(view, push.worker_id, True):
+            self._all_deadlines(view)
         if lag == 0:
             self._pushed.add(push.worker_id)
         # the round closes in refresh(), which the core calls right after
@@ -111,24 +159,53 @@ class KofN(Policy):
     def _close_round(self, view: ClusterView, now: float) -> None:
         if not self._pushed:
             return
-        count = sum(1 for w in self._pushed if view.is_live(w))
-        if count >= self.k_effective(view, now):
+        # a leaver is taken out of _pushed: every member is live
+        if len(self._pushed) >= self.k_effective(view, now):
             self.round += 1
             self._pushed.clear()
+            self._late.clear()  # those of the closed round lag now
 
     def refresh(self, view: ClusterView, now: float) -> None:
         # a push, a leave or a change of K under "auto" can complete the round
         self._close_round(view, now)
+
+    # lag > 0  <=>  assigned round <= round - 1 (a worker without one never lags)
+    keyed_release = True
+
+    def release_key(self, view: ClusterView, worker_id: str) -> float:
+        return float(self._assigned.get(worker_id, math.inf))
+
+    def release_limit(self, view: ClusterView, now: float) -> float:
+        return float(self.round - 1)
 
     def may_proceed(self, view: ClusterView, worker_id: str, now: float) -> bool:
         return self.lag(worker_id) > 0
 
     def on_released(self, view: ClusterView, worker_id: str, now: float) -> None:
         self._assigned[worker_id] = self.round
+        if self.k != "auto":
+            return
+        self._tokens += 1
+        self._token[worker_id] = self._tokens
+        self._late.discard(worker_id)
+        self._push_deadline(view, worker_id)
+        if len(self._deadlines) > 4 * len(self._assigned) + 64:
+            self._deadlines = [
+                e for e in self._deadlines if self._token.get(e[2]) == e[1]
+            ]
+            heapq.heapify(self._deadlines)
+
+    def on_joined(self, view: ClusterView, worker_id: str, now: float) -> None:
+        if self.k == "auto" and self._live_times(view).update(view, worker_id, False):
+            self._all_deadlines(view)
 
     def on_left(self, view: ClusterView, worker_id: str, now: float) -> None:
         self._assigned.pop(worker_id, None)
         self._pushed.discard(worker_id)
+        self._token.pop(worker_id, None)
+        self._late.discard(worker_id)
+        if self.k == "auto" and self._live_times(view).update(view, worker_id, False):
+            self._all_deadlines(view)
 
     def describe(self) -> str:
         k = "auto" if self.k == "auto" else f"k={self.k}"

@@ -33,6 +33,14 @@ class SSP(Policy):
     def bound(self) -> float:
         return float(self.s + 1)
 
+    keyed_release = True  # key: the clock; limit: the smallest live clock + s
+
+    def release_key(self, view: ClusterView, worker_id: str) -> float:
+        return float(view.clock(worker_id))
+
+    def release_limit(self, view: ClusterView, now: float) -> float:
+        return float(view.min_live_clock() + self.s)
+
     def may_proceed(self, view: ClusterView, worker_id: str, now: float) -> bool:
         return view.clock(worker_id) - view.min_live_clock() <= self.s
 

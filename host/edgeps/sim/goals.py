@@ -15,6 +15,7 @@ import math
 import sys
 from typing import Any
 
+from edgeps.sim import scale_rows
 from edgeps.sim.compare import PolicySummary, compare, split_policies
 from edgeps.sim.types import SimConfig
 
@@ -42,6 +43,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     m.add_argument("--balance", choices=("off", "on", "both"), default="both")
     m.add_argument("--max-time", type=float, default=None, help="virtual s per run")
     m.add_argument("--jobs", type=int, default=None, help="processes (default 2)")
+    scale_rows.configure(parser)
 
 
 def _t(summaries: list[PolicySummary], policy: str) -> float:
@@ -123,6 +125,14 @@ def run(args: argparse.Namespace) -> int:
             )
             for sc in scenarios
         }
+        at_scale = scale_rows.scale_rows(
+            policies,
+            scale_rows.sizes(args.scale_sizes),
+            args.scale_scenario,
+            args.scale_seeds,
+            args.scale_max_time,
+            args.seed,
+        )
     except (ValueError, TypeError) as exc:
         print(f"edgeps bench policies: {exc}", file=sys.stderr)
         return 2
@@ -136,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
             },
             "scenarios": {sc: [s.to_dict() for s in ss] for sc, ss in results.items()},
             "goals": goals,
+            "scale": at_scale,
         }
         print(json.dumps(out, default=lambda x: None))
         return 0
@@ -162,4 +173,5 @@ def run(args: argparse.Namespace) -> int:
             for g in goals
         ]
         print(table(["goal", "measured", "required", "met"], rows))
+    scale_rows.print_rows(at_scale)
     return 0

@@ -1,0 +1,167 @@
+"""`edgeps plan --calibrate`: this machine's per-update costs, stored as JSON.
+
+Short measurements: the PS core alone (``bench core``'s ``push_times``, ASP,
+50 workers); on a private mosquitto the raw QoS 1 echo (``bench
+throughput``'s ``measure_echo``) with mosquitto's own CPU read from /proc,
+and the real coordinator applying and releasing bursts of updates
+(``measure_ps``: this process's CPU per update) at the model's size and at a
+larger one, which splits the host cost into a fixed and a per-parameter
+part; then real jobs (``edgeps.sim.plan_job``: serve + 25 and 75 emulated
+sensors, 15 s each), whose CPU splits into a part at no load and a part per
+update. Bursts are cheaper per message than a running job, where each
+update arrives alone among heartbeats, ticks and metrics (on a 2-core box:
+135 against 216 us per update for serve, 16 against 49 us per message for
+mosquitto), so the jobs set the costs the plan uses and the bursts only the
+per-parameter slope.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from edgeps.sim.plan import BOARD_CHUNK, Calibration
+
+
+def default_path() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "edgeps" / "plan-calibration.json"
+
+
+def load(path: Path) -> Calibration | None:
+    """The stored calibration, or None if there is none (or it is unreadable)."""
+    try:
+        return Calibration.from_dict(json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
+def save(cal: Calibration, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(cal.to_dict(), indent=2) + "\n")
+    tmp.replace(path)
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time of a process from /proc (None where there is none): schedstat
+    counts nanoseconds, stat only clock ticks (10 ms)."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def fit(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """(fixed, slope) of cost = fixed + slope * n, least squares, both >= 0."""
+    if len(points) == 1:
+        return points[0][1], 0.0
+    ns = [float(n) for n, _ in points]
+    cs = [c for _, c in points]
+    mean_n, mean_c = statistics.fmean(ns), statistics.fmean(cs)
+    var = sum((n - mean_n) ** 2 for n in ns)
+    slope = sum((n - mean_n) * (c - mean_c) for n, c in zip(ns, cs, strict=True))
+    slope = max(0.0, slope / var) if var > 0 else 0.0
+    return max(0.0, mean_c - slope * mean_n), slope
+
+
+def calibrate(
+    n_params: int, messages: int = 2000, job_sensors: tuple[int, ...] = (25, 75)
+) -> Calibration:
+    """Measure the core, mosquitto and the coordinator on this machine; jobs
+    of ``job_sensors`` sensors (none: bursts only; two or more: a job's CPU
+    splits into what it costs at no load and per update)."""
+    from edgeps.bench.core import push_times
+    from edgeps.bench.throughput import measure_echo, measure_ps
+    from edgeps.bench.throughput_feed import update_payloads
+    from edgeps.transport.broker import start_mosquitto
+
+    core = 1e6 * statistics.median(push_times("asp", 50, n_params, 2000, 10.0))
+    sizes = sorted({n_params, max(4 * n_params, 16_384)})
+    host: list[tuple[float, float]] = []
+    broker_us: list[float] = []
+    with start_mosquitto() as broker:
+        pid = broker.proc.pid if broker.proc is not None else None
+        for n in sizes:
+            # in the board's chunks, as boards send them
+            packets = messages * len(update_payloads(n, 1, BOARD_CHUNK)[0])
+            before = None if pid is None else cpu_seconds(pid)
+            echo = measure_echo(broker.host, broker.port, n, messages, BOARD_CHUNK)
+            after = None if pid is None else cpu_seconds(pid)
+            if before is not None and after is not None and after > before:
+                broker_us.append(1e6 * (after - before) / packets)
+            elif echo.rate > 0:
+                broker_us.append(1e6 * messages / packets / echo.rate)  # a bound
+            ps = measure_ps(broker.host, broker.port, n, messages, BOARD_CHUNK)
+            host.append((n, ps.cpu_us))
+    fixed, per_param = fit(host)
+    cal = Calibration(
+        host_fixed_us=fixed,
+        host_per_param_us=per_param,
+        broker_us_per_msg=broker_us[0] if broker_us else 0.0,
+        core_us_per_update=core,
+        n_params=tuple(sizes),
+    )
+    how = "bursts"
+    if job_sensors:
+        cal = _from_jobs(cal, job_sensors)
+        how = f"jobs of {'/'.join(str(n) for n in job_sensors)} sensors and bursts"
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    source = f"calibrated {stamp} on {platform.node()} ({os.cpu_count()} cpus)"
+    return replace(cal, source=f"{source} from {how}")
+
+
+JOB_MODEL = "softmax:33x6"  # the emulator's default model on the sensors set
+
+
+def _from_jobs(cal: Calibration, sensors: tuple[int, ...]) -> Calibration:
+    """Host and broker costs from real jobs: per update, and at no load."""
+    from edgeps import kernels
+    from edgeps.sim.plan import HEARTBEAT_S
+    from edgeps.sim.plan_job import measure_job
+
+    n = kernels.ModelSpec.parse(JOB_MODEL).n_params
+    host: list[tuple[float, float]] = []
+    broker: list[tuple[float, float]] = []
+    for count in sensors:
+        job = measure_job(count, model=JOB_MODEL)
+        rate = job["updates_per_s"]
+        if rate <= 0 or job["serve_cores"] is None:
+            raise RuntimeError(f"a calibration job applied nothing: {job}")
+        host.append((rate, job["serve_cores"]))
+        if job["broker_cores"] is not None:
+            # each update in and on, its release in and on (one packet each
+            # at this size), and every sensor's heartbeats
+            broker.append((2 * rate + count / HEARTBEAT_S, job["broker_cores"]))
+    host_idle, host_per = _split(host)
+    out = replace(
+        cal,
+        host_fixed_us=max(0.0, 1e6 * host_per - cal.host_per_param_us * n),
+        host_idle_cores=host_idle,
+    )
+    if broker:
+        broker_idle, broker_per = _split(broker)
+        out = replace(
+            out, broker_us_per_msg=1e6 * broker_per, broker_idle_cores=broker_idle
+        )
+    return out
+
+
+def _split(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """(cores at no load, cores per unit) from (load, cores) points."""
+    if len(points) == 1 or len({x for x, _ in points}) == 1:
+        return 0.0, statistics.fmean(c / x for x, c in points if x > 0)
+    fixed, slope = fit(points)
+    if slope <= 0:
+        return 0.0, statistics.fmean(c / x for x, c in points if x > 0)
+    return fixed, slope
