@@ -66,7 +66,7 @@ def test_bad_rates_are_value_errors(bad: str) -> None:
     [
         ("f32", 4 * 64),
         ("f16", 2 * 64),
-        ("int8", 64),
+        ("int8", 64 + 4),  # one block: its f32 scale, then 64 int8
         ("topk:0.25", 8 * 16),
     ],  # fmt: skip
 )

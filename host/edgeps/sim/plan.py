@@ -15,9 +15,10 @@ Sizes. A message costs the bytes of the MQTT PUBLISH packets that carry it
 (``edgeps.sim.links.message_bytes``: the real wire chunks at the board's
 chunk size, each in the board client's own PUBLISH encoding) plus a 4-byte
 PUBACK per packet the other way (QoS 1). ``--compress`` sets the bytes per
-parameter of UPDATE (f32 4, f16 2, int8 1, topk:F F x 8: an f32 value and a
-u32 index per kept entry, until the codec defines its layout); PARAMS stay
-f32. TCP/IP headers are not counted (about 40 bytes per 1,460-byte segment).
+parameter of UPDATE by the wire's layouts (``wire.encoded_len``: f32 4,
+f16 2, int8 1 plus a 4-byte scale per 128, topk:F F x 8: a u32 index and an
+f32 value per kept entry); PARAMS stay f32. TCP/IP headers are not
+counted (about 40 bytes per 1,460-byte segment).
 
 Costs (``Calibration``, measured by ``edgeps.sim.plan_calibrate``). Serve
 costs ``host_idle_cores`` (ticks, metrics) plus, per applied update and its
@@ -156,6 +157,16 @@ def parse_per_second(text: str) -> float:
     return count / seconds
 
 
+def _wire_code(compress: str, n: int) -> tuple[int, int]:
+    """The UPDATE code of ``compress`` and its k (TOPK's entries, as serve sets it)."""
+    from edgeps_worker import wire
+
+    if compress.startswith("topk:"):
+        return wire.DTYPE_TOPK, max(1, round(float(compress[5:]) * n))
+    codes = {"f32": wire.DTYPE_F32, "f16": wire.DTYPE_F16, "int8": wire.DTYPE_I8}
+    return codes[compress], 0
+
+
 def bytes_per_param(compress: str) -> float:
     if compress.startswith("topk:"):
         return 8.0 * float(compress[5:])
@@ -176,23 +187,17 @@ class Sizes:
 def message_sizes(inp: PlanInput, wid: str = "s000001") -> Sizes:
     """Bytes and PUBLISH packets of one UPDATE and one PARAMS, from the wire.
 
-    The UPDATE carries ``bytes_per_param(compress) * n`` data bytes, framed by
-    the real encoder in f32, f16 or int8 chunks (top-k's values and indices
-    framed as f32 words); PARAMS are f32 (``edgeps.sim.links.message_bytes``).
+    The UPDATE carries ``wire.encoded_len`` bytes of its code (I8's block
+    scales and TOPK's index + value records included), framed by the real
+    encoder; PARAMS are f32 (``edgeps.sim.links.message_bytes``).
     """
-    import numpy as np
     from edgeps_worker import mqtt_packets, wire, wire_host
 
     from edgeps.sim.links import SIM_JOB, message_bytes
 
     f32 = message_bytes(wid, inp.n_params, inp.model, inp.chunk)
-    if inp.compress == "f16":
-        data, dtype = np.zeros(inp.n_params, np.float16), wire.DTYPE_F16
-    elif inp.compress == "int8":
-        data, dtype = np.zeros(inp.n_params, np.int8), wire.DTYPE_I8
-    else:
-        words = math.ceil(bytes_per_param(inp.compress) * inp.n_params / 4)
-        data, dtype = np.zeros(max(1, words), np.float32), wire.DTYPE_F32
+    code, k = _wire_code(inp.compress, inp.n_params)
+    data, dtype = bytes(wire.encoded_len(code, inp.n_params, k)), code
     topic = wire.topic_up(SIM_JOB, wid)
     chunks = wire_host.encode_update(
         SIM_JOB, wid, 1, 1, 1, 1, 0.0, 32, 0.0, data, dtype=dtype, max_chunk=inp.chunk
