@@ -175,7 +175,9 @@ def test_the_page_shows_the_demo_boards_as_the_api_does(
         )
         assert get_state(base, token=None)[0] == 401
 
-        # Execute: the page as a browser renders it, then the API
+        # Execute: the page as a browser renders it, between two API reads (a
+        # live run moves on while the browser starts: a board's class may flip)
+        _, before = get_state(base)
         dom = chromium_dump(base + f"?token={TOKEN}")
         _, api = get_state(base)
 
@@ -186,8 +188,11 @@ def test_the_page_shows_the_demo_boards_as_the_api_does(
         for wid, row in page.rows.items():
             w = api["workers"][wid]
             assert row["state"] == row["@state"] == w["state"] == "live"
-            assert row["class"] == row["@class"] == w["class"]
-            assert w["class"] == ("persistent" if wid in stragglers else "normal")
+            assert row["class"] == row["@class"]
+            assert row["class"] in (w["class"], before["workers"][wid]["class"])
+            # a loaded machine can make any board spike (transient) for a moment;
+            # only the stragglers are slow for good
+            assert (w["class"] == "persistent") == (wid in stragglers)
             assert 0 < int(row["clock"]) <= w["clock"]
             assert 0 < int(row["accepted"]) <= w["accepted"]
             assert row["timing"].endswith("ms")
