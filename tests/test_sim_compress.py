@@ -65,3 +65,32 @@ def test_simulate_cli_takes_compress(capsys: pytest.CaptureFixture[str]) -> None
 def test_simulate_cli_refuses_a_bad_codec(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["simulate", "--max-time", "1", "--compress", "zip"])
     assert code == 2 and "--compress" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("down", "ratio"), [("f16", 0.5), ("int8", 0.26)])
+def test_compressed_releases_cost_their_encoded_size(down: str, ratio: float) -> None:
+    # Execute: 4,000 parameters in one 64 KB chunk
+    f32 = message_bytes("w00", 4000, "mlp:x")["params"]
+    got = message_bytes("w00", 4000, "mlp:x", compress_down=down)["params"]
+
+    # Assert: the body shrinks by the code's ratio, the header stays
+    assert got == pytest.approx(ratio * f32, abs=120)
+
+
+def test_a_board_computes_on_what_its_int8_release_decodes_to() -> None:
+    # Prepare
+    base = dict(policy="dsp", scenario="homogeneous", n_workers=4, seed=0,
+                link_rate=250e3, link_delay=0.02, max_time=30.0)  # fmt: skip
+
+    # Execute
+    f32 = simulate(SimConfig(**base)).to_dict()  # type: ignore[arg-type]
+    int8 = simulate(SimConfig(compress_down="int8", **base)).to_dict()  # type: ignore[arg-type]
+
+    # Assert: fewer bytes down per release, the same data, still learning, and a
+    # different trajectory (the workers' parameters are the quantized ones)
+    def down_per_release(r: dict) -> float:
+        return sum(b[1] for b in r["link_bytes"].values()) / max(1, r["applied"])
+
+    assert down_per_release(int8) < 0.35 * down_per_release(f32)
+    assert int8["final_accuracy"] > 0.85
+    assert int8["trace"] != f32["trace"]

@@ -1,13 +1,16 @@
 """`edgeps bench compression`: uplink codecs on slow links, real broker and simulator.
 
-Per row (``--compress`` f32, f16, int8, topk:0.01) and repeat: a private
+Per row (``UP[/DOWN]``: serve's ``--compress UP`` and ``--compress-down
+DOWN``, default f32; rows f32, f16, int8, topk:0.01, int8/int8) and repeat: a private
 mosquitto on 127.0.0.1, `edgeps serve` (the in-process Job, DSP, the dataset's
 default model) and N emulated sensors behind the shaping relay (`edgeps
 emulate --link-rate --link-delay`). A passive client on the broker counts the
 real payload bytes of every UPDATE, PARAMS and host publication. Columns:
-bytes per UPDATE and per PARAMS (whole logical messages, all chunks), host
-bytes published per second, final accuracy and time to the target (medians of
-``--repeat``), and `edgeps simulate --compress` for the same row. Times run
+bytes per UPDATE and per PARAMS (whole logical messages, all chunks; a
+shared copy of a release round counts once), host bytes published per second
+(PARAMS, shared copies, RELEASEs, WELCOMEs, MODEL), final accuracy and time
+to the target (medians of ``--repeat``), and `edgeps simulate --compress UP
+--compress-down DOWN` for the same row. Times run
 on the broker's clock of the sniffer: from the first HELLO to the MODEL
 ``done`` the PS publishes when it reaches the target.
 """
@@ -22,12 +25,13 @@ import threading
 import time
 from typing import Any
 
-DEFAULT_ROWS = ("f32", "f16", "int8", "topk:0.01")
+DEFAULT_ROWS = ("f32", "f16", "int8", "topk:0.01", "int8/int8")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     rows = ",".join(DEFAULT_ROWS)
-    parser.add_argument("--rows", default=rows, help=f"codecs (default: {rows})")
+    help_rows = f"UP[/DOWN] codecs per row (default: {rows})"
+    parser.add_argument("--rows", default=rows, help=help_rows)
     parser.add_argument("--repeat", type=int, default=3, help="runs per row (median)")
     parser.add_argument("--workers", type=int, default=8, help="emulated sensors")
     parser.add_argument("--link-rate", type=float, default=250e3, help="bits/s")
@@ -62,6 +66,7 @@ class Sniffer:
         self.hellos: dict[str, float] = {}  # first HELLO per worker
         self.done_at: float | None = None
         self.bad = 0
+        self.release_msgs = 0  # RELEASEs: a worker's part of a shared round
         host, port = url.removeprefix("mqtt://").rsplit(":", 1)
         self.client = mqtt.Client(
             mqtt.CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv311
@@ -90,16 +95,26 @@ class Sniffer:
                 self.update_bytes += len(payload)
                 self.updates.add((msg.wid, msg.session, msg.seq))
             elif msg.type == self.wire.PARAMS:
+                # a shared copy (no worker id, session 0) is one message for all
                 self.params_bytes += len(payload)
                 self.releases.add((msg.wid, msg.session, msg.version, msg.seq))
+            elif msg.type == self.wire.RELEASE:
+                self.release_msgs += 1
 
     def close(self) -> None:
         self.client.loop_stop()
         self.client.disconnect()
 
 
-def run_once(compress: str, args: argparse.Namespace) -> dict[str, Any]:
+def split_row(row: str) -> tuple[str, str]:
+    """``"int8/f16"`` -> ("int8", "f16"); a row without a slash keeps PARAMS f32."""
+    up, _, down = row.strip().partition("/")
+    return up, down or "f32"
+
+
+def run_once(row: str, args: argparse.Namespace) -> dict[str, Any]:
     """One real-broker run of one row; bytes, times and accuracy."""
+    compress, compress_down = split_row(row)
     from edgeps.commands.emulate import Emulation
     from edgeps.commands.serve_config import merge
     from edgeps.runtime.job import Job
@@ -109,7 +124,8 @@ def run_once(compress: str, args: argparse.Namespace) -> dict[str, Any]:
     with start_mosquitto() as broker:
         sniff = Sniffer(broker.url, job_id)
         cfg = merge({"broker": broker.url, "job": job_id, "policy": args.policy,
-                     "compress": compress, "target_accuracy": args.target_accuracy,
+                     "compress": compress, "compress_down": compress_down,
+                     "target_accuracy": args.target_accuracy,
                      "max_time": args.max_time, "quiet": True, "lr": args.lr,
                      "eval_interval": args.eval_interval})  # fmt: skip
         job = Job(cfg, broker=open_broker(broker.url), banner=False)
@@ -137,7 +153,7 @@ def run_once(compress: str, args: argparse.Namespace) -> dict[str, Any]:
         span = max(1e-9, (sniff.done_at or time.monotonic()) - t0)
         reached = summary.stop_reason == "target_accuracy"
         return {
-            "compress": compress,
+            "compress": row,
             "update_bytes": sniff.update_bytes / max(1, len(sniff.updates)),
             "params_bytes": sniff.params_bytes / max(1, len(sniff.releases)),
             "host_bytes_per_s": sniff.host_bytes / span,
@@ -147,10 +163,11 @@ def run_once(compress: str, args: argparse.Namespace) -> dict[str, Any]:
             "join_spread": max(sniff.hellos.values(), default=t0) - t0,
             "updates": summary.updates,
             "rejected": sum(w["rejected"] for w in summary.workers.values()),
+            "release_messages": sniff.release_msgs,
         }
 
 
-def sim_time(compress: str, args: argparse.Namespace) -> float | None:
+def sim_time(row: str, args: argparse.Namespace) -> float | None:
     """`edgeps simulate` of the same row: virtual seconds to the target.
 
     Seed 0, as serve and the emulation use: the same data split and initial
@@ -159,12 +176,13 @@ def sim_time(compress: str, args: argparse.Namespace) -> float | None:
     from edgeps.sim.simulator import simulate
     from edgeps.sim.types import SimConfig
 
+    compress, compress_down = split_row(row)
     cfg = SimConfig(policy=args.policy, scenario="homogeneous", seed=0,
                     n_workers=args.workers, link_rate=args.link_rate,
                     link_delay=args.link_delay, lr=args.lr,
                     eval_interval=args.eval_interval,
                     target_accuracy=args.target_accuracy, max_time=args.max_time,
-                    compress=compress)  # fmt: skip
+                    compress=compress, compress_down=compress_down)  # fmt: skip
     return simulate(cfg).time_to_target
 
 
@@ -202,6 +220,7 @@ def _fmt(v: float | None, spec: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from edgeps.codecs import parse_compress
+    from edgeps.kernels import params_codec
     from edgeps.transport.units import format_rate
 
     if args.quick:
@@ -209,7 +228,9 @@ def run(args: argparse.Namespace) -> int:
         args.rows, args.max_time = "f32,int8", min(args.max_time, 60.0)
     try:
         for r in args.rows.split(","):
-            parse_compress(r)
+            up, down = split_row(r)
+            parse_compress(up)
+            params_codec.parse_code(down)
         if args.repeat < 1 or args.workers < 1:
             raise ValueError("--repeat and --workers must be at least 1")
         rows = measure(args)

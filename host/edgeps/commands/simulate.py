@@ -56,6 +56,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--compress", default=d.compress, help="UPDATE code: f32, f16, int8, topk:F"
     )
+    parser.add_argument(
+        "--compress-down", default=d.compress_down, help="PARAMS code: f32, f16, int8"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead")
     parser.add_argument("--plot", metavar="FILE", help="also draw it: .png, .svg")
 
@@ -81,6 +84,7 @@ def _config(args: argparse.Namespace) -> SimConfig:
         link_delay=args.link_delay,
         link_loss=args.link_loss,
         compress=args.compress,
+        compress_down=args.compress_down,
     )
 
 
@@ -166,6 +170,8 @@ def run(args: argparse.Namespace) -> int:
         head += f", links {rate}, {delay} delay"
     if cfg.compress != "f32":
         head += f", updates {cfg.compress}"
+    if cfg.compress_down != "f32":
+        head += f", releases {cfg.compress_down}"
     if summaries is None:
         if args.plot and draw([summarize(cfg.policy, [result])], cfg, args.plot):
             return 2

@@ -6,7 +6,8 @@ with. A message costs the bytes of the MQTT PUBLISH packets that carry it:
 the wire's chunks as the host wire encoder (``edgeps_worker.wire_host``)
 frames them at the emulator's chunk size, each in the MQTT PUBLISH packet
 the board's own client encodes (``edgeps_worker.mqtt_packets``); an UPDATE
-body has the length of the job's ``--compress`` code. Not priced:
+body has the length of the job's ``--compress`` code, a PARAMS body that of
+its ``--compress-down`` code. Not priced:
 PUBACKs, pings, the retained MODEL, the CONNECT and SUBSCRIBE of a (re)join.
 """
 
@@ -19,6 +20,7 @@ import numpy as np
 from edgeps_worker import mqtt_packets, wire, wire_host
 
 from edgeps.codecs import parse_compress
+from edgeps.kernels import params_codec
 from edgeps.transport.shaping import LinkPipe
 from edgeps.workloads.links import link_shape
 from edgeps.workloads.scenarios import WorkerProfile
@@ -39,15 +41,19 @@ def message_bytes(
     model: str,
     max_chunk: int = EMULATED_CHUNK,
     compress: str = "f32",
+    compress_down: str = "f32",
 ) -> dict[str, int]:
-    """Bytes on the link of each message kind for one worker (PARAMS f32, no HMAC)."""
+    """Bytes on the link of each message kind for one worker (no HMAC)."""
     zeros = np.zeros(n_params, dtype=np.float32)
     up, down = wire.topic_up(SIM_JOB, wid), wire.topic_down(SIM_JOB, wid)
     code = parse_compress(compress)
     body = bytes(code.update_bytes(n_params))
     update = wire_host.encode_update(SIM_JOB, wid, 1, 1, 1, 1, 0.0, 32, 0.0, body,
                                      dtype=code.code, max_chunk=max_chunk)  # fmt: skip
-    params = wire_host.encode_params(SIM_JOB, wid, 1, 1, 1, zeros, max_chunk=max_chunk)
+    down_code = params_codec.parse_code(compress_down)
+    params = wire_host.encode_params(SIM_JOB, wid, 1, 1, 1,
+                                     params_codec.encode(zeros, down_code),
+                                     max_chunk=max_chunk, dtype=down_code)  # fmt: skip
     hello = wire.encode_hello(SIM_JOB, wid, 1, 1, model, max_chunk)
     heartbeat = wire.encode_heartbeat(SIM_JOB, wid, 1, 1)
     return {
@@ -75,10 +81,12 @@ class SimLink:
         model: str,
         rng: np.random.Generator,
         compress: str = "f32",
+        compress_down: str = "f32",
     ) -> SimLink:
         shape = link_shape(profile)
         draw = rng.random
-        sizes = message_bytes(wid, n_params, model, compress=compress)
+        sizes = message_bytes(wid, n_params, model, compress=compress,
+                              compress_down=compress_down)  # fmt: skip
         return cls(LinkPipe(shape, draw), LinkPipe(shape, draw), sizes)
 
     def arrival(self, direction: str, kind: str, now: float) -> float:

@@ -36,6 +36,7 @@ from edgeps.core.types import (
     Tick,
     WorkerLeft,
 )
+from edgeps.kernels import params_codec
 from edgeps.policy import parse_policy
 from edgeps.sim.engine import EventLoop
 from edgeps.sim.links import SimLink
@@ -121,6 +122,7 @@ class Simulator:
         profiles = with_links(self.scenario.profiles, **links)
         self.policy = parse_policy(cfg.policy)
         self.compress = parse_compress(cfg.compress)
+        self.params_code = params_codec.parse_code(cfg.compress_down)
         self.server = ParameterServer(
             self.spec.init_params(cfg.seed),
             policy=self.policy,
@@ -139,7 +141,9 @@ class Simulator:
             w = SimWorker(wid, profile, X, y, seed=cfg.seed, index=index, batch=batch)
             if is_shaped(profile):
                 n, spec = self.spec.n_params, str(self.spec)
-                w.link = SimLink.build(wid, profile, n, spec, w.link_rng, cfg.compress)
+                w.link = SimLink.build(
+                    wid, profile, n, spec, w.link_rng, cfg.compress, cfg.compress_down
+                )
             self.workers[wid] = w
         self.loop = EventLoop()
         self.trace: list[tuple[float, float]] = []
@@ -253,6 +257,8 @@ class Simulator:
         if epoch != w.epoch:
             return  # crashed meanwhile: the work is lost
         X, y = w.next_batch(w.batch)
+        if self.params_code != F32:  # the board holds what its release decodes to
+            params = params_codec.decoded(params, self.params_code)
         loss, grad = kernels.loss_and_grad(self.spec, params, X, y)
         if self.compress.code != F32:  # what the PS decodes, error feedback and all
             w.encoder = w.encoder or GradEncoder(grad.shape[0])

@@ -35,6 +35,8 @@ class SimConfig:
     link_delay: float | None = None
     link_loss: float | None = None
     compress: str = "f32"  # UPDATE code (edgeps.codecs): sizes on the link, and error
+    # PARAMS code (f32, f16, int8): sizes on the link, and what a board computes on
+    compress_down: str = "f32"
 
     def __post_init__(self) -> None:
         positive = {
