@@ -17,7 +17,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from edgeps.commands.emulate import EmulationConfig, SensorReport, profile_class
+from edgeps.emulate.common import EmulationConfig, SensorReport, profile_class
 from edgeps.emulate.loop import EventLoop
 from edgeps.emulate.sensor import Sensor, SensorEnv
 from edgeps.emulate.timers import spread
@@ -91,6 +91,18 @@ def _job_model(cfg: EmulationConfig, stop: Any, deadline: float | None) -> str |
     if job is None or job.state == "done":
         return None
     return job.model
+
+
+def _complete(model: str, dataset: str, seed: int) -> str:
+    """A short model form completed for the dataset, as the thread engine does."""
+    from edgeps.commands.model_forms import complete_model
+    from edgeps.kernels import ModelSpec
+    from edgeps.workloads import datasets
+
+    ds = datasets.load_dataset(dataset, seed)
+    sizes = ModelSpec.parse(ds.model_spec)
+    full = complete_model(model, sizes.n_features, max(2, sizes.n_classes))
+    return str(ModelSpec.parse(full))
 
 
 def run_shard(
@@ -224,6 +236,10 @@ class LoopEmulation:
             raise ValueError("shaped links (--link-rate) need the thread engine")
         self.scenario = replace(self.scenario, profiles=shaped)
         self.processes = min(processes, self.scenario.n_workers)
+        if cfg.model is not None:
+            self.config = replace(
+                cfg, model=_complete(cfg.model, cfg.dataset, cfg.seed)
+            )
         self.reports = {
             wid: SensorReport(wid, profile_class(p))
             for wid, p in self.scenario.profiles.items()
