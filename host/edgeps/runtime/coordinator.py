@@ -38,6 +38,7 @@ from edgeps.core.types import (
 )
 from edgeps.observe.fields import add_run_fields
 from edgeps.runtime.accounting import Accounting
+from edgeps.runtime.inbound import Inbound
 from edgeps.runtime.ingest import Ingest
 from edgeps.runtime.metrics import MetricsWriter, Progress
 from edgeps.runtime.outbox import Outbox
@@ -95,6 +96,7 @@ class Summary:
     dropped: dict[str, int] = field(default_factory=dict)
     unknown: dict[str, Any] = field(default_factory=dict)  # see runtime.accounting
     broker: dict[str, Any] = field(default_factory=dict)
+    inbound: dict[str, Any] = field(default_factory=dict)  # see runtime.inbound
 
 
 class Coordinator:
@@ -147,6 +149,7 @@ class Coordinator:
             send_rejects=settings.send_rejects,
         )
         self.rejected: Counter[str] = Counter()
+        self.inbound = Inbound()
         self.staleness_counts: Counter[int] = Counter()  # applied updates by staleness
         self.accuracy: float | None = None
         self.first_applied_at: float | None = None
@@ -180,6 +183,7 @@ class Coordinator:
 
     def on_release(self, action: Release) -> None:
         self.outbox.release(action)
+        self.inbound.released(action, self.clock())
 
     def on_applied(self, action: Applied) -> None:
         self.applied += 1
@@ -221,6 +225,7 @@ class Coordinator:
             self.accounting.feed_sys(topic, payload)
             return
         item = self.ingest.feed(topic, payload, now)
+        self.inbound.feed(item, now)
         if isinstance(item, Rejected):
             # ingest counted it as a drop too: charge it once, as a rejection
             self.accounting.resync(self.ingest.dropped)
@@ -243,6 +248,7 @@ class Coordinator:
     # ---- periodic work
     def tick(self, now: float) -> None:
         self.ingest.expire(now)
+        self.inbound.sample(self.link)
         self.accounting.resync(self.ingest.dropped)
         carry_out(self.server.handle(Tick(), now), self)
 
@@ -277,6 +283,7 @@ class Coordinator:
             "dropped": self.dropped(),
             "unknown": self.unknown(),
             "broker": self.broker_report(),
+            "inbound": self.inbound.report(),
         }
         return add_run_fields(
             record,
@@ -433,4 +440,5 @@ class Coordinator:
             dropped=self.dropped(),
             unknown=self.unknown(),
             broker=self.broker_report(),
+            inbound=self.inbound.report(),
         )
