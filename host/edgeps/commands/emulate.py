@@ -44,7 +44,12 @@ from edgeps.commands.connection import (
 from edgeps.commands.emulate_links import SensorLinks
 from edgeps.commands.link_flags import add_link_flags, link_overrides
 from edgeps.commands.model_forms import EXAMPLES, complete_model
-from edgeps.emulate.common import EmulationConfig, SensorReport, profile_class
+from edgeps.emulate.common import (
+    EmulationConfig,
+    SensorReport,
+    profile_class,
+    with_compute,
+)
 from edgeps.transport.impair import ImpairedTransport, LinkProfile
 from edgeps.transport.options import ConnectionOptions
 from edgeps.transport.paho_link import MqttLink
@@ -123,7 +128,7 @@ class Emulation:
             self.scenario = make_scenario(cfg.scenario, cfg.n_workers, cfg.seed)
         links = {"rate": cfg.link_rate, "delay": cfg.link_delay, "loss": cfg.link_loss}
         shaped = with_links(self.scenario.profiles, **links)
-        self.scenario = replace(self.scenario, profiles=shaped)
+        self.scenario = replace(self.scenario, profiles=with_compute(shaped, cfg))
         self.links = SensorLinks(cfg.connection, self.scenario.profiles, seed=cfg.seed)
         self._make_transport = lambda wid: MqttLink(self.links.options(wid), wid)
         n = self.scenario.n_workers
@@ -329,6 +334,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add_link_flags(parser)
     parser.add_argument(
+        "--compute-time",
+        type=float,
+        metavar="S",
+        help="base seconds per iteration of every sensor (default: the scenario's)",
+    )
+    parser.add_argument(
         "--processes",
         type=int,
         default=1,
@@ -387,6 +398,7 @@ def run(args: argparse.Namespace) -> int:
             iid=args.iid, duration=args.duration, batch=args.batch,
             model=args.model, max_iterations=args.max_iterations,
             hmac_key=read_key(args.hmac_key_file), **link_overrides(args),
+            compute_time=args.compute_time,
         )  # fmt: skip
         emu: Any
         if engine == "loop":

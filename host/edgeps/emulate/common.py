@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from edgeps.transport.options import ConnectionOptions
 from edgeps.transport.units import format_rate
@@ -67,3 +67,17 @@ class EmulationConfig:
     link_rate: float | None = None
     link_delay: float | None = None
     link_loss: float | None = None
+    # every sensor's base iteration time (s), instead of the scenario's
+    compute_time: float | None = None
+
+
+def with_compute(
+    profiles: dict[str, WorkerProfile], cfg: EmulationConfig
+) -> dict[str, WorkerProfile]:
+    """The profiles with ``cfg.compute_time`` as every sensor's base time, if set."""
+    t = cfg.compute_time
+    if t is None:
+        return profiles
+    if not t > 0:
+        raise ValueError("compute_time must be > 0 seconds")
+    return {w: replace(p, compute_time=t) for w, p in profiles.items()}

@@ -17,7 +17,12 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from edgeps.emulate.common import EmulationConfig, SensorReport, profile_class
+from edgeps.emulate.common import (
+    EmulationConfig,
+    SensorReport,
+    profile_class,
+    with_compute,
+)
 from edgeps.emulate.loop import EventLoop
 from edgeps.emulate.sensor import Sensor, SensorEnv
 from edgeps.emulate.timers import spread
@@ -234,7 +239,7 @@ class LoopEmulation:
         shaped = with_links(self.scenario.profiles, **links)
         if any(is_shaped(p) for p in shaped.values()):
             raise ValueError("shaped links (--link-rate) need the thread engine")
-        self.scenario = replace(self.scenario, profiles=shaped)
+        self.scenario = replace(self.scenario, profiles=with_compute(shaped, cfg))
         self.processes = min(processes, self.scenario.n_workers)
         if cfg.model is not None:
             self.config = replace(
