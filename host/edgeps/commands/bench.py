@@ -21,6 +21,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     ),
     "fw-kernels": ("edgeps.bench.fw_kernels", "board kernels: MicroPython vs numpy"),
     "links": ("edgeps.bench.links", "bytes through a shaped link vs bytes * 8 / rate"),
+    "scale": ("edgeps.bench.scale", "N emulated sensors at 1 update/s: rates, CPU"),
 }
 
 
