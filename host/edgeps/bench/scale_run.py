@@ -100,6 +100,7 @@ class RunResult:
     offered_per_s: float = 0.0
     applied_per_s: float = 0.0
     rejected: int = 0
+    rejected_by_reason: dict[str, int] = field(default_factory=dict)
     serve_cpu: float = 0.0  # cores (1.0 = one core busy)
     emulator_cpu: float = 0.0
     broker_cpu: float = 0.0
@@ -261,6 +262,12 @@ def _fill_from_summary(res: RunResult, summary: dict[str, Any]) -> None:
     res.rejected = sum(int(w.get("rejected", 0)) for w in workers.values()) + int(
         summary.get("unknown", {}).get("rejected", 0)
     )
+    reasons: dict[str, int] = {}
+    rows = [*workers.values(), summary.get("unknown", {})]
+    for w in rows:
+        for k, v in w.get("rejected_by_reason", {}).items():
+            reasons[k] = reasons.get(k, 0) + int(v)
+    res.rejected_by_reason = reasons
     inbound = summary.get("inbound", {})
     res.inbox_depth_p99 = inbound.get("inbox_depth_p99")
     res.latency_ms_p50 = inbound.get("push_to_release_ms_p50")
