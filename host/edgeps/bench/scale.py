@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
+import sys
 from dataclasses import asdict
 from typing import Any
 
@@ -107,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
     if not sizes or min(sizes) < 1 or not 5.0 <= args.duration <= MAX_DURATION:
         print(f"edgeps bench scale: sizes >= 1, duration in 5..{MAX_DURATION:g} s")
         return 2
+    # a SIGTERM unwinds like Ctrl-C, so each run's finally stops its processes
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     rows = []
     for n, policy in plan(sizes, policies):
         procs = args.processes or (1 if n <= 500 else 2)

@@ -171,6 +171,8 @@ def one_run(spec: RunSpec) -> RunResult:
                     spec.model,
                     "--lr",
                     str(spec.lr),
+                    "--norm-guard",
+                    "0",
                     "--max-time",
                     str(serve_time),
                     "--json",
