@@ -199,6 +199,10 @@ def _child(
     t0: float,
     out: Any,
 ) -> None:
+    import signal
+
+    # the parent turns Ctrl-C and SIGTERM into the shared stop event
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         out.put(run_shard(cfg, entries, n, stop, deadline, t0))
     except Exception as exc:
