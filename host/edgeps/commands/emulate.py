@@ -1,6 +1,9 @@
 """`edgeps emulate`: N emulated MQTT sensors running the real worker loop.
 
-Each sensor is a thread that runs the shared ``Worker`` loop with a paho
+Two engines, one command (`pick_engine`): ``--engine loop`` runs thousands
+of sensors from one event loop per process (`edgeps.emulate`, ``--processes``
+to spread them over cores); the thread engine below stays for small runs and
+shaped links. With the thread engine each sensor is a thread that runs the shared ``Worker`` loop with a paho
 transport and the C-kernel trainer, shaped by a ``WorkerProfile`` from
 ``edgeps.workloads.scenarios``: its compute is stretched to the profile's iteration
 time (straggler factor, transient interference) by sleeping after the real
