@@ -15,7 +15,11 @@ warm-up:
   cores (1.0 = one core busy), from /proc;
 - serve's inbox depth p99 and push-to-release latency p50/p95 (host side,
   edgeps.runtime.inbound), the broker's dropped publishes ($SYS) and its
-  "Outgoing messages are being dropped" log lines.
+  "Outgoing messages are being dropped" log lines;
+- the sensors' own round trip p50/p95 (an UPDATE sent to the next release
+  computed on: serve's inbox wait and the broker included), the emulator's
+  CPU per update, and the whole machine's busy cores (other load included:
+  on a shared box, a part starved of CPU shows here, not in its own column).
 """
 
 from __future__ import annotations
@@ -75,7 +79,8 @@ def _fmt(v: Any, spec: str = ".0f") -> str:
 def table(rows: list[RunResult]) -> str:
     cols = ("sensors", "policy", "offered/s", "applied/s", "rejected", "serve_cpu",
             "emu_cpu", "broker_cpu", "inbox_p99", "lat_p50_ms", "lat_p95_ms",
-            "broker_dropped", "emu_ms/upd")  # fmt: skip
+            "broker_dropped", "rtt_p50_ms", "rtt_p95_ms", "emu_ms/upd",
+            "box_cpu")  # fmt: skip
     out: list[tuple[str, ...]] = [cols]
     for r in rows:
         dropped = r.broker_dropped if r.broker_dropped is not None else 0
@@ -85,7 +90,9 @@ def table(rows: list[RunResult]) -> str:
             _fmt(r.broker_cpu, ".2f"), _fmt(r.inbox_depth_p99),
             _fmt(r.latency_ms_p50, ".1f"), _fmt(r.latency_ms_p95, ".1f"),
             f"{dropped}+{r.broker_log_drops}log",
-            _fmt(r.emulator.get("cpu_ms_per_update"), ".3f"),
+            _fmt(r.emulator.get("round_trip_ms_p50"), ".0f"),
+            _fmt(r.emulator.get("round_trip_ms_p95"), ".0f"),
+            _fmt(r.emulator.get("cpu_ms_per_update"), ".3f"), _fmt(r.box_cpu, ".2f"),
         ) if not r.error else (str(r.sensors), r.policy, "error: " + r.error)
         + ("",) * (len(cols) - 3))  # fmt: skip
     widths = [max(len(row[i]) for row in out) for i in range(len(cols))]
@@ -94,7 +101,9 @@ def table(rows: list[RunResult]) -> str:
     lines.append(
         "CPU in cores (1.00 = one core busy) over the measuring window; "
         "latency: host side, UPDATE complete -> its release published; "
-        "broker_dropped: $SYS publish/messages/dropped + log lines"
+        "broker_dropped: $SYS publish/messages/dropped + log lines; rtt: sensor "
+        "side, its UPDATE sent -> the next release computed on (inbox wait "
+        "included); box_cpu: the whole machine, other load included"
     )
     return "\n".join(lines)
 

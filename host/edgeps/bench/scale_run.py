@@ -70,6 +70,14 @@ def cpu_seconds(pid: int) -> float:
     return total
 
 
+def box_busy_seconds() -> float:
+    """CPU seconds all cores of this machine spent busy since boot (/proc/stat)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / TICKS
+
+
 def _wait_port(port: int, timeout: float) -> bool:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -104,6 +112,7 @@ class RunResult:
     serve_cpu: float = 0.0  # cores (1.0 = one core busy)
     emulator_cpu: float = 0.0
     broker_cpu: float = 0.0
+    box_cpu: float = 0.0  # every process of the machine, others' included
     inbox_depth_p99: float | None = None
     latency_ms_p50: float | None = None
     latency_ms_p95: float | None = None
@@ -216,10 +225,12 @@ def one_run(spec: RunSpec) -> RunResult:
             t_first = start + min(spec.duration / 2, ramp + spec.warmup)
             t_last = start + spec.duration - 1.0
             time.sleep(max(0.0, t_first - time.monotonic()))
+            box1 = box_busy_seconds()
             wall1, c1 = time.time(), [cpu_seconds(p.pid) for p in (serve, emu, broker)]
             time.sleep(max(0.0, t_last - time.monotonic()))
             wall2, c2 = time.time(), [cpu_seconds(p.pid) for p in (serve, emu, broker)]
             dt = wall2 - wall1
+            res.box_cpu = round((box_busy_seconds() - box1) / dt, 2)
             res.window_s = round(dt, 2)
             res.serve_cpu, res.emulator_cpu, res.broker_cpu = (
                 round((b - a) / dt, 3) for a, b in zip(c1, c2, strict=True)

@@ -26,6 +26,7 @@ from edgeps.emulate.common import (
 from edgeps.emulate.loop import EventLoop
 from edgeps.emulate.sensor import Sensor, SensorEnv
 from edgeps.emulate.timers import spread
+from edgeps.runtime.inbound import percentiles
 from edgeps.transport.options import ConnectionOptions
 from edgeps.workloads.links import is_shaped, with_links
 from edgeps.workloads.scenarios import Scenario, WorkerProfile, make_scenario
@@ -46,6 +47,7 @@ class ShardResult:
     rss_base: int = 0  # bytes resident before the sensors started
     rss_end: int = 0  # bytes resident at the end
     sensors: int = 0
+    round_trips: list[float] = field(default_factory=list)  # seconds, a sample
     error: str = ""
 
 
@@ -172,6 +174,7 @@ def run_shard(
     result.rss_end = rss_bytes()
     result.cpu_s = time.process_time() - cpu_start
     result.reports = [asdict(r) for r in reports]
+    result.round_trips = list(env.round_trips)
     log.debug(
         "shard done: %d sensors, %.2fs CPU in all",
         len(sensors),
@@ -343,12 +346,14 @@ class LoopEmulation:
         return time.monotonic() - self._t0 if self._t0 else 0.0
 
     @property
-    def cost(self) -> dict[str, float]:
+    def cost(self) -> dict[str, float | None]:
         """The emulator's own cost: CPU ms per update, resident KiB per sensor."""
         cpu = sum(r.cpu_s for r in self.results)
         pushes = sum(r.stats.get("pushes", 0) for r in self.reports.values())
         sensors = sum(r.sensors for r in self.results) or 1
         rss = sum(max(0, r.rss_end - r.rss_base) for r in self.results)
+        trips = [t for r in self.results for t in r.round_trips]
+        p50, p95 = percentiles(trips, (50.0, 95.0))
         return {
             "processes": float(len(self.results)),
             "cpu_s": round(cpu, 3),
@@ -358,4 +363,6 @@ class LoopEmulation:
             else float("nan"),
             "rss_kib_per_sensor": round(rss / 1024 / sensors, 1),
             "rss_mib_total": round(sum(r.rss_end for r in self.results) / 2**20, 1),
+            "round_trip_ms_p50": None if p50 is None else round(1000 * p50, 2),
+            "round_trip_ms_p95": None if p95 is None else round(1000 * p95, 2),
         }

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -48,6 +48,8 @@ class SensorEnv:
     max_chunk: int = 1 << 16
     hmac_key: bytes | None = None
     ending: bool = False
+    # seconds from an UPDATE leaving a sensor to the next release it computes on
+    round_trips: deque[float] = field(default_factory=lambda: deque(maxlen=1 << 15))
 
 
 class Sensor:
@@ -77,6 +79,7 @@ class Sensor:
         self._inbox: deque[tuple[str, bytes]] = deque()
         self._backoff = 0.25
         self._resume_at: float | None = None
+        self._sent_at: float | None = None  # when the last UPDATE left (held)
 
     # -- scheduling helpers --
 
@@ -138,6 +141,7 @@ class Sensor:
         self._later(now + TICK * (0.5 + self.rng.random()), self._tick)
 
     def _connect(self) -> None:
+        self._sent_at = None
         try:
             self.worker.start_link()
         except OSError as exc:
@@ -200,8 +204,12 @@ class Sensor:
     def _compute(self, seconds: float) -> None:
         """The trainer's rest-of-iteration "sleep": hold the link, resume after."""
         assert self.link is not None
+        now = self.env.loop.now()
+        if self._sent_at is not None and now > self._sent_at:
+            self.env.round_trips.append(now - self._sent_at)
         self.link.hold(seconds)
         at = self.link.sendq.hold_until
+        self._sent_at = at
         if self._resume_at is None or at > self._resume_at:
             self._resume_at = at
             self._later(at, self._resume)
