@@ -3,15 +3,15 @@
 Two engines, one command (`pick_engine`): ``--engine loop`` runs thousands
 of sensors from one event loop per process (`edgeps.emulate`, ``--processes``
 to spread them over cores); the thread engine below stays for small runs and
-shaped links. With the thread engine each sensor is a thread that runs the shared ``Worker`` loop with a paho
-transport and the C-kernel trainer, shaped by a ``WorkerProfile`` from
-``edgeps.workloads.scenarios``: its compute is stretched to the profile's iteration
-time (straggler factor, transient interference) by sleeping after the real
-gradient; its link delays, jitters and drops publishes (QoS1 drops become
-retransmissions), or its MQTT bytes cross a shaped link both ways
-(``--link-rate``, edgeps.commands.emulate_links); and it crashes (the TCP link
-is cut, so the broker fires its last will) and rejoins as a new process (a new
-session) at the profile's times.
+shaped links. With the thread engine each sensor is a thread that runs the
+shared ``Worker`` loop with a paho transport and the C-kernel trainer, shaped
+by a ``WorkerProfile`` from ``edgeps.workloads.scenarios``: its compute is
+stretched to the profile's iteration time (straggler factor, transient
+interference) by sleeping after the real gradient; its link delays, jitters
+and drops publishes (QoS1 drops become retransmissions), or its MQTT bytes
+cross a shaped link both ways (``--link-rate``, edgeps.commands.emulate_links);
+and it crashes (the TCP link is cut, so the broker fires its last will) and
+rejoins as a new process (a new session) at the profile's times.
 
 Threads, not processes: an emulated sensor spends almost all its time
 sleeping or waiting on the broker, and one process holds numpy, paho and the
