@@ -4,7 +4,7 @@ For each size in ``--sizes`` and each policy (ASP, DSP, and BSP up to
 ``BSP_UP_TO`` sensors) it starts a private mosquitto with a config of its own
 (edgeps.bench.scale_run.BROKER_CONF: no queue, in-flight or connection
 limits), ``edgeps serve`` and ``edgeps emulate --engine loop`` whose sensors
-compute for about a second per iteration, runs them for ``--duration``
+compute for about a second per iteration, runs them for ``--max-time``
 seconds and reads, over a window that starts after the connect ramp and a
 warm-up:
 
@@ -52,7 +52,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help=f"policies, comma separated (bsp only up to {BSP_UP_TO} sensors)",
     )
     parser.add_argument(
-        "--duration",
+        "--max-time",
+        dest="duration",
         type=float,
         default=60.0,
         help=f"seconds per run, at most {MAX_DURATION:g} (default: 60)",

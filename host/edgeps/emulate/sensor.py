@@ -142,6 +142,7 @@ class Sensor:
 
     def _connect(self) -> None:
         self._sent_at = None
+        self._inbox.clear()  # what the last link brought belongs to its session
         try:
             self.worker.start_link()
         except OSError as exc:
