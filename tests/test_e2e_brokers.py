@@ -21,8 +21,8 @@ from aedes_cluster import Cluster, start_cluster
 from conftest import start_mosquitto
 from edgeps.commands.emulate import Emulation
 from edgeps.commands.serve_config import merge
-from edgeps.runtime.coordinator import Summary
 from edgeps.runtime.job import Job
+from edgeps.runtime.summary import Summary
 from edgeps.transport import broker as brokers
 from edgeps.transport.broker import open_broker
 from edgeps.transport.options import ConnectionOptions

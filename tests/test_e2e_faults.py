@@ -15,8 +15,8 @@ import paho.mqtt.client as mqtt
 import pytest
 from edgeps.commands.emulate import Emulation
 from edgeps.commands.serve_config import merge
-from edgeps.runtime.coordinator import Summary
 from edgeps.runtime.job import Job
+from edgeps.runtime.summary import Summary
 from edgeps.transport.broker import open_broker
 from edgeps_worker import wire_host as wire
 

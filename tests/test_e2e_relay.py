@@ -22,8 +22,8 @@ from edgeps.commands.serve_config import merge
 from edgeps.core.types import WorkerState
 from edgeps.relay import Relay, RelayConfig, RelaySummary
 from edgeps.relay.bridge import start_bridged_mosquitto
-from edgeps.runtime.coordinator import Summary
 from edgeps.runtime.job import Job
+from edgeps.runtime.summary import Summary
 from edgeps.security.keys import derive_worker_key, new_master_key, write_key_file
 from edgeps.transport.broker import BrokerAddress, BrokerHandle, open_broker
 from edgeps.transport.options import ConnectionOptions

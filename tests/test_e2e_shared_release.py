@@ -17,8 +17,8 @@ from edgeps.commands.emulate import Emulation
 from edgeps.commands.serve_config import merge
 from edgeps.kernels import params_codec
 from edgeps.kernels.spec import ModelSpec
-from edgeps.runtime.coordinator import Summary
 from edgeps.runtime.job import Job
+from edgeps.runtime.summary import Summary
 from edgeps.transport.broker import open_broker
 from edgeps_worker import wire_host as wire
 from paho.mqtt.enums import CallbackAPIVersion

@@ -189,6 +189,18 @@ class Worker:
 
     def _session(self):
         """Connect, join and work until a stop reason is set or the link fails."""
+        self.start_link()
+        while self.stop_reason is None:
+            if self._should_stop():
+                self.stop_reason = "stopped"
+                return
+            self.run_timers()
+            msg = self.t.poll(self._poll_budget(self._joined))
+            if msg is not None:
+                self.feed(msg[0], msg[1])
+
+    def start_link(self):
+        """Step API (run() is built on it): connect, subscribe, new session."""
         self.nonce = clock.random_u64()
         bye = wire.encode_bye(self.job, self.wid, self.nonce, "lost", self.key)
         self.t.connect(self.up, bye)
@@ -198,33 +210,26 @@ class Worker:
         self._note("connected")
         self._sink.reset()
         self.session = None
+        self._joined = False
         if self._unacked is not None:
             # its session is gone: HELLO first, never resend it
             self._unacked = None
             self.stats["dropped_updates"] += 1
-        joined = False
-        while self.stop_reason is None:
-            if self._should_stop():
-                self.stop_reason = "stopped"
-                return
-            if not joined and self.model_state == "running":
-                # a rejoin need not await the retained MODEL again
-                self._hello()
-                joined = True
-            msg = self.t.poll(self._poll_budget(joined))
-            if msg is not None:
-                self._dispatch(msg[0], msg[1])
-            if joined and self.stop_reason is None:
-                self._timers()
 
     def _poll_budget(self, joined):
         if not joined:
             return self.poll_ms
-        now = clock.ticks_ms()
-        left = self.heartbeat_ms - clock.ticks_diff(now, self._last_hb)
+        left = self.heartbeat_ms - clock.ticks_diff(clock.ticks_ms(), self._last_hb)
         return max(1, min(self.poll_ms, left))
 
-    def _timers(self):
+    def run_timers(self):
+        """Join once MODEL says running; heartbeat and release timeout when due."""
+        joined = self._joined or self.model_state == "running"
+        if self.stop_reason is not None or not joined:
+            return
+        if not self._joined:
+            self._hello()  # a rejoin need not await the retained MODEL again
+            self._joined = True
         now = clock.ticks_ms()
         if clock.ticks_diff(now, self._last_hb) >= self.heartbeat_ms:
             if self.session is not None:
@@ -431,6 +436,9 @@ class Worker:
             self.t.close()
         except OSError:
             pass
+
+    feed = _dispatch  # step API: handle one received message
+    leave = _leave  # step API: BYE on a live link, then close it
 
     def _bad(self, reason):
         self.stats["bad_messages"] += 1

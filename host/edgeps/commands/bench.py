@@ -23,6 +23,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "links": ("edgeps.bench.links", "bytes through a shaped link vs bytes * 8 / rate"),
     "relay": ("edgeps.bench.relay", "central message rate with and without relays"),
     "compression": ("edgeps.bench.compression", "uplink codecs on 250 kbit/s links"),
+    "scale": ("edgeps.bench.scale", "N emulated sensors at 1 update/s: rates, CPU"),
 }
 
 

@@ -1,14 +1,17 @@
 """`edgeps emulate`: N emulated MQTT sensors running the real worker loop.
 
-Each sensor is a thread that runs the shared ``Worker`` loop with a paho
-transport and the C-kernel trainer, shaped by a ``WorkerProfile`` from
-``edgeps.workloads.scenarios``: its compute is stretched to the profile's iteration
-time (straggler factor, transient interference) by sleeping after the real
-gradient; its link delays, jitters and drops publishes (QoS1 drops become
-retransmissions), or its MQTT bytes cross a shaped link both ways
-(``--link-rate``, edgeps.commands.emulate_links); and it crashes (the TCP link
-is cut, so the broker fires its last will) and rejoins as a new process (a new
-session) at the profile's times.
+Two engines, one command (`pick_engine`): ``--engine loop`` runs thousands
+of sensors from one event loop per process (`edgeps.emulate`, ``--processes``
+to spread them over cores); the thread engine below stays for small runs and
+shaped links. With the thread engine each sensor is a thread that runs the
+shared ``Worker`` loop with a paho transport and the C-kernel trainer, shaped
+by a ``WorkerProfile`` from ``edgeps.workloads.scenarios``: its compute is
+stretched to the profile's iteration time (straggler factor, transient
+interference) by sleeping after the real gradient; its link delays, jitters
+and drops publishes (QoS1 drops become retransmissions), or its MQTT bytes
+cross a shaped link both ways (``--link-rate``, edgeps.commands.emulate_links);
+and it crashes (the TCP link is cut, so the broker fires its last will) and
+rejoins as a new process (a new session) at the profile's times.
 
 Threads, not processes: an emulated sensor spends almost all its time
 sleeping or waiting on the broker, and one process holds numpy, paho and the
@@ -29,7 +32,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from typing import Any
 
 import numpy as np
@@ -44,10 +47,15 @@ from edgeps.commands.connection import (
 from edgeps.commands.emulate_links import SensorLinks
 from edgeps.commands.link_flags import add_link_flags, link_overrides
 from edgeps.commands.model_forms import EXAMPLES, complete_model
+from edgeps.emulate.common import (
+    EmulationConfig,
+    SensorReport,
+    profile_class,
+    with_compute,
+)
 from edgeps.transport.impair import ImpairedTransport, LinkProfile
 from edgeps.transport.options import ConnectionOptions
 from edgeps.transport.paho_link import MqttLink
-from edgeps.transport.units import format_rate
 from edgeps.worker.trainer import EmulatedTrainer, NativeTrainer
 from edgeps.workloads.links import is_shaped, with_links
 from edgeps.workloads.scenarios import Scenario, WorkerProfile, make_scenario
@@ -55,6 +63,7 @@ from edgeps.workloads.scenarios import Scenario, WorkerProfile, make_scenario
 log = logging.getLogger("edgeps.commands.emulate")
 
 MAX_SENSORS = 256  # one thread and one broker connection each
+THREADS_UP_TO = 64  # --engine auto: above this, one event loop per process
 
 
 class _LifeStop:
@@ -82,66 +91,6 @@ class _LifeStop:
                 self.crashed = True
             return True
         return False
-
-
-def profile_class(p: WorkerProfile) -> str:
-    """A short label for tables: what makes this sensor special."""
-    tags = []
-    if p.straggler_factor > 1:
-        tags.append(f"straggler x{p.straggler_factor:g}")
-    if p.interference_p > 0:
-        tags.append(f"interference p={p.interference_p:g}")
-    if p.crash_at is not None:
-        tags.append("churn")
-    if p.link_rate:
-        tags.append(format_rate(p.link_rate))
-    if p.loss_p > 0:
-        tags.append(f"loss {p.loss_p:g}")
-    return ", ".join(tags) or "normal"
-
-
-@dataclass
-class SensorReport:
-    """What one emulated sensor did, over all its lives."""
-
-    worker_id: str
-    profile: str
-    lives: int = 0
-    clock: int = 0
-    stats: dict[str, int] = field(default_factory=dict)
-    retransmits: int = 0
-    last_loss: float = float("nan")
-    stop_reason: str = ""
-    error: str = ""
-    link: dict[str, int] = field(default_factory=dict)  # shaped: bytes each way
-
-    def add(self, name: str, value: int) -> None:
-        self.stats[name] = self.stats.get(name, 0) + value
-
-
-@dataclass(frozen=True)
-class EmulationConfig:
-    connection: ConnectionOptions
-    job: str
-    n_workers: int = 8
-    scenario: str = "homogeneous"
-    dataset: str = "sensors"
-    seed: int = 0
-    iid: bool = True
-    duration: float | None = None
-    batch: int = 32
-    model: str | None = None  # None: take the job's MODEL
-    max_iterations: int = 0
-    heartbeat_ms: int = 5000
-    release_timeout_ms: int = 15000
-    max_chunk: int = 1 << 16  # whole-model messages, see edgeps.commands.worker
-    hmac_key: bytes | None = None  # master key: each sensor signs with its own
-    # explicit worker id -> profile, instead of a named scenario
-    profiles: dict[str, WorkerProfile] | None = None
-    # shape every sensor's link (bits/s, seconds, segment loss); None: scenario's
-    link_rate: float | None = None
-    link_delay: float | None = None
-    link_loss: float | None = None
 
 
 class Emulation:
@@ -182,7 +131,7 @@ class Emulation:
             self.scenario = make_scenario(cfg.scenario, cfg.n_workers, cfg.seed)
         links = {"rate": cfg.link_rate, "delay": cfg.link_delay, "loss": cfg.link_loss}
         shaped = with_links(self.scenario.profiles, **links)
-        self.scenario = replace(self.scenario, profiles=shaped)
+        self.scenario = replace(self.scenario, profiles=with_compute(shaped, cfg))
         self.links = SensorLinks(cfg.connection, self.scenario.profiles, seed=cfg.seed)
         self._make_transport = lambda wid: MqttLink(self.links.options(wid), wid)
         n = self.scenario.n_workers
@@ -387,10 +336,41 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--max-iterations", type=int, default=0, help="per sensor (default 0: never)"
     )
     add_link_flags(parser)
+    parser.add_argument(
+        "--compute-time",
+        type=float,
+        metavar="S",
+        help="base seconds per iteration of every sensor (default: the scenario's)",
+    )
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        metavar="N",
+        help="event-loop processes to spread the sensors over (default: 1)",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=("auto", "loop", "threads"),
+        default="auto",
+        help="loop: one event loop per process (thousands of sensors); threads: "
+        f"one thread per sensor (<= {MAX_SENSORS}, shaped links); auto: threads "
+        f"up to {THREADS_UP_TO} sensors in one process or with --link-rate, "
+        "else loop",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON, not a table")
 
 
-def _table(emu: Emulation) -> str:
+def pick_engine(engine: str, n_workers: int, processes: int, shaped: bool) -> str:
+    """The engine `edgeps emulate` runs: "loop" or "threads"."""
+    if engine != "auto":
+        return engine
+    if shaped or (processes == 1 and n_workers <= THREADS_UP_TO):
+        return "threads"
+    return "loop"
+
+
+def _table(emu: Any) -> str:
     cols = ("worker", "profile", "lives", "clock", "pushes", "releases",
             "reconnects", "resends", "rejects", "retx", "up_B", "down_B", "loss",
             "end")  # fmt: skip
@@ -412,14 +392,28 @@ def _table(emu: Emulation) -> str:
 
 def run(args: argparse.Namespace) -> int:
     setup_logging(args.log_level)
+    shaped = args.link_rate is not None
+    engine = pick_engine(args.engine, args.workers, args.processes, shaped)
     try:
-        emu = Emulation(
-            connection_options(args), args.job, n_workers=args.workers,
+        options: dict[str, Any] = dict(
+            n_workers=args.workers,
             scenario=args.scenario, dataset=args.dataset, seed=args.seed,
             iid=args.iid, duration=args.duration, batch=args.batch,
             model=args.model, max_iterations=args.max_iterations,
             hmac_key=read_key(args.hmac_key_file), **link_overrides(args),
+            compute_time=args.compute_time,
         )  # fmt: skip
+        emu: Any
+        if engine == "loop":
+            from edgeps.emulate.runner import LoopEmulation
+
+            emu = LoopEmulation(
+                connection_options(args), args.job, processes=args.processes, **options
+            )
+        elif args.processes != 1:
+            raise ValueError("--processes needs the loop engine")
+        else:
+            emu = Emulation(connection_options(args), args.job, **options)
     except (ValueError, FileNotFoundError) as exc:
         print(f"edgeps emulate: error: {exc}", file=sys.stderr)
         return 2
@@ -436,10 +430,21 @@ def run(args: argparse.Namespace) -> int:
         out = {
             "elapsed": round(emu.elapsed(), 3),
             "scenario": args.scenario,
+            "engine": engine,
             "workers": [asdict(r) for r in emu.reports.values()],
         }
+        if engine == "loop":
+            out["cost"] = emu.cost
         print(json.dumps(out, indent=2, default=str))
     else:
         print(_table(emu))
+        if engine == "loop":
+            c = emu.cost
+            print(
+                f"emulator: {c['processes']:g} process(es), "
+                f"{c['cpu_ms_per_update']:.3f} ms CPU per update, "
+                f"{c['rss_kib_per_sensor']:.0f} KiB resident per sensor, "
+                f"{c['rss_mib_total']:.0f} MiB in all"
+            )
     errors = [r for r in emu.reports.values() if r.stop_reason == "error"]
     return 1 if errors else 0

@@ -154,6 +154,7 @@ class StateCollector(Collector):
             dropped.add_metric([reason], float(n))
         yield dropped
         yield from _broker(rec.get("broker", {}))
+        yield from _inbound(rec.get("inbound", {}))
         gauges = (
             ("edgeps_model_version", "Parameter version", rec.get("version")),
             (
@@ -217,6 +218,26 @@ def _broker(broker: dict[str, Any]) -> Iterator[Metric]:
             "edgeps_broker_store_messages",
             "Messages held in the broker's store ($SYS)",
             value=float(broker["store_messages"]),
+        )
+
+
+def _inbound(inbound: dict[str, Any]) -> Iterator[Metric]:
+    """Serve's inbound path (runtime.inbound): latency quantiles, inbox depth p99."""
+    latency = GaugeMetricFamily(
+        "edgeps_push_to_release_seconds",
+        "Host-side time from a complete UPDATE to its release, by quantile",
+        labels=["quantile"],
+    )
+    for q in ("50", "95", "99"):
+        v = inbound.get(f"push_to_release_ms_p{q}")
+        if v is not None:
+            latency.add_metric([f"0.{q}"], float(v) / 1000.0)
+    yield latency
+    if inbound.get("inbox_depth_p99") is not None:
+        yield GaugeMetricFamily(
+            "edgeps_inbox_depth_p99",
+            "99th percentile of the sampled inbox depth",
+            value=float(inbound["inbox_depth_p99"]),
         )
 
 

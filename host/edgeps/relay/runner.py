@@ -26,7 +26,8 @@ from edgeps.relay.fold import Round
 from edgeps.relay.site import WAKE_TOPIC, SiteCoordinator, SiteServer
 from edgeps.relay.upstream import RelayTrainer
 from edgeps.runtime.accounting import sys_subscriptions
-from edgeps.runtime.coordinator import Settings, Summary
+from edgeps.runtime.coordinator import Settings
+from edgeps.runtime.summary import Summary
 from edgeps.transport.broker import BrokerHandle, open_broker
 from edgeps.transport.host_link import HostLink
 from edgeps.transport.options import ConnectionOptions

@@ -20,7 +20,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -39,10 +39,12 @@ from edgeps.core.types import (
 )
 from edgeps.observe.fields import add_run_fields
 from edgeps.runtime.accounting import Accounting
+from edgeps.runtime.inbound import Inbound
 from edgeps.runtime.ingest import Ingest
 from edgeps.runtime.metrics import MetricsWriter, Progress
 from edgeps.runtime.outbox import Outbox
 from edgeps.runtime.peers import Peers
+from edgeps.runtime.summary import Summary
 
 log = logging.getLogger(__name__)
 
@@ -85,25 +87,6 @@ class Settings:
     compress: str = "f32"  # the UPDATE code workers must use (edgeps.codecs)
     params_code: int = 1  # PARAMS code of releases (--compress-down; 1 = F32)
     shared_releases: bool = True  # one shared PARAMS per multi-worker release
-
-
-@dataclass
-class Summary:
-    """The outcome of a run, as `edgeps serve --json` prints it."""
-
-    policy: str
-    stop_reason: str
-    elapsed: float
-    version: int
-    accuracy: float | None
-    updates: int
-    updates_per_s: float
-    max_staleness: int
-    workers: dict[str, dict[str, Any]] = field(default_factory=dict)
-    dropped: dict[str, int] = field(default_factory=dict)
-    unknown: dict[str, Any] = field(default_factory=dict)  # see runtime.accounting
-    broker: dict[str, Any] = field(default_factory=dict)
-    releases: dict[str, Any] = field(default_factory=dict)  # Outbox.stats()
 
 
 class Coordinator:
@@ -160,6 +143,7 @@ class Coordinator:
             shared=settings.shared_releases,
         )
         self.rejected: Counter[str] = Counter()
+        self.inbound = Inbound()
         self.staleness_counts: Counter[int] = Counter()  # applied updates by staleness
         self.accuracy: float | None = None
         self.first_applied_at: float | None = None
@@ -193,6 +177,7 @@ class Coordinator:
 
     def on_release(self, action: Release) -> None:
         self.outbox.release(action)
+        self.inbound.released(action, self.clock())
 
     def on_applied(self, action: Applied) -> None:
         self.applied += 1
@@ -234,6 +219,7 @@ class Coordinator:
             self.accounting.feed_sys(topic, payload)
             return
         item = self.ingest.feed(topic, payload, now)
+        self.inbound.feed(item, now)
         if isinstance(item, Rejected):
             # ingest counted it as a drop too: charge it once, as a rejection
             self.accounting.resync(self.ingest.dropped)
@@ -256,6 +242,7 @@ class Coordinator:
     # ---- periodic work
     def tick(self, now: float) -> None:
         self.ingest.expire(now)
+        self.inbound.sample(self.link)
         self.accounting.resync(self.ingest.dropped)
         carry_out(self.server.handle(Tick(), now), self)
 
@@ -290,6 +277,7 @@ class Coordinator:
             "dropped": self.dropped(),
             "unknown": self.unknown(),
             "broker": self.broker_report(),
+            "inbound": self.inbound.report(),
         }
         return add_run_fields(
             record,
@@ -447,4 +435,5 @@ class Coordinator:
             unknown=self.unknown(),
             broker=self.broker_report(),
             releases=self.outbox.stats(),
+            inbound=self.inbound.report(),
         )

@@ -26,8 +26,9 @@ from edgeps.observe.dashboard import Dashboard, open_dashboard
 from edgeps.policy import parse_policy
 from edgeps.runtime.accounting import sys_subscriptions
 from edgeps.runtime.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
-from edgeps.runtime.coordinator import Coordinator, Settings, Summary
+from edgeps.runtime.coordinator import Coordinator, Settings
 from edgeps.runtime.metrics import MetricsWriter, Progress
+from edgeps.runtime.summary import Summary
 from edgeps.transport.broker import BrokerHandle, open_broker
 from edgeps.transport.host_link import HostLink
 

@@ -2,11 +2,30 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from edgeps.runtime.coordinator import Summary
 from edgeps.runtime.metrics import dumps
+
+
+@dataclass
+class Summary:
+    """The outcome of a run, as `edgeps serve --json` prints it."""
+
+    policy: str
+    stop_reason: str
+    elapsed: float
+    version: int
+    accuracy: float | None
+    updates: int
+    updates_per_s: float
+    max_staleness: int
+    workers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    dropped: dict[str, int] = field(default_factory=dict)
+    unknown: dict[str, Any] = field(default_factory=dict)  # see runtime.accounting
+    broker: dict[str, Any] = field(default_factory=dict)
+    releases: dict[str, Any] = field(default_factory=dict)  # Outbox.stats()
+    inbound: dict[str, Any] = field(default_factory=dict)  # see runtime.inbound
 
 
 def summary_dict(summary: Summary) -> dict[str, Any]:

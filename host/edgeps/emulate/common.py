@@ -1,0 +1,83 @@
+"""What both emulator engines share: the run's configuration and per-sensor reports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from edgeps.transport.options import ConnectionOptions
+from edgeps.transport.units import format_rate
+from edgeps.workloads.scenarios import WorkerProfile
+
+
+def profile_class(p: WorkerProfile) -> str:
+    """A short label for tables: what makes this sensor special."""
+    tags = []
+    if p.straggler_factor > 1:
+        tags.append(f"straggler x{p.straggler_factor:g}")
+    if p.interference_p > 0:
+        tags.append(f"interference p={p.interference_p:g}")
+    if p.crash_at is not None:
+        tags.append("churn")
+    if p.link_rate:
+        tags.append(format_rate(p.link_rate))
+    if p.loss_p > 0:
+        tags.append(f"loss {p.loss_p:g}")
+    return ", ".join(tags) or "normal"
+
+
+@dataclass
+class SensorReport:
+    """What one emulated sensor did, over all its lives."""
+
+    worker_id: str
+    profile: str
+    lives: int = 0
+    clock: int = 0
+    stats: dict[str, int] = field(default_factory=dict)
+    retransmits: int = 0
+    last_loss: float = float("nan")
+    stop_reason: str = ""
+    error: str = ""
+    link: dict[str, int] = field(default_factory=dict)  # shaped: bytes each way
+
+    def add(self, name: str, value: int) -> None:
+        self.stats[name] = self.stats.get(name, 0) + value
+
+
+@dataclass(frozen=True)
+class EmulationConfig:
+    connection: ConnectionOptions
+    job: str
+    n_workers: int = 8
+    scenario: str = "homogeneous"
+    dataset: str = "sensors"
+    seed: int = 0
+    iid: bool = True
+    duration: float | None = None
+    batch: int = 32
+    model: str | None = None  # None: take the job's MODEL
+    max_iterations: int = 0
+    heartbeat_ms: int = 5000
+    release_timeout_ms: int = 15000
+    max_chunk: int = 1 << 16  # whole-model messages, see edgeps.commands.worker
+    hmac_key: bytes | None = None  # master key: each sensor signs with its own
+    # explicit worker id -> profile, instead of a named scenario
+    profiles: dict[str, WorkerProfile] | None = None
+    # shape every sensor's link (bits/s, seconds, segment loss); None: scenario's
+    link_rate: float | None = None
+    link_delay: float | None = None
+    link_loss: float | None = None
+    # every sensor's base iteration time (s), instead of the scenario's
+    compute_time: float | None = None
+
+
+def with_compute(
+    profiles: dict[str, WorkerProfile], cfg: EmulationConfig
+) -> dict[str, WorkerProfile]:
+    """The profiles with ``cfg.compute_time`` as every sensor's base time, if set."""
+    t = cfg.compute_time
+    if t is None:
+        return profiles
+    if not t > 0:
+        raise ValueError("compute_time must be > 0 seconds")
+    return {w: replace(p, compute_time=t) for w, p in profiles.items()}
