@@ -5,17 +5,24 @@ copies PARAMS into ``params_buffer()``, ``step()`` draws a minibatch from the
 source and returns (mean loss, samples, gradient array('f')). The minibatch
 is read a chunk of rows at a time (``source.draw(n)`` says how many rows it
 has, ``source.rows`` fills each chunk), so RAM holds one chunk, not the batch.
+The number formats of the wire are ``edgeps_worker.codec``'s: ``codecs`` and
+``reads`` announce them, ``encode_grad`` and ``write_params`` use them.
 """
 
 import gc
 from array import array
 
+from edgeps_worker import codec
 from edgeps_worker.data import LABEL_FLOAT, LABEL_INT
 from edgeps_worker.kernels import Model
+from edgeps_worker.wire import byte_view
 
 
 class KernelTrainer:
     """Minibatch gradients of one model spec on one data source."""
+
+    codecs = codec.MASK  # UPDATE dtypes it produces (bit 1 << code)
+    reads = codec.MASK  # PARAMS dtypes it decodes
 
     def __init__(self, spec, source, batch=16, buffers=None):
         """``buffers``: optional (params, grad) array('f') pairs reserved early."""
@@ -47,9 +54,26 @@ class KernelTrainer:
         kind = label_kind(spec)
         self.y = array("i" if kind == LABEL_INT else "f", bytes(4 * rows))
         self.steps = 0
+        self.codec = codec.GradCodec(self.n_params)
+        # byte views alias the buffers (they hold them alive on CPython only)
+        self._gview = byte_view(self.grad)[0]
+        self._pview = byte_view(self.params)[0]
 
     def params_buffer(self):
         return self.params
+
+    def encode_grad(self, code, arg=0):
+        """The last step's gradient as an UPDATE body in dtype ``code``.
+
+        Called once per step, after ``step()``: F16 and I8 are written over
+        the gradient buffer. I8 adds and keeps the error-feedback residual.
+        ValueError (nothing encoded, the residual unchanged) on NaN or Inf.
+        """
+        return self.codec.encode(code, self.grad, self._gview)
+
+    def write_params(self, code, offset, data):
+        """One PARAMS chunk of dtype ``code`` at encoded byte ``offset``, decoded."""
+        codec.write_params(self.params, self._pview, code, offset, data)
 
     def step(self):
         """One gradient on the next minibatch; (0.0, 0, zeros) when no data yet."""

@@ -45,6 +45,7 @@ BOARD_MODULES = (
     "blockfp",
     "builder",
     "clock",
+    "codec",
     "config",
     "data",
     "datafile",
