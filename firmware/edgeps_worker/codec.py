@@ -65,9 +65,12 @@ def encoded_len(code, n):
 def _nonfinite32(buf, n: int) -> int:
     """How many of buf's first n float32 are NaN or Inf."""
     p = ptr32(buf)
+    one = 1  # 0x7FFFFFFF and 0x7F800000 from small ints (viper on 32-bit ports)
+    absm = (one << 31) - 1
+    inf = (absm >> 23) << 23
     bad = 0
     for i in range(n):
-        if (p[i] & 0x7FFFFFFF) >= 0x7F800000:
+        if (p[i] & absm) >= inf:
             bad += 1
     return bad
 
@@ -77,6 +80,9 @@ def _block_max(buf, n: int, out) -> int:
     """out[k] = max |buf[i]| over block k (as float32 bits); 1 if one is NaN/Inf."""
     p = ptr32(buf)
     po = ptr32(out)
+    one = 1  # 0x7FFFFFFF and 0x7F800000 from small ints (viper on 32-bit ports)
+    absm = (one << 31) - 1
+    inf = (absm >> 23) << 23
     bad = 0
     i = 0
     k = 0
@@ -86,8 +92,8 @@ def _block_max(buf, n: int, out) -> int:
             end = n
         top = 0
         while i < end:
-            a = p[i] & 0x7FFFFFFF
-            if a >= 0x7F800000:
+            a = p[i] & absm
+            if a >= inf:
                 bad = 1
             if a > top:
                 top = a
@@ -102,11 +108,15 @@ def _to_half(buf, n: int):
     """The first n float32 of buf as halves in place (half i at bytes 2i, 2i + 1)."""
     p = ptr32(buf)
     h = ptr16(buf)
+    one = 1
+    absm = (one << 31) - 1
+    big = 0x477FF
+    big = big << 12  # 65520: the first float32 that rounds past 65504
     for i in range(n):
         x = p[i]
         sign = (x >> 16) & 0x8000
-        ax = x & 0x7FFFFFFF
-        if ax >= 0x477FF000:
+        ax = x & absm
+        if ax >= big:
             r = 0x7BFF  # saturate at 65504 (NaN/Inf are refused before)
         elif ax >= 0x38800000:
             r = (ax - 0x38000000 + 0x0FFF + ((ax >> 13) & 1)) >> 13
