@@ -12,20 +12,27 @@ The number formats of the wire are ``edgeps_worker.codec``'s: ``codecs`` and
 import gc
 from array import array
 
-from edgeps_worker import codec
+from edgeps_worker.blockfp import emax
 from edgeps_worker.data import LABEL_FLOAT, LABEL_INT
 from edgeps_worker.kernels import Model
 from edgeps_worker.wire import byte_view
+
+F32 = 1
+# the dtypes of edgeps_worker.codec (encoders) and codec_read (decoders),
+# imported at their first use: on a board a module's code takes heap
+CODECS = (1 << 1) | (1 << 2) | (1 << 3)  # F32, F16, I8
 
 
 class KernelTrainer:
     """Minibatch gradients of one model spec on one data source."""
 
-    codecs = codec.MASK  # UPDATE dtypes it produces (bit 1 << code)
-    reads = codec.MASK  # PARAMS dtypes it decodes
+    codecs = CODECS  # UPDATE dtypes it produces (bit 1 << code)
+    reads = CODECS  # PARAMS dtypes it decodes
 
-    def __init__(self, spec, source, batch=16, buffers=None):
-        """``buffers``: optional (params, grad) array('f') pairs reserved early."""
+    def __init__(self, spec, source, batch=16, buffers=None, residual="i8"):
+        """``buffers``: optional (params, grad) array('f') pairs reserved early;
+        ``residual``: how I8's error feedback is kept (codec.GradCodec's keep:
+        "i8", 1 B a parameter, fits the board's heap; "f32", 4 B, exact)."""
         if batch < 1:
             raise ValueError("batch must be a positive integer")
         self.net = Model(spec, batch)  # per-batch scratch taken once, here
@@ -54,7 +61,8 @@ class KernelTrainer:
         kind = label_kind(spec)
         self.y = array("i" if kind == LABEL_INT else "f", bytes(4 * rows))
         self.steps = 0
-        self.codec = codec.GradCodec(self.n_params)
+        self.residual = residual
+        self.codec = None  # a codec.GradCodec from the first F16 or I8 step
         # byte views alias the buffers (they hold them alive on CPython only)
         self._gview = byte_view(self.grad)[0]
         self._pview = byte_view(self.params)[0]
@@ -69,11 +77,30 @@ class KernelTrainer:
         the gradient buffer. I8 adds and keeps the error-feedback residual.
         ValueError (nothing encoded, the residual unchanged) on NaN or Inf.
         """
+        if code == F32:
+            if emax(self.grad, 0, self.n_params) == 255:
+                raise ValueError("gradient holds NaN or Inf")
+            return self._gview
+        if self.codec is None:
+            from edgeps_worker import codec
+
+            self.codec = codec.GradCodec(self.n_params, self.residual)
         return self.codec.encode(code, self.grad, self._gview)
 
     def write_params(self, code, offset, data):
-        """One PARAMS chunk of dtype ``code`` at encoded byte ``offset``, decoded."""
-        codec.write_params(self.params, self._pview, code, offset, data)
+        """One PARAMS chunk of dtype ``code`` at encoded byte ``offset``, decoded.
+
+        F32 is a plain copy; F16 and I8 are decoded (ValueError, nothing
+        written, for a chunk that does not fit or holds NaN/Inf)."""
+        if code == F32:
+            end = offset + len(data)
+            if offset < 0 or offset % 4 or end > 4 * self.n_params:
+                raise ValueError("F32 chunk does not fit the parameters")
+            self._pview[offset:end] = data
+            return
+        from edgeps_worker import codec_read
+
+        codec_read.write_params(self.params, code, offset, data)
 
     def step(self):
         """One gradient on the next minibatch; (0.0, 0, zeros) when no data yet."""

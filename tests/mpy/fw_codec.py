@@ -1,8 +1,8 @@
 """Board codecs on given inputs: argv mode n in.bin out.bin [chunk].
 
-mode "feedback": in.bin is one gradient, encoded as I8 argv[5] times, each
-body followed by the residual. mode "encode": in.bin holds steps x n float32
-gradients; for each step writes
+mode "feedback": in.bin is one gradient, encoded as I8 argv[5] times with
+the residual kept as argv[6] (f32, i8), each body followed by the residual.
+mode "encode": in.bin holds steps x n float32 gradients; for each step writes
 the I8 UPDATE body (error feedback carried over), then the F16 body of the
 same gradient, then the F32 body; after the last step the I8 residual.
 A step whose gradient holds NaN/Inf writes the line "refused <step>" and
@@ -14,7 +14,7 @@ multiple of the record), then the decoded float32 vector to out.bin.
 import sys
 from array import array
 
-from edgeps_worker import codec
+from edgeps_worker import codec, codec_read
 from edgeps_worker.wire import byte_view
 
 
@@ -31,24 +31,25 @@ def run(mode, n, raw, out):
                     out.write(c.encode(code, g, view))
                 except ValueError:
                     print("refused", s, code)
-        out.write(c.residual)
+        for rb in c.residual:
+            out.write(rb)
     elif mode == "feedback":
         # the same gradient every step: each step's I8 body and residual
-        c = codec.GradCodec(n)
+        c = codec.GradCodec(n, sys.argv[6])
         g = array("f", bytes(4 * n))
         view = byte_view(g)[0]
         for _ in range(int(sys.argv[5])):
             g[:] = array("f", raw)
             out.write(c.encode(codec.I8, g, view))
-            out.write(c.residual)
+            for rb in c.residual:
+                out.write(rb)
     else:
         code = codec.F16 if mode == "f16" else codec.I8
         chunk = int(sys.argv[5])
         params = array("f", bytes(4 * n))
-        pview = byte_view(params)[0]
         mv = memoryview(raw)
         for off in range(0, len(raw), chunk):
-            codec.write_params(params, pview, code, off, mv[off : off + chunk])
+            codec_read.write_params(params, code, off, mv[off : off + chunk])
         out.write(params)
 
 
