@@ -19,6 +19,8 @@ def _call(v: dict[str, Any]) -> list[bytes]:
     kwargs = dict(v["kwargs"])
     if "data_f32" in v:
         kwargs["data"] = struct.pack(f"<{len(v['data_f32'])}f", *v["data_f32"])
+    if "data_hex" in v:
+        kwargs["data"] = bytes.fromhex(v["data_hex"])
     if "key" in v:
         kwargs["key"] = bytes.fromhex(v["key"])
     out = getattr(wire, v["call"])(*v["args"], **kwargs)

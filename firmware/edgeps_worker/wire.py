@@ -1,10 +1,7 @@
-"""edgeps wire protocol v2 as a board uses it: layout, ids, HMAC, decode, encode.
+"""edgeps wire protocol v2 as a board uses it: layout, codes, ids, HMAC, decode.
 
-Pure and shared with the host (MicroPython 1.2x and CPython 3.10+), explicit
-little-endian ``struct`` formats, laid out field by field in
-firmware/PROTOCOL.md. It holds what a worker runs (decode; HELLO, UPDATE,
-HEARTBEAT, BYE encoders); ``wire_host`` adds the PS's encoders and reassembler.
-"""
+Pure, shared with the host (MicroPython 1.2x, CPython 3.10+), ``struct`` formats
+laid out in firmware/PROTOCOL.md; ``wire_host`` adds the PS's encoders."""
 
 import struct
 from hashlib import sha256
@@ -12,22 +9,14 @@ from hashlib import sha256
 PROTOCOL_VERSION = 2
 MAGIC = b"EP"
 
-# message types
-HELLO = 1
-UPDATE = 2
-PARAMS = 3
-HEARTBEAT = 4
-BYE = 5
-MODEL = 6
-REJECT = 7
-WELCOME = 8
-STOP = 9
+# message types 1..9
+HELLO, UPDATE, PARAMS, HEARTBEAT, BYE, MODEL, REJECT, WELCOME, STOP = range(1, 10)
 
-# payload element types; only f32 is produced today, the others are reserved
-DTYPE_F32 = 1
-DTYPE_F16 = 2
-DTYPE_I8 = 3
-DTYPE_SIZE = {DTYPE_F32: 4, DTYPE_F16: 2, DTYPE_I8: 1}
+# codes of UPDATE/PARAMS bodies (PROTOCOL.md, "Codes"); RECORD: the unit a
+# chunk boundary respects (I8: a block of f32 scale + I8_BLOCK int8)
+DTYPE_F32, DTYPE_F16, DTYPE_I8, DTYPE_TOPK = 1, 2, 3, 4
+I8_BLOCK = 128
+RECORD = {DTYPE_F32: 4, DTYPE_F16: 2, DTYPE_I8: 4 + I8_BLOCK, DTYPE_TOPK: 8}
 
 FLAG_HMAC = 0x01
 HMAC_LEN = 16  # hmac-sha256 truncated to 128 bits
@@ -46,7 +35,8 @@ PREFIX_LEN = 12
 # per-type fixed fields, after the two ids
 _CHUNK = ("dtype", "chunk_index", "chunk_count", "chunk_size", "total_len")
 FIELDS = {
-    HELLO: ("<QQIBH", ("instance", "nonce", "max_chunk", "dtypes", "max_batch")),
+    HELLO: ("<QQIBHB", ("instance", "nonce", "max_chunk", "dtypes", "max_batch",
+                        "codecs")),
     UPDATE: ("<QIIIfIfBHHII", ("session", "seq", "clock", "base_version",
                                "compute_time", "samples", "loss") + _CHUNK),
     PARAMS: ("<QQIIHBHHII", ("run", "session", "version", "seq", "batch") + _CHUNK),
@@ -54,14 +44,14 @@ FIELDS = {
     BYE: ("<Q", ("nonce",)),
     MODEL: ("<QBII", ("run", "state", "version", "n_params")),
     REJECT: ("<QQI", ("run", "session", "seq")),
-    WELCOME: ("<QQQI", ("run", "nonce", "session", "n_params")),
+    WELCOME: ("<QQQIBI", ("run", "nonce", "session", "n_params", "codec",
+                          "codec_arg")),
     STOP: ("<QQ", ("run", "session")),
 }  # fmt: skip
 # which attribute carries the UTF-8 body of text messages
 TEXT_BODY = {HELLO: "model", BYE: "reason", MODEL: "model", REJECT: "reason",
              WELCOME: "model", STOP: "reason"}  # fmt: skip
 DATA_BODY = (UPDATE, PARAMS)
-
 _ID_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 
 
@@ -74,14 +64,12 @@ class WireError(ValueError):
 
 
 class Message:
-    """One decoded message (or one chunk of a chunked UPDATE/PARAMS).
+    """One decoded message (or chunk); fields its type lacks read as these class
+    defaults, so only the fields decode sets take room in an instance."""
 
-    Fields its type lacks read as these class defaults, so only the fields
-    decode sets take room in an instance."""
-
-    flags = session = seq = clock = base_version = samples = dtype = 0
-    version = chunk_index = chunk_size = total_len = offset = n_params = 0
-    max_chunk = dtypes = run = nonce = instance = max_batch = batch = 0
+    flags = session = seq = clock = base_version = samples = dtype = codec = 0
+    version = chunk_index = chunk_size = total_len = offset = n_params = codec_arg = 0
+    max_chunk = dtypes = codecs = run = nonce = instance = max_batch = batch = 0
     chunk_count = 1
     tagged = False
     compute_time = 0.0
@@ -94,8 +82,29 @@ class Message:
         self.job = job
         self.wid = wid
 
-    def __repr__(self):
-        return "Message(type %d job=%s wid=%s)" % (self.type, self.job, self.wid)
+
+def encoded_len(code, n, k=0):
+    """Bytes of ``n`` parameters in ``code`` (TOPK: ``k`` records)."""
+    if code == DTYPE_I8:
+        return 4 * ((n + I8_BLOCK - 1) // I8_BLOCK) + n
+    return 8 * k if code == DTYPE_TOPK else RECORD[code] * n
+
+
+def _whole(code, total):
+    # whole records; I8's last block: a scale and at least one int8
+    return total % RECORD[code] == 0 or (code == DTYPE_I8 and total % 132 > 4)
+
+
+def code_mask(codes):
+    """A HELLO mask (bit ``1 << code``) of codes, or an int mask checked."""
+    if isinstance(codes, int):
+        return _uint("mask", codes, 8)
+    mask = 0
+    for c in codes:
+        if c not in RECORD:
+            raise ValueError("unknown dtype %r" % (c,))
+        mask |= 1 << c
+    return mask
 
 
 def valid_id(s):
@@ -133,9 +142,8 @@ def topic_model(job):
 
 
 def byte_view(data):
-    """(flat byte memoryview, source item size) of a buffer, without a copy.
-
-    A MicroPython memoryview of array('f') counts items and cannot be re-typed,
+    """(flat byte memoryview, source item size) of a buffer, without a copy. A
+    MicroPython memoryview of array('f') counts items and cannot be re-typed,
     so there its memory is aliased (the caller keeps ``data`` alive)."""
     if isinstance(data, (bytes, bytearray)):
         return memoryview(data), 1
@@ -216,11 +224,8 @@ def _decode_id(mv, name):
 
 
 def decode(buf, key=None, max_len=MAX_MESSAGE):
-    """Bytes -> Message; raises WireError(reason) on anything malformed.
-
-    With a (non-empty) ``key`` the HMAC tag is required and checked (MODEL
-    excepted); without one a tag is skipped unchecked (``msg.tagged`` says so).
-    """
+    """Bytes -> Message, or WireError(reason). With a (non-empty) ``key`` the HMAC
+    tag is required and checked (MODEL excepted); else skipped (``msg.tagged``)."""
     mv = _as_view(buf)
     n = len(mv)
     if n > max_len:
@@ -291,29 +296,26 @@ def decode(buf, key=None, max_len=MAX_MESSAGE):
 
 
 def _check_chunk(msg, bl):
-    esz = DTYPE_SIZE.get(msg.dtype)
-    if esz is None:
+    rec = RECORD.get(msg.dtype)
+    if rec is None:
         raise WireError("dtype", "got %d" % msg.dtype)
     total = msg.total_len
     size = msg.chunk_size
     count = msg.chunk_count
     idx = msg.chunk_index
-    if total > MAX_TOTAL or total % esz:
+    if total > MAX_TOTAL or not _whole(msg.dtype, total):
         raise WireError("length", "total_len %d" % total)
     if total == 0:
         if size or count != 1 or idx or bl:
             raise WireError("chunk", "empty payload with chunk fields")
         return
-    if size == 0 or size % esz or count != (total + size - 1) // size:
+    if size == 0 or size % rec or count != (total + size - 1) // size:
         raise WireError("chunk", "size %d count %d total %d" % (size, count, total))
     if idx >= count:
         raise WireError("chunk", "index %d of %d" % (idx, count))
     msg.offset = idx * size
     if bl != min(size, total - msg.offset):
         raise WireError("length", "chunk body %d bytes" % bl)
-
-
-# ---------------------------------------------------------------- encoding
 
 
 def _uint(name, v, bits):
@@ -357,31 +359,32 @@ def _frame(mtype, jb, wb, fmt, vals, body, key):
 
 
 def _chunks(mtype, jb, wb, fmt, head, data, dtype, max_chunk, key):
-    """Check eagerly, then return a generator of framed chunks.
-
-    The per-chunk fields are ``head + (dtype, index, count, size, total)``.
-    """
-    if dtype not in DTYPE_SIZE:
+    """Check eagerly, then return a generator of framed chunks, whose fields
+    are ``head + (dtype, index, count, size, total)``."""
+    if dtype not in RECORD:
         raise ValueError("unknown dtype %r" % (dtype,))
     _uint("max_chunk", max_chunk, 32)
     mv, isz = byte_view(data)
-    esz = DTYPE_SIZE[dtype]
+    rec = RECORD[dtype]
     total = len(mv)
-    if total % esz:
-        raise ValueError("data length %d is not a multiple of %d" % (total, esz))
+    if not _whole(dtype, total):
+        raise ValueError("data length %d is not whole records of %d" % (total, rec))
     if total > MAX_TOTAL:
         raise ValueError("data longer than %d bytes" % MAX_TOTAL)
     room = max_chunk - PREFIX_LEN - len(jb) - len(wb) - struct.calcsize(fmt)
     room -= HMAC_LEN if key else 0
-    # whole elements per chunk, so a board can land each chunk in a typed array
-    size = room - room % max(esz, isz)
+    # whole records per chunk, so a board can land each chunk in a typed array
+    step = rec
+    while step % isz:
+        step += rec
+    size = room - room % step
     if size <= 0:
         raise ValueError("max_chunk %d leaves no room for data" % max_chunk)
     if total == 0:
         size = 0
         count = 1
     else:
-        size = min(size, total)
+        size = min(size, (total + rec - 1) // rec * rec)  # I8: whole blocks
         count = (total + size - 1) // size
         if count > 0xFFFF:
             raise ValueError("more than 65535 chunks: raise max_chunk")
@@ -405,18 +408,15 @@ def _f32(name, v):
 
 
 def encode_hello(job, wid, instance, nonce, model="", max_chunk=DEFAULT_CHUNK,
-                 dtypes=None, max_batch=0, key=None):  # fmt: skip
-    """A worker asks to join: ``instance`` names its process, ``nonce`` its link."""
-    if dtypes is None:
-        dtypes = (DTYPE_F32,)
-    mask = 0
-    for d in dtypes:
-        if d not in DTYPE_SIZE:
-            raise ValueError("unknown dtype %r" % (d,))
-        mask |= 1 << d
+                 dtypes=None, max_batch=0, key=None, codecs=None):  # fmt: skip
+    """A worker asks to join: ``instance`` names its process, ``nonce`` its link;
+    ``dtypes``/``codecs``: PARAMS codes it reads/UPDATE codes it makes (F32)."""
+    f32 = 1 << DTYPE_F32
     vals = (_uint("instance", instance, 64), _uint("nonce", nonce, 64),
-            _uint("max_chunk", max_chunk, 32), mask,
-            _uint("max_batch", max_batch, 16))  # fmt: skip
+            _uint("max_chunk", max_chunk, 32),
+            f32 if dtypes is None else code_mask(dtypes),
+            _uint("max_batch", max_batch, 16),
+            f32 if codecs is None else code_mask(codecs))  # fmt: skip
     jb, wb = check_id("job", job), check_id("wid", wid)
     body = _text("model", model)
     return _frame(HELLO, jb, wb, FIELDS[HELLO][0], vals, body, key)

@@ -15,12 +15,13 @@ from edgeps_worker.wire import (
     DTYPE_F16,
     DTYPE_F32,
     DTYPE_I8,
-    DTYPE_SIZE,
+    DTYPE_TOPK,
     FIELDS,
     FLAG_HMAC,
     HEARTBEAT,
     HELLO,
     HMAC_LEN,
+    I8_BLOCK,
     MAGIC,
     MAX_ID,
     MAX_MESSAGE,
@@ -32,6 +33,7 @@ from edgeps_worker.wire import (
     PREFIX,
     PREFIX_LEN,
     PROTOCOL_VERSION,
+    RECORD,
     REJECT,
     STOP,
     UPDATE,
@@ -43,10 +45,12 @@ from edgeps_worker.wire import (
     _text,
     _uint,
     check_id,
+    code_mask,
     decode,
     encode_bye,
     encode_heartbeat,
     encode_hello,
+    encoded_len,
     hmac_sha256,
     iter_update,
     topic_down,
@@ -54,6 +58,10 @@ from edgeps_worker.wire import (
     topic_up,
     valid_id,
 )
+
+# bytes per element of the dense codes (I8: the int8, without the scales)
+DTYPE_SIZE = {DTYPE_F32: 4, DTYPE_F16: 2, DTYPE_I8: 1}
+CODE_NAMES = {DTYPE_F32: "f32", DTYPE_F16: "f16", DTYPE_I8: "int8", DTYPE_TOPK: "topk"}
 
 TYPE_NAMES = {
     HELLO: "hello",
@@ -96,39 +104,13 @@ def parse_up_topic(topic):
 # ---------------------------------------------------------------- encoders (PS)
 
 
-def encode_update(
-    job,
-    wid,
-    session,
-    seq,
-    clock,
-    base_version,
-    compute_time,
-    samples,
-    loss,
-    data,
-    dtype=DTYPE_F32,
-    max_chunk=DEFAULT_CHUNK,
-    key=None,
-):
+def encode_update(job, wid, session, seq, clock, base_version, compute_time,
+                  samples, loss, data, dtype=DTYPE_F32, max_chunk=DEFAULT_CHUNK,
+                  key=None):  # fmt: skip
     """A gradient pushed by a worker, as a list of chunks of at most max_chunk bytes."""
-    return list(
-        iter_update(
-            job,
-            wid,
-            session,
-            seq,
-            clock,
-            base_version,
-            compute_time,
-            samples,
-            loss,
-            data,
-            dtype,
-            max_chunk,
-            key,
-        )
-    )
+    return list(iter_update(job, wid, session, seq, clock, base_version,
+                            compute_time, samples, loss, data, dtype, max_chunk,
+                            key))  # fmt: skip
 
 
 def iter_params(
@@ -206,13 +188,23 @@ def encode_reject(job, wid, run, session, seq, reason, key=None):
     return _frame(REJECT, jb, wb, FIELDS[REJECT][0], vals, _text("reason", reason), key)
 
 
-def encode_welcome(job, wid, run, nonce, session, n_params, model, key=None):
-    """The PS answers a HELLO (echoing its ``nonce``) with a fresh session."""
+def encode_welcome(
+    job, wid, run, nonce, session, n_params, model, key=None, codec=DTYPE_F32,
+    codec_arg=0,
+):  # fmt: skip
+    """The PS answers a HELLO (echoing its ``nonce``) with a fresh session.
+
+    ``codec`` is the UPDATE code the worker must use, ``codec_arg`` its
+    argument (TOPK: k, the entries per UPDATE; otherwise 0)."""
+    if codec not in RECORD:
+        raise ValueError("unknown codec %r" % (codec,))
     vals = (
         _uint("run", run, 64),
         _uint("nonce", nonce, 64),
         _uint("session", session, 64),
         _uint("n_params", n_params, 32),
+        codec,
+        _uint("codec_arg", codec_arg, 32),
     )
     jb = check_id("job", job)
     wb = check_id("wid", wid)
@@ -233,7 +225,8 @@ def encode_stop(job, wid, run, session, reason, key=None):
 _COPY_FIELDS = (
     "flags tagged session seq clock base_version compute_time samples loss dtype "
     "version chunk_index chunk_count chunk_size total_len offset data reason state "
-    "model n_params max_chunk dtypes run nonce instance max_batch batch"
+    "model n_params max_chunk dtypes run nonce instance max_batch batch codecs codec "
+    "codec_arg"
 ).split()
 
 
@@ -381,15 +374,18 @@ class Reassembler:
 
 __all__ = [
     "BYE",
+    "CODE_NAMES",
     "DEFAULT_CHUNK",
     "DTYPE_F16",
     "DTYPE_F32",
     "DTYPE_I8",
     "DTYPE_SIZE",
+    "DTYPE_TOPK",
     "FLAG_HMAC",
     "HEARTBEAT",
     "HELLO",
     "HMAC_LEN",
+    "I8_BLOCK",
     "MAGIC",
     "MAX_ID",
     "MAX_MESSAGE",
@@ -402,6 +398,7 @@ __all__ = [
     "PREFIX",
     "PREFIX_LEN",
     "PROTOCOL_VERSION",
+    "RECORD",
     "REJECT",
     "STOP",
     "Reassembler",
@@ -409,6 +406,7 @@ __all__ = [
     "UPDATE",
     "WELCOME",
     "WireError",
+    "code_mask",
     "copy_message",
     "decode",
     "encode_bye",
@@ -420,6 +418,7 @@ __all__ = [
     "encode_stop",
     "encode_update",
     "encode_welcome",
+    "encoded_len",
     "hmac_sha256",
     "iter_params",
     "iter_update",

@@ -10,13 +10,23 @@ import sys
 from edgeps_worker import wire_host as wire
 
 
-def vector_call(v):
-    kwargs = dict(v["kwargs"])
-    if "dtypes" in kwargs:
-        kwargs["dtypes"] = tuple(kwargs["dtypes"])
+def vector_data(v):
     if "data_f32" in v:
         floats = v["data_f32"]
-        kwargs["data"] = struct.pack(f"<{len(floats)}f", *floats)
+        return struct.pack(f"<{len(floats)}f", *floats)
+    if "data_hex" in v:
+        return bytes.fromhex(v["data_hex"])
+    return None
+
+
+def vector_call(v):
+    kwargs = dict(v["kwargs"])
+    for name in ("dtypes", "codecs"):
+        if name in kwargs:
+            kwargs[name] = tuple(kwargs[name])
+    data = vector_data(v)
+    if data is not None:
+        kwargs["data"] = data
     if "key" in v:
         kwargs["key"] = bytes.fromhex(v["key"])
     out = getattr(wire, v["call"])(*v["args"], **kwargs)
@@ -36,13 +46,13 @@ def check(v):
     for name, value in v["fields"].items():
         if getattr(msg, name) != value:
             return f"field {name}: {getattr(msg, name)!r} != {value!r}"
-    if "data_f32" in v:
+    data = vector_data(v)
+    if data is not None:
         r = wire.Reassembler(max_bytes=1024, max_age=10, max_pending=2)
         whole = None
         for c in reversed(want):
             whole = r.add(wire.decode(c), 0) or whole
-        floats = v["data_f32"]
-        if bytes(whole.data) != struct.pack(f"<{len(floats)}f", *floats):
+        if bytes(whole.data) != data:
             return "reassembled data differs"
     return None
 
