@@ -29,8 +29,8 @@ HEAP = os.environ.get("EDGEPS_FW_HEAP", "112K")
 MODEL = "mlp:64-32-10"
 N_PARAMS = 2410
 # what a codec adds to the built worker's live heap (64-bit unix port): f32
-# nothing; f16 the encoder module's code (about 3.7 KB here, less on the
-# ESP32); i8 that code and its residual, kept as int8 (n B) by default or
+# nothing; f16 the encoder module's code (codec, about 3.6 KB here); i8 that,
+# codec_i8's viper code and the residual, kept as int8 (n B) by default or as
 # float32 (4n B), in blocks of 128 values. Guards, so that a codec's cost
 # cannot grow unseen.
 CODE = 4096

@@ -28,6 +28,7 @@ import struct
 from array import array
 
 from edgeps_worker.blockfp import emax
+from edgeps_worker.wire import byte_view
 
 try:
     import micropython  # type: ignore[import-not-found]
@@ -128,20 +129,22 @@ class GradCodec:
     buffer per block of 128 values (no 4n-byte block is needed from a heap
     that has run for a while). ``keep`` says how it is kept: "f32" (4 B a
     value; the host's kernels give the same bytes) or "i8" (1 B a value:
-    each residual, at most half the block's scale, as an int8 step of
-    scale / 254, so what error feedback loses is at most 1/508 of a scale).
+    each residual, at most half the block's scale, in int8 steps of a power
+    of two under 1/128 of the scale: error feedback loses at most half a
+    step, under 1/256 of the scale, a step). See ``codec_i8``.
     """
 
     def __init__(self, n, keep="f32"):
         if keep not in ("f32", "i8"):
             raise ValueError("residual keep must be f32 or i8")
         self.n = n
-        self.keep = keep
+        self.keep = 1 if keep == "i8" else 0
         self.residual = None
         nb = (n + BLOCK - 1) // BLOCK
         self._amax = array("f", bytes(4 * nb))
-        self._rstep = array("f", bytes(4 * nb)) if keep == "i8" else None
-        self._f = array("f", [0.0])  # rounds a result to float32
+        self._rexp = [-999] * nb  # keep i8: each block's step exponent
+        self._si = array("f", bytes(8))  # a block's scale and 127 / max|v|
+        self._buf = self._view = None  # the gradient buffer and its bytes
 
     def reset(self):
         """Forget what error feedback has not sent (e.g. for a new job)."""
@@ -149,14 +152,18 @@ class GradCodec:
             for j in range(len(rb)):
                 rb[j] = 0
 
-    def encode(self, code, grad, view):
+    def encode(self, code, grad):
         """The UPDATE body of ``grad`` in ``code``: a view of grad's own bytes.
 
-        ``view`` is grad's bytes (wire.byte_view). ValueError, before anything
-        is written or the residual changes, if the gradient holds NaN or Inf;
-        the gradient itself is spent (overwritten) by F16 and I8.
+        ValueError, before anything is written or the residual changes, if
+        the gradient holds NaN or Inf; the gradient itself is spent
+        (overwritten) by F16 and I8.
         """
         n = self.n
+        view = self._view
+        if grad is not self._buf or view is None:
+            self._buf = grad  # the view aliases grad without holding it
+            view = self._view = byte_view(grad)[0]
         if code not in RECORD:
             raise ValueError("cannot encode dtype " + str(code))
         if emax(grad, 0, n) == 255:
@@ -171,118 +178,49 @@ class GradCodec:
         return self._int8(grad, body)[0:size]
 
     def _int8(self, g, body):
+        from edgeps_worker.codec_i8 import fold, quant
+
         n = self.n
+        keep = self.keep
         res = self.residual
-        rstep = self._rstep
         if res is None:
             res = self.residual = [
-                array("f", bytes(4 * min(BLOCK, n - b0)))
-                if rstep is None
-                else bytearray(min(BLOCK, n - b0))
+                bytearray(min(BLOCK, n - b0))
+                if keep
+                else array("f", bytes(4 * min(BLOCK, n - b0)))
                 for b0 in range(0, n, BLOCK)
             ]
-        f = self._f
         # v = grad + residual as float32, in the gradient buffer; refused if
         # the sum overflowed (the residual is still untouched)
-        b0 = 0
+        rexp = self._rexp
         for k in range(len(res)):
-            rb = res[k]
-            if rstep is None:
-                for j in range(len(rb)):
-                    g[b0 + j] += rb[j]
-            else:
-                _unpack8(g, rb, b0, rstep[k], f)
-            b0 += BLOCK
+            fold(g, res[k], k * BLOCK, len(res[k]), keep, rexp[k])
         amax = self._amax
         if _block_max(g, n, amax):
             raise ValueError("gradient plus residual holds NaN or Inf")
+        si = self._si
         for k in range(len(amax)):
             a = amax[k]
             if a < _TINY:
                 a = 0.0
-            f[0] = a / 127.0
-            scale = f[0]
-            inv = 0.0
-            if a > 0.0:
-                f[0] = 127.0 / a
-                inv = f[0]
+            si[0] = a / 127.0  # float32 roundings of exact double quotients
+            si[1] = 127.0 / a if a > 0.0 else 0.0
             b0 = k * BLOCK
             end = min(b0 + BLOCK, n)
             o = 4 * (k + 1)  # value i's int8 goes to body[o + i]
             rb = res[k]
-            quant = _quant
-            if rstep is not None:
-                quant = _quant8
-                f[0] = scale / 254.0
-                rstep[k] = f[0]
-                inv = (inv, 254.0 / scale if scale > 0.0 else 0.0)
             if k == 0 and end > 1:
                 # q0 lands on value 1's first byte: put back once value 1 is read
                 v1 = g[1]
-                quant(g, rb, body, 0, 1, o, 0, scale, inv, f)
+                quant(g, rb, body, 0, 1, o, 0, si, keep)
                 q0 = body[o]
                 g[1] = v1
-                quant(g, rb, body, 1, end, o, 0, scale, inv, f)
+                rexp[k] = quant(g, rb, body, 1, end, o, 0, si, keep)
                 body[o] = q0
             else:
-                quant(g, rb, body, b0, end, o, b0, scale, inv, f)
-            amax[k] = scale
+                rexp[k] = quant(g, rb, body, b0, end, o, b0, si, keep)
+            amax[k] = si[0]
         # the scales last: each one's bytes held a value of an earlier block
         for k in range(len(amax)):
             struct.pack_into("<f", body, k * (4 + BLOCK), amax[k])
         return body
-
-
-def _quant(g, rb, body, lo, end, o, b0, scale, inv, f):
-    """Values lo..end-1 of g as int8 at body[o + i]; residuals into rb[i - b0]."""
-    for i in range(lo, end):
-        v = g[i]
-        f[0] = v * inv
-        r = f[0]
-        if r >= 0.0:
-            f[0] = r + 0.5
-        else:
-            f[0] = r - 0.5
-        q = int(f[0])
-        if q > 127:
-            q = 127
-        elif q < -127:
-            q = -127
-        body[o + i] = q & 255
-        f[0] = q * scale
-        rb[i - b0] = v - f[0]
-
-
-def _quant8(g, rb, body, lo, end, o, b0, scale, invs, f):
-    """_quant with the residuals kept as int8 steps (invs: 1/scale, 1/step)."""
-    inv, rinv = invs
-    for i in range(lo, end):
-        v = g[i]
-        f[0] = v * inv
-        r = f[0]
-        if r >= 0.0:
-            f[0] = r + 0.5
-        else:
-            f[0] = r - 0.5
-        q = int(f[0])
-        if q > 127:
-            q = 127
-        elif q < -127:
-            q = -127
-        body[o + i] = q & 255
-        f[0] = q * scale
-        r = (v - f[0]) * rinv
-        q = int(r + 0.5) if r >= 0.0 else int(r - 0.5)
-        if q > 127:
-            q = 127
-        elif q < -127:
-            q = -127
-        rb[i - b0] = q & 255
-
-
-def _unpack8(g, rb, b0, step, f):
-    """g[b0 + j] += the int8 residual rb[j] in steps of ``step`` (float32 sums)."""
-    for j in range(len(rb)):
-        q = rb[j]
-        f[0] = (q - 256 if q > 127 else q) * step
-        g[b0 + j] += f[0]

@@ -5,7 +5,7 @@ parameter buffer, so each chunk is written to its place as it arrives and
 the sink only remembers which chunks of the current release it has.
 """
 
-from edgeps_worker.wire import byte_view
+from edgeps_worker.wire import byte_view, encoded_len
 
 
 class ParamsSink:
@@ -15,11 +15,13 @@ class ParamsSink:
     answers), so two releases of one version never mix. ``add(msg)`` takes
     a decoded PARAMS chunk and returns None while the release is incomplete,
     True when it just completed, or a short reason token for a chunk that
-    cannot belong to this buffer.
+    cannot belong to this buffer. ``write``: the trainer's ``write_params``,
+    which decodes chunks of other codes (F16, I8) into ``buf``.
     """
 
-    def __init__(self, buf, nbytes):
+    def __init__(self, buf, nbytes, write=None):
         self.buf = buf  # on MicroPython the view aliases buf without holding it
+        self.write = write
         self.view = byte_view(buf)[0]
         if len(self.view) != nbytes:
             raise ValueError("params_buffer() must hold exactly n_params float32")
@@ -38,12 +40,15 @@ class ParamsSink:
         count = msg.chunk_count
         data = msg.data
         size = len(data)
+        total = self.nbytes
         if msg.dtype != f32_code:
-            return "params_dtype"
-        if msg.total_len != self.nbytes or count <= 0 or msg.chunk_index >= count:
+            if self.write is None:
+                return "params_dtype"
+            total = encoded_len(msg.dtype, self.nbytes // 4)
+        if msg.total_len != total or count <= 0 or msg.chunk_index >= count:
             return "params_length"
         start = msg.offset
-        if start < 0 or start + size > self.nbytes:
+        if start < 0 or start + size > total:
             return "params_chunk"
         if msg.version != self.version or msg.seq != self.seq or count != self.count:
             # a new release starts; an unfinished older one is abandoned
@@ -59,7 +64,14 @@ class ParamsSink:
         i = msg.chunk_index
         if self.flags[i]:
             return None  # a QoS 1 redelivery of a chunk already written
-        self.view[start : start + size] = data
+        write = self.write
+        if write is None or msg.dtype == f32_code:
+            self.view[start : start + size] = data
+        else:
+            try:
+                write(msg.dtype, start, data)
+            except ValueError:
+                return "params_value"
         self.flags[i] = 1
         self.left -= 1
         if self.left:

@@ -15,7 +15,6 @@ from array import array
 from edgeps_worker.blockfp import emax
 from edgeps_worker.data import LABEL_FLOAT, LABEL_INT
 from edgeps_worker.kernels import Model
-from edgeps_worker.wire import byte_view
 
 F32 = 1
 # the dtypes of edgeps_worker.codec (encoders) and codec_read (decoders),
@@ -63,9 +62,6 @@ class KernelTrainer:
         self.steps = 0
         self.residual = residual
         self.codec = None  # a codec.GradCodec from the first F16 or I8 step
-        # byte views alias the buffers (they hold them alive on CPython only)
-        self._gview = byte_view(self.grad)[0]
-        self._pview = byte_view(self.params)[0]
 
     def params_buffer(self):
         return self.params
@@ -80,24 +76,17 @@ class KernelTrainer:
         if code == F32:
             if emax(self.grad, 0, self.n_params) == 255:
                 raise ValueError("gradient holds NaN or Inf")
-            return self._gview
+            return self.grad
         if self.codec is None:
             from edgeps_worker import codec
 
             self.codec = codec.GradCodec(self.n_params, self.residual)
-        return self.codec.encode(code, self.grad, self._gview)
+        return self.codec.encode(code, self.grad)
 
     def write_params(self, code, offset, data):
-        """One PARAMS chunk of dtype ``code`` at encoded byte ``offset``, decoded.
-
-        F32 is a plain copy; F16 and I8 are decoded (ValueError, nothing
-        written, for a chunk that does not fit or holds NaN/Inf)."""
-        if code == F32:
-            end = offset + len(data)
-            if offset < 0 or offset % 4 or end > 4 * self.n_params:
-                raise ValueError("F32 chunk does not fit the parameters")
-            self._pview[offset:end] = data
-            return
+        """One PARAMS chunk of dtype ``code`` at encoded byte ``offset``, decoded
+        into the parameters (F32 a plain copy); ValueError, nothing written,
+        for a chunk that does not fit or holds NaN/Inf (F16, I8)."""
         from edgeps_worker import codec_read
 
         codec_read.write_params(self.params, code, offset, data)

@@ -129,7 +129,9 @@ class Worker:
         self._mem_probe = mem_probe
         self._log = log
         self.n_params = n
-        self._sink = ParamsSink(trainer.params_buffer(), n * 4)
+        self._sink = ParamsSink(
+            trainer.params_buffer(), n * 4, getattr(trainer, "write_params", None)
+        )
         self.up = wire.topic_up(job, worker_id)
         self.down = wire.topic_down(job, worker_id)
         self.model_topic = wire.topic_model(job)
@@ -252,9 +254,10 @@ class Worker:
                 self.nonce,
                 self.trainer.model,
                 self.max_chunk,
-                None,
+                getattr(self.trainer, "reads", None),  # masks; None: F32 only
                 getattr(self.trainer, "max_batch", 0),
                 self.key,
+                getattr(self.trainer, "codecs", None),
             )
         )
         self.stats["hellos"] += 1

@@ -15,20 +15,18 @@ import sys
 from array import array
 
 from edgeps_worker import codec, codec_read
-from edgeps_worker.wire import byte_view
 
 
 def run(mode, n, raw, out):
     if mode == "encode":
         c = codec.GradCodec(n)
         g = array("f", bytes(4 * n))
-        view = byte_view(g)[0]
         steps = len(raw) // (4 * n)
         for s in range(steps):
             for code in (codec.I8, codec.F16, codec.F32):
                 g[:] = array("f", raw[4 * n * s : 4 * n * (s + 1)])
                 try:
-                    out.write(c.encode(code, g, view))
+                    out.write(c.encode(code, g))
                 except ValueError:
                     print("refused", s, code)
         for rb in c.residual:
@@ -37,10 +35,9 @@ def run(mode, n, raw, out):
         # the same gradient every step: each step's I8 body and residual
         c = codec.GradCodec(n, sys.argv[6])
         g = array("f", bytes(4 * n))
-        view = byte_view(g)[0]
         for _ in range(int(sys.argv[5])):
             g[:] = array("f", raw)
-            out.write(c.encode(codec.I8, g, view))
+            out.write(c.encode(codec.I8, g))
             for rb in c.residual:
                 out.write(rb)
     else:

@@ -46,6 +46,7 @@ BOARD_MODULES = (
     "builder",
     "clock",
     "codec",
+    "codec_i8",
     "codec_read",
     "config",
     "data",
