@@ -24,7 +24,8 @@ except ImportError:
         return memoryview(buf).cast("B")
 
     def ptr32(buf):
-        return memoryview(buf).cast("B").cast("I")
+        mv = memoryview(buf).cast("B")
+        return mv[: len(mv) // 4 * 4].cast("I")  # viper's view: whole words
 
 
 @micropython.viper
