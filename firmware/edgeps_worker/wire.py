@@ -48,10 +48,10 @@ FIELDS = {
                           "codec_arg")),
     STOP: ("<QQ", ("run", "session")),
 }  # fmt: skip
+del _CHUNK  # a board keeps no more module globals than it uses
 # which attribute carries the UTF-8 body of text messages
 TEXT_BODY = {HELLO: "model", BYE: "reason", MODEL: "model", REJECT: "reason",
              WELCOME: "model", STOP: "reason"}  # fmt: skip
-DATA_BODY = (UPDATE, PARAMS)
 _ID_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 
 
@@ -65,11 +65,12 @@ class WireError(ValueError):
 
 class Message:
     """One decoded message (or chunk); fields its type lacks read as these class
-    defaults, so only the fields decode sets take room in an instance."""
+    defaults, so only the fields decode sets take room in an instance (HELLO's
+    codecs, WELCOME's codec and codec_arg have no default: read them there)."""
 
-    flags = session = seq = clock = base_version = samples = dtype = codec = 0
-    version = chunk_index = chunk_size = total_len = offset = n_params = codec_arg = 0
-    max_chunk = dtypes = codecs = run = nonce = instance = max_batch = batch = 0
+    flags = session = seq = clock = base_version = samples = dtype = 0
+    version = chunk_index = chunk_size = total_len = offset = n_params = 0
+    max_chunk = dtypes = run = nonce = instance = max_batch = batch = 0
     chunk_count = 1
     tagged = False
     compute_time = 0.0
@@ -88,23 +89,6 @@ def encoded_len(code, n, k=0):
     if code == DTYPE_I8:
         return 4 * ((n + I8_BLOCK - 1) // I8_BLOCK) + n
     return 8 * k if code == DTYPE_TOPK else RECORD[code] * n
-
-
-def _whole(code, total):
-    # whole records; I8's last block: a scale and at least one int8
-    return total % RECORD[code] == 0 or (code == DTYPE_I8 and total % 132 > 4)
-
-
-def code_mask(codes):
-    """A HELLO mask (bit ``1 << code``) of codes, or an int mask checked."""
-    if isinstance(codes, int):
-        return _uint("mask", codes, 8)
-    mask = 0
-    for c in codes:
-        if c not in RECORD:
-            raise ValueError("unknown dtype %r" % (c,))
-        mask |= 1 << c
-    return mask
 
 
 def valid_id(s):
@@ -270,7 +254,7 @@ def decode(buf, key=None, max_len=MAX_MESSAGE):
     for i in range(len(names)):
         setattr(msg, names[i], vals[i])
     body = mv[hl : hl + bl]
-    if mtype in DATA_BODY:
+    if mtype == UPDATE or mtype == PARAMS:
         _check_chunk(msg, bl)
         msg.data = body  # pyright: ignore[reportAttributeAccessIssue]
     elif mtype in TEXT_BODY:
@@ -303,7 +287,8 @@ def _check_chunk(msg, bl):
     size = msg.chunk_size
     count = msg.chunk_count
     idx = msg.chunk_index
-    if total > MAX_TOTAL or not _whole(msg.dtype, total):
+    r = total % rec  # whole records; I8's last block: a scale and >= 1 int8
+    if total > MAX_TOTAL or r and not (msg.dtype == DTYPE_I8 and r > 4):
         raise WireError("length", "total_len %d" % total)
     if total == 0:
         if size or count != 1 or idx or bl:
@@ -367,7 +352,8 @@ def _chunks(mtype, jb, wb, fmt, head, data, dtype, max_chunk, key):
     mv, isz = byte_view(data)
     rec = RECORD[dtype]
     total = len(mv)
-    if not _whole(dtype, total):
+    r = total % rec
+    if r and not (dtype == DTYPE_I8 and r > 4):
         raise ValueError("data length %d is not whole records of %d" % (total, rec))
     if total > MAX_TOTAL:
         raise ValueError("data longer than %d bytes" % MAX_TOTAL)
@@ -400,23 +386,15 @@ def _gen(mtype, jb, wb, fmt, head, data, mv, dtype, count, size, total, key):
     del data
 
 
-def _f32(name, v):
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        raise TypeError("%s must be a float, got %r" % (name, v)) from None
-
-
 def encode_hello(job, wid, instance, nonce, model="", max_chunk=DEFAULT_CHUNK,
                  dtypes=None, max_batch=0, key=None, codecs=None):  # fmt: skip
     """A worker asks to join: ``instance`` names its process, ``nonce`` its link;
-    ``dtypes``/``codecs``: PARAMS codes it reads/UPDATE codes it makes (F32)."""
-    f32 = 1 << DTYPE_F32
+    ``dtypes``/``codecs``: masks (bit ``1 << code``) of the PARAMS codes it reads
+    and the UPDATE codes it makes (None: F32). ``wire_host``'s takes codes too."""
     vals = (_uint("instance", instance, 64), _uint("nonce", nonce, 64),
-            _uint("max_chunk", max_chunk, 32),
-            f32 if dtypes is None else code_mask(dtypes),
+            _uint("max_chunk", max_chunk, 32), _uint("dtypes", dtypes or 2, 8),
             _uint("max_batch", max_batch, 16),
-            f32 if codecs is None else code_mask(codecs))  # fmt: skip
+            _uint("codecs", codecs or 2, 8))  # fmt: skip
     jb, wb = check_id("job", job), check_id("wid", wid)
     body = _text("model", model)
     return _frame(HELLO, jb, wb, FIELDS[HELLO][0], vals, body, key)
@@ -426,12 +404,15 @@ def iter_update(job, wid, session, seq, clock, base_version, compute_time,
                 samples, loss, data, dtype=DTYPE_F32, max_chunk=DEFAULT_CHUNK,
                 key=None):  # fmt: skip
     """Like encode_update but yields chunks one by one (a board holds one at a time)."""
-    ct = _f32("compute_time", compute_time)
+    try:
+        ct, lo = float(compute_time), float(loss)
+    except (TypeError, ValueError):
+        raise TypeError("compute_time and loss must be floats") from None
     if not ct >= 0.0 or ct == float("inf"):
         raise ValueError("compute_time must be finite and >= 0, got %r" % (ct,))
     head = (_uint("session", session, 64), _uint("seq", seq, 32),
             _uint("clock", clock, 32), _uint("base_version", base_version, 32),
-            ct, _uint("samples", samples, 32), _f32("loss", loss))  # fmt: skip
+            ct, _uint("samples", samples, 32), lo)  # fmt: skip
     jb, wb = check_id("job", job), check_id("wid", wid)
     return _chunks(UPDATE, jb, wb, FIELDS[UPDATE][0], head, data, dtype, max_chunk, key)
 

@@ -45,11 +45,9 @@ from edgeps_worker.wire import (
     _text,
     _uint,
     check_id,
-    code_mask,
     decode,
     encode_bye,
     encode_heartbeat,
-    encode_hello,
     encoded_len,
     hmac_sha256,
     iter_update,
@@ -58,6 +56,7 @@ from edgeps_worker.wire import (
     topic_up,
     valid_id,
 )
+from edgeps_worker.wire import encode_hello as _encode_hello
 
 # bytes per element of the dense codes (I8: the int8, without the scales)
 DTYPE_SIZE = {DTYPE_F32: 4, DTYPE_F16: 2, DTYPE_I8: 1}
@@ -104,6 +103,32 @@ def parse_up_topic(topic):
 # ---------------------------------------------------------------- encoders (PS)
 
 
+def code_mask(codes):
+    """A HELLO mask (bit ``1 << code``) from codes or an int mask (None: F32 only)."""
+    if codes is None:
+        return 1 << DTYPE_F32
+    if isinstance(codes, int):
+        mask = _uint("mask", codes, 8)  # a bool is refused there
+        for c in range(8):
+            if mask >> c & 1 and c not in RECORD:
+                raise ValueError("unknown dtype %r in mask 0x%x" % (c, mask))
+        return mask
+    mask = 0
+    for c in codes:
+        if c not in RECORD:
+            raise ValueError("unknown dtype %r" % (c,))
+        mask |= 1 << c
+    return mask
+
+
+def encode_hello(job, wid, instance, nonce, model="", max_chunk=DEFAULT_CHUNK,
+                 dtypes=None, max_batch=0, key=None, codecs=None):  # fmt: skip
+    """wire.encode_hello taking ``dtypes`` and ``codecs`` as codes or masks."""
+    dmask, cmask = code_mask(dtypes), code_mask(codecs)
+    return _encode_hello(job, wid, instance, nonce, model, max_chunk, dmask,
+                         max_batch, key, cmask)  # fmt: skip
+
+
 def encode_update(job, wid, session, seq, clock, base_version, compute_time,
                   samples, loss, data, dtype=DTYPE_F32, max_chunk=DEFAULT_CHUNK,
                   key=None):  # fmt: skip
@@ -113,19 +138,8 @@ def encode_update(job, wid, session, seq, clock, base_version, compute_time,
                             key))  # fmt: skip
 
 
-def iter_params(
-    job,
-    wid,
-    run,
-    session,
-    version,
-    data,
-    max_chunk=DEFAULT_CHUNK,
-    seq=0,
-    dtype=DTYPE_F32,
-    key=None,
-    batch=0,
-):
+def iter_params(job, wid, run, session, version, data, max_chunk=DEFAULT_CHUNK,
+                seq=0, dtype=DTYPE_F32, key=None, batch=0):  # fmt: skip
     """Like encode_params but yields chunks one by one."""
     head = (
         _uint("run", run, 64),
@@ -234,8 +248,13 @@ def copy_message(msg):
     """A shallow copy of a decoded Message (the reassembler hands out one)."""
     m = Message(msg.type, msg.job, msg.wid)
     for name in _COPY_FIELDS:
-        setattr(m, name, getattr(msg, name))
+        value = getattr(msg, name, _NONE)
+        if value is not _NONE:  # codecs, codec, codec_arg: only where decoded
+            setattr(m, name, value)
     return m
+
+
+_NONE = object()
 
 
 class _Partial:

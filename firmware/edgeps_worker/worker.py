@@ -28,33 +28,30 @@ same members on CPython, e.g. a numpy or C-kernel trainer)::
                                      # parameter buffer; grad is a bytes-like
                                      # of n_params little-endian float32 that
                                      # stays valid until the next step()
+    trainer.codecs -> int            # optional: UPDATE codes it makes (bit
+                                     # 1 << code; F32 only without it)
+    trainer.encode_grad(code, arg)   # after step(): the UPDATE body in code
+                                     # (ValueError on NaN/Inf: nothing sent)
 
-``trainer.model`` is announced in HELLO; the worker checks the WELCOME's
-n_params against ``trainer.n_params``. A trainer with ``max_batch`` (int) and
-``set_batch(n)`` takes the batch size a release asks for. Stop reasons of
+``trainer.model`` and ``trainer.codecs`` are announced in HELLO; the worker
+checks the WELCOME's n_params against ``trainer.n_params`` and its codec
+against ``codecs``, and encodes each push in that codec. A trainer with
+``max_batch`` (int) and ``set_batch(n)`` takes the batch size a release asks
+for. Stop reasons of
 ``Worker.run()``: "done" (a STOP done for this session), "iterations"
 (max_iterations pushes made), "stopped" (the stop callback said so),
-"model_mismatch" (the job trains another model), "duplicate_id" (another
-process holds this worker id), "memory" (a MemoryError, fatal).
+"model_mismatch" (the job trains another model), "codec" (the job's UPDATE
+code is not one the trainer makes), "duplicate_id" (another process holds
+this worker id), "memory" (a MemoryError, fatal).
 """
 
 from edgeps_worker import clock, wire
 from edgeps_worker.params_sink import ParamsSink
 
 # counters exposed in Worker.stats, in this order
-STAT_NAMES = (
-    "pushes",
-    "releases",
-    "hellos",
-    "heartbeats",
-    "dropped_updates",
-    "reconnects",
-    "rejects",
-    "bad_messages",
-    "timeouts",
-    "memory_errors",
-    "peak_mem",
-)
+STAT_NAMES = ("pushes", "releases", "hellos", "heartbeats", "dropped_updates",
+              "reconnects", "rejects", "bad_messages", "timeouts", "memory_errors",
+              "bad_grads", "peak_mem")  # fmt: skip
 
 
 class Worker:
@@ -129,6 +126,8 @@ class Worker:
         self._mem_probe = mem_probe
         self._log = log
         self.n_params = n
+        self.codec = 1  # the UPDATE code (wire.DTYPE_*) and arg WELCOME names
+        self.codec_arg = 0
         self._sink = ParamsSink(
             trainer.params_buffer(), n * 4, getattr(trainer, "write_params", None)
         )
@@ -246,20 +245,11 @@ class Worker:
             self._hello()
 
     def _hello(self):
-        self._publish(
-            wire.encode_hello(
-                self.job,
-                self.wid,
-                self.instance,
-                self.nonce,
-                self.trainer.model,
-                self.max_chunk,
-                getattr(self.trainer, "reads", None),  # masks; None: F32 only
-                getattr(self.trainer, "max_batch", 0),
-                self.key,
-                getattr(self.trainer, "codecs", None),
-            )
-        )
+        t = self.trainer
+        self._publish(wire.encode_hello(self.job, self.wid, self.instance, self.nonce,
+                                        t.model, self.max_chunk, getattr(t, "reads", 2),
+                                        getattr(t, "max_batch", 0), self.key,
+                                        getattr(t, "codecs", 2)))  # fmt: skip
         self.stats["hellos"] += 1
         now = clock.ticks_ms()
         self._last_hb = now
@@ -317,6 +307,11 @@ class Worker:
             self._note("job model " + str(msg.model) + " does not fit this trainer")
             self.stop_reason = "model_mismatch"
             return
+        if not getattr(self.trainer, "codecs", 2) >> msg.codec & 1:
+            self._note("job update code " + str(msg.codec) + " is not made here")
+            self.stop_reason = "codec"
+            return
+        self.codec, self.codec_arg = msg.codec, msg.codec_arg
         self._refused = 0
         if (msg.run, msg.session) != (self.run_id, self.session):
             self.run_id = msg.run
@@ -363,6 +358,14 @@ class Worker:
         self._sample()
         t0 = clock.ticks_ms()
         loss, samples, grad = self.trainer.step()
+        if self.codec != 1:
+            try:
+                grad = self.trainer.encode_grad(self.codec, self.codec_arg)
+            except ValueError:  # NaN/Inf: not pushed; the release timeout re-HELLOs
+                self.stats["bad_grads"] += 1
+                self._wait_since = clock.ticks_ms()
+                self._waiting = True
+                return
         compute_time = clock.ticks_diff(clock.ticks_ms(), t0) / 1000
         self.clock += 1
         self.seq += 1
@@ -379,21 +382,10 @@ class Worker:
         if head is None:
             return
         seq, clk, base, compute_time, samples = head
-        for chunk in wire.iter_update(
-            self.job,
-            self.wid,
-            self.session,
-            seq,
-            clk,
-            base,
-            compute_time,
-            samples,
-            self.last_loss,
-            self._grad,
-            wire.DTYPE_F32,
-            self.max_chunk,
-            self.key,
-        ):
+        for chunk in wire.iter_update(self.job, self.wid, self.session, seq, clk, base,
+                                      compute_time, samples, self.last_loss,
+                                      self._grad, self.codec, self.max_chunk,
+                                      self.key):  # fmt: skip
             self._sample()
             self.t.publish(self.up, chunk, 1)
         self.stats["pushes"] += 1

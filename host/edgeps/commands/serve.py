@@ -63,6 +63,7 @@ def add_job_flags(
     _flag(p, "--lr", "learning rate", d, type=float)
     _flag(p, "--optimizer", "sgd, momentum or adam", d)
     _flag(p, "--target-accuracy", "stop at this test accuracy (0..1]", d, type=float)
+    _flag(p, "--compress", "UPDATE code workers send: f32, f16, int8, topk:F", d)
     max_help = "stop after this many seconds"
     if "max_time" not in (d or {}):
         from edgeps.commands.serve_config import DEFAULT_MAX_TIME

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, cast
 
+from edgeps.codecs import parse_compress
 from edgeps.observe.dashboard import check_options as check_dashboard
 from edgeps.transport.options import ConnectionOptions
 
@@ -69,6 +70,7 @@ class ServeConfig:
     dashboard: str | None = None  # [HOST:]PORT of the live dashboard
     dashboard_token_file: str | None = None
     dashboard_linger: float = 0.0  # seconds the dashboard outlives the job
+    compress: str = "f32"  # UPDATE code: f32, f16, int8 or topk:F (edgeps.codecs)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -194,6 +196,7 @@ def check(cfg: ServeConfig) -> None:
             f"--target-accuracy must be in (0, 1], got {cfg.target_accuracy!r}"
         )
     check_dashboard(cfg.dashboard, cfg.dashboard_token_file, cfg.dashboard_linger)
+    parse_compress(cfg.compress)
     if cfg.max_chunk < 256:
         raise ValueError(f"--max-chunk must be at least 256 bytes, got {cfg.max_chunk}")
     if cfg.password_file is not None and cfg.username is None:

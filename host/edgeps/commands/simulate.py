@@ -53,6 +53,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target-accuracy", type=float, default=d.target_accuracy)
     parser.add_argument("--max-time", type=float, default=d.max_time, help="seconds")
     add_link_flags(parser)
+    parser.add_argument(
+        "--compress", default=d.compress, help="UPDATE code: f32, f16, int8, topk:F"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead")
     parser.add_argument("--plot", metavar="FILE", help="also draw it: .png, .svg")
 
@@ -77,6 +80,7 @@ def _config(args: argparse.Namespace) -> SimConfig:
         link_rate=args.link_rate,
         link_delay=args.link_delay,
         link_loss=args.link_loss,
+        compress=args.compress,
     )
 
 
@@ -160,6 +164,8 @@ def run(args: argparse.Namespace) -> int:
         rate = format_rate(cfg.link_rate) if cfg.link_rate else "unlimited"
         delay = "scenario's" if cfg.link_delay is None else f"{cfg.link_delay:g} s"
         head += f", links {rate}, {delay} delay"
+    if cfg.compress != "f32":
+        head += f", updates {cfg.compress}"
     if summaries is None:
         if args.plot and draw([summarize(cfg.policy, [result])], cfg, args.plot):
             return 2

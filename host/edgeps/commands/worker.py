@@ -253,6 +253,11 @@ def run(args: argparse.Namespace) -> int:
         if reason == "model_mismatch":
             log.error("the job's model does not fit this worker's data")
             return EXIT_CONFIG
+        if reason == "codec":
+            log.error(
+                "job %s asks for an update format this worker cannot make", args.job
+            )
+            return EXIT_CONFIG
         if reason == "duplicate_id":
             log.error(
                 "worker id %s is in use by another live worker of job %s: "

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from edgeps.codecs import parse_compress
 from edgeps.core.server import ParameterServer
 from edgeps.core.sink import carry_out
 from edgeps.core.types import (
@@ -47,7 +48,11 @@ log = logging.getLogger(__name__)
 
 
 # core refusals of a HELLO that end the worker, and the STOP reason it gets
-_STOPS = {"duplicate_id": "duplicate_id", "model_mismatch": "model"}
+_STOPS = {
+    "duplicate_id": "duplicate_id",
+    "model_mismatch": "model",
+    "codec_mismatch": "codec",
+}
 
 
 class Link(Protocol):
@@ -77,6 +82,7 @@ class Settings:
     send_rejects: bool = True
     hmac_key: bytes | None = None  # the master key: each worker's is derived
     run_id: int | None = None  # random per run when None
+    compress: str = "f32"  # the UPDATE code workers must use (edgeps.codecs)
 
 
 @dataclass
@@ -132,6 +138,7 @@ class Coordinator:
             n_params=server.n_params,
             model=settings.model,
             peers=self.peers,
+            compress=parse_compress(settings.compress),
         )
         self.accounting = Accounting(
             settings.job, lambda wid: server.worker_state(wid) is not None

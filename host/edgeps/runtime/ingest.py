@@ -2,7 +2,8 @@
 
 Everything a worker (or anyone on the broker) sends passes through `Ingest`:
 topic check, wire decode (HMAC included), job/worker id agreement, chunk
-reassembly, dtype conversion and the model check of a HELLO. This is the one
+reassembly, decoding of the UPDATE's code to float32 (``edgeps.codecs``) and
+the model and codec checks of a HELLO. This is the one
 place network input is validated: what comes out is a typed core event the
 core can trust, or a ``Rejected`` to send back (a HELLO for another model).
 Whatever is wrong is counted per reason, logged and dropped; nothing here
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 from edgeps_worker import wire_host as wire
 
+from edgeps.codecs import CodecError, Compress, decode_update
 from edgeps.core.types import Event, Heartbeat, Join, Leave, Push, Rejected
 from edgeps.kernels import ModelSpec
 from edgeps.runtime.peers import Peer, Peers
@@ -40,6 +42,10 @@ class Ingest:
     it from the master key); protocol v1 messages are dropped as ``version``.
     A HELLO becomes a ``Join`` carrying a fresh session (or the current one,
     when it names the current link); one naming an earlier link is a replay.
+    ``compress`` is the job's UPDATE code: a HELLO whose ``codecs`` lack it is
+    refused (``Rejected(wid, 0, "codec_mismatch")``: a STOP ``codec``); an UPDATE in
+    another code, of the wrong length or with bad TOPK indices is a
+    ``Rejected(wid, seq, reason)``, counted against the worker.
     """
 
     def __init__(
@@ -52,6 +58,7 @@ class Ingest:
         max_age: float = 30.0,
         max_pending: int = 256,
         max_message: int | None = None,
+        compress: Compress | None = None,
     ) -> None:
         if not wire.valid_id(job):
             raise ValueError(f"job id must match [A-Za-z0-9_-]{{1,32}}, got {job!r}")
@@ -60,8 +67,11 @@ class Ingest:
         self.model = model
         self._canonical = _canonical(model)
         self.peers = peers if peers is not None else Peers(job)
-        # an update carries at most n_params float32s; anything bigger is hostile
-        self.max_bytes = 4 * n_params
+        self.compress = compress if compress is not None else Compress()
+        self.codec_arg = self.compress.arg(n_params)
+        # an update carries at most n_params float32s (or its code's length, if
+        # larger); anything bigger is hostile
+        self.max_bytes = max(4 * n_params, self.compress.update_bytes(n_params))
         self.max_message = max_message or (self.max_bytes + 4096)
         self.reassembler = wire.Reassembler(self.max_bytes, max_age, max_pending)
         self.dropped: Counter[str] = Counter()
@@ -150,7 +160,7 @@ class Ingest:
             if self.reassembler.duplicates != seen:
                 # a redelivered chunk of an update that was already complete
                 self.dropped["duplicate_chunk"] += self.reassembler.duplicates - seen
-            return None if whole is None else self._push(whole, now)
+            return None if whole is None else self._push(peer, whole)
         self.drop("type", f"type {kind} on an up topic from {wid}")
         return None
 
@@ -165,6 +175,14 @@ class Ingest:
             # it would push gradients of the wrong shape: tell it, do not join it
             self.drop("model_mismatch", f"{wid}: {model}")
             return Rejected(wid, 0, "model_mismatch")
+        code = self.compress.code
+        if not int(msg.codecs) >> code & 1:
+            # it cannot produce the job's UPDATE code: tell it, do not join it
+            self.drop(
+                "codec_mismatch", f"{wid} makes 0x{int(msg.codecs):02x}, job {code}"
+            )
+            return Rejected(wid, 0, "codec_mismatch")
+        peer.codec, peer.codec_arg = code, self.codec_arg
         peer.max_chunk = max(256, int(msg.max_chunk or 4096))
         same_link = nonce == peer.nonce and peer.session
         return Join(
@@ -175,10 +193,10 @@ class Ingest:
             max_batch=int(msg.max_batch),
         )
 
-    def _push(self, msg: Any, now: float) -> Push | None:
-        update = self._vector(msg)
-        if update is None:
-            return None
+    def _push(self, peer: Peer, msg: Any) -> Push | Rejected | None:
+        update = self._vector(peer, msg)
+        if not isinstance(update, np.ndarray):
+            return update
         return Push(
             worker_id=msg.wid,
             clock=int(msg.clock),
@@ -191,21 +209,25 @@ class Ingest:
             loss=float(msg.loss),
         )
 
-    def _vector(self, msg: Any) -> np.ndarray | None:
-        dtype = getattr(msg, "dtype", wire.DTYPE_F32)
+    def _vector(self, peer: Peer, msg: Any) -> np.ndarray | Rejected | None:
+        code = int(getattr(msg, "dtype", wire.DTYPE_F32))
         data = msg.data
-        if dtype == wire.DTYPE_F32:
+        wid, seq = str(msg.wid), int(msg.seq)
+        if code != peer.codec:
+            # only the code its WELCOME named
+            self.drop("codec", f"code {code} from {wid}, welcomed with {peer.codec}")
+            return Rejected(wid, seq, "codec")
+        if code == wire.DTYPE_F32:
+            # a wrong length reaches the core, which refuses it as bad_shape
             if len(data) % 4:
-                self.drop("length", f"f32 body of {len(data)} bytes from {msg.wid}")
+                self.drop("length", f"f32 body of {len(data)} bytes from {wid}")
                 return None
             return np.frombuffer(data, dtype="<f4")
-        if dtype == wire.DTYPE_F16:
-            if len(data) % 2:
-                self.drop("length", f"f16 body of {len(data)} bytes from {msg.wid}")
-                return None
-            return np.frombuffer(data, dtype="<f2").astype(np.float32)
-        self.drop("dtype", f"dtype {dtype} from {msg.wid} is not supported by the host")
-        return None
+        try:
+            return decode_update(code, data, self.n_params)
+        except CodecError as exc:
+            self.drop(exc.reason, f"from {wid}: {exc}")
+            return Rejected(wid, seq, exc.reason)
 
 
 def _canonical(text: str) -> str | None:

@@ -254,6 +254,7 @@ class Job:
                 max_chunk=cfg.max_chunk,
                 send_rejects=cfg.send_rejects,
                 hmac_key=self.hmac_key,
+                compress=cfg.compress,
             )
             coord = Coordinator(
                 self.server,

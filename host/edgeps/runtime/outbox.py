@@ -64,6 +64,8 @@ class Outbox:
             int(n_params),
             self.model_text,
             key=peer.key,
+            codec=peer.codec,
+            codec_arg=peer.codec_arg,
         )
         self.link.publish(peer.down_topic, payload, 1, False)
 

@@ -34,6 +34,8 @@ class Peer:
     nonce: int = 0  # link of the HELLO that opened ``session``
     hello_nonce: int = 0  # link of the last HELLO decoded (a refusal names it)
     old_nonces: deque[int] = field(default_factory=lambda: deque(maxlen=32))
+    codec: int = wire.DTYPE_F32  # UPDATE code its WELCOME names
+    codec_arg: int = 0  # TOPK: k entries per UPDATE
 
     def open_session(self, session: int, nonce: int) -> None:
         """The core took a HELLO: its session and link are now the current ones."""

@@ -5,7 +5,8 @@ A board whose profile has a link rate (``edgeps.workloads.links``) gets one
 with. A message costs the bytes of the MQTT PUBLISH packets that carry it:
 the wire's chunks as the host wire encoder (``edgeps_worker.wire_host``)
 frames them at the emulator's chunk size, each in the MQTT PUBLISH packet
-the board's own client encodes (``edgeps_worker.mqtt_packets``). Not priced:
+the board's own client encodes (``edgeps_worker.mqtt_packets``); an UPDATE
+body has the length of the job's ``--compress`` code. Not priced:
 PUBACKs, pings, the retained MODEL, the CONNECT and SUBSCRIBE of a (re)join.
 """
 
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from edgeps_worker import mqtt_packets, wire, wire_host
 
+from edgeps.codecs import parse_compress
 from edgeps.transport.shaping import LinkPipe
 from edgeps.workloads.links import link_shape
 from edgeps.workloads.scenarios import WorkerProfile
@@ -32,14 +34,19 @@ def _publishes(topic: str, chunks: list[bytes] | list[bytearray]) -> int:
 
 @functools.lru_cache(maxsize=256)
 def message_bytes(
-    wid: str, n_params: int, model: str, max_chunk: int = EMULATED_CHUNK
+    wid: str,
+    n_params: int,
+    model: str,
+    max_chunk: int = EMULATED_CHUNK,
+    compress: str = "f32",
 ) -> dict[str, int]:
-    """Bytes on the link of each message kind for one worker (f32, no HMAC)."""
+    """Bytes on the link of each message kind for one worker (PARAMS f32, no HMAC)."""
     zeros = np.zeros(n_params, dtype=np.float32)
     up, down = wire.topic_up(SIM_JOB, wid), wire.topic_down(SIM_JOB, wid)
-    update = wire_host.encode_update(
-        SIM_JOB, wid, 1, 1, 1, 1, 0.0, 32, 0.0, zeros, max_chunk=max_chunk
-    )
+    code = parse_compress(compress)
+    body = bytes(code.update_bytes(n_params))
+    update = wire_host.encode_update(SIM_JOB, wid, 1, 1, 1, 1, 0.0, 32, 0.0, body,
+                                     dtype=code.code, max_chunk=max_chunk)  # fmt: skip
     params = wire_host.encode_params(SIM_JOB, wid, 1, 1, 1, zeros, max_chunk=max_chunk)
     hello = wire.encode_hello(SIM_JOB, wid, 1, 1, model, max_chunk)
     heartbeat = wire.encode_heartbeat(SIM_JOB, wid, 1, 1)
@@ -67,10 +74,11 @@ class SimLink:
         n_params: int,
         model: str,
         rng: np.random.Generator,
+        compress: str = "f32",
     ) -> SimLink:
         shape = link_shape(profile)
         draw = rng.random
-        sizes = message_bytes(wid, n_params, model)
+        sizes = message_bytes(wid, n_params, model, compress=compress)
         return cls(LinkPipe(shape, draw), LinkPipe(shape, draw), sizes)
 
     def arrival(self, direction: str, kind: str, now: float) -> float:

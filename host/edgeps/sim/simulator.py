@@ -20,6 +20,7 @@ import logging
 import numpy as np
 
 from edgeps import kernels
+from edgeps.codecs import F32, GradEncoder, decode_update, parse_compress
 from edgeps.core.balance import Balancer
 from edgeps.core.server import ParameterServer
 from edgeps.core.sink import carry_out
@@ -86,6 +87,7 @@ class SimWorker:
         self.alive_since: float | None = 0.0
         self.alive_time = 0.0
         self.link: SimLink | None = None  # a shaped link, else the delay model
+        self.encoder: GradEncoder | None = None  # under --compress
 
     def next_batch(self, size: int) -> tuple[np.ndarray, np.ndarray]:
         """The next minibatch of this worker's shard, reshuffled every epoch."""
@@ -118,6 +120,7 @@ class Simulator:
         links = {"rate": cfg.link_rate, "delay": cfg.link_delay, "loss": cfg.link_loss}
         profiles = with_links(self.scenario.profiles, **links)
         self.policy = parse_policy(cfg.policy)
+        self.compress = parse_compress(cfg.compress)
         self.server = ParameterServer(
             self.spec.init_params(cfg.seed),
             policy=self.policy,
@@ -136,7 +139,7 @@ class Simulator:
             w = SimWorker(wid, profile, X, y, seed=cfg.seed, index=index, batch=batch)
             if is_shaped(profile):
                 n, spec = self.spec.n_params, str(self.spec)
-                w.link = SimLink.build(wid, profile, n, spec, w.link_rng)
+                w.link = SimLink.build(wid, profile, n, spec, w.link_rng, cfg.compress)
             self.workers[wid] = w
         self.loop = EventLoop()
         self.trace: list[tuple[float, float]] = []
@@ -251,6 +254,12 @@ class Simulator:
             return  # crashed meanwhile: the work is lost
         X, y = w.next_batch(w.batch)
         loss, grad = kernels.loss_and_grad(self.spec, params, X, y)
+        if self.compress.code != F32:  # what the PS decodes, error feedback and all
+            w.encoder = w.encoder or GradEncoder(grad.shape[0])
+            c, arg = self.compress.code, self.compress.arg(grad.shape[0])
+            grad = decode_update(
+                c, bytes(w.encoder.encode(grad, c, arg)), grad.shape[0]
+            )
         w.busy_time += duration
         w.clock += 1
         w.seq += 1

@@ -34,6 +34,7 @@ class SimConfig:
     link_rate: float | None = None
     link_delay: float | None = None
     link_loss: float | None = None
+    compress: str = "f32"  # UPDATE code (edgeps.codecs): sizes on the link, and error
 
     def __post_init__(self) -> None:
         positive = {

@@ -4,6 +4,9 @@ It is the object the shared worker loop calls to compute: the loop copies
 each PARAMS body into ``params_buffer()``, then ``step()`` draws the next
 minibatch from a seeded shuffle and returns the loss and the gradient in a
 preallocated buffer (the C backend when it is built, numpy otherwise).
+``encode_grad(code, arg)`` then gives that gradient in the job's UPDATE code
+(``edgeps.codecs``: F16/I8 through the same kernels, TOPK by argpartition),
+with the error-feedback residual kept here.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from edgeps import kernels
+from edgeps.codecs import ALL_CODECS, GradEncoder
 from edgeps.kernels import ModelSpec
 from edgeps.worker.localdata import LocalData
 
@@ -46,6 +50,8 @@ class NativeTrainer:
     seed: seeds the shuffle, so two runs draw the same batches.
     """
 
+    codecs = ALL_CODECS  # UPDATE codes encode_grad produces (HELLO codecs)
+
     def __init__(
         self, spec: ModelSpec | str, data: LocalData, batch: int = 32, seed: int = 0
     ) -> None:
@@ -75,6 +81,7 @@ class NativeTrainer:
         self._idx = np.empty(self.batch, dtype=np.intp)
         self.steps = 0
         self.epochs = 0
+        self._encoder = GradEncoder(self.n_params)
 
     @property
     def model(self) -> str:
@@ -128,6 +135,16 @@ class NativeTrainer:
         """The last gradient as a float32 array (shares the buffer)."""
         return self.grad
 
+    def encode_grad(self, code: int, arg: int = 0) -> memoryview:
+        """The last gradient as an UPDATE body in ``code`` (error feedback for
+        F16, I8 and TOPK); ValueError on NaN/Inf, before the residual moves."""
+        return self._encoder.encode(self.grad, code, arg)
+
+    @property
+    def residual(self) -> np.ndarray:
+        """What error feedback still owes the PS (added to the next gradient)."""
+        return self._encoder.residual
+
 
 class EmulatedTrainer:
     """Wrap a trainer so each step lasts as long as an emulated board's would.
@@ -151,6 +168,9 @@ class EmulatedTrainer:
         self.n_params = inner.n_params
         self.model = inner.model
         self.slept = 0.0
+        if hasattr(inner, "encode_grad"):
+            self.codecs = getattr(inner, "codecs", ALL_CODECS)
+            self.encode_grad = inner.encode_grad
 
     def params_buffer(self) -> Any:
         return self.inner.params_buffer()
