@@ -97,10 +97,10 @@ def test_sink_decodes_f16_and_i8_params_into_the_trainer(code):
                         for k in range(len(sc)))  # fmt: skip
         want = ref.int8_dequantize(q, sc, 128)
     chunks = params_chunks(t, code, data, 264)
-    sink = ParamsSink(t.params_buffer(), 4 * t.n_params, t.write_params)
+    sink = ParamsSink(t.params_buffer(), 4 * t.n_params, t)
     # Execute: out of order, the first one delivered twice (QoS 1)
-    results = [sink.add(m, wire.DTYPE_F32) for m in [chunks[-1], *chunks[:-1]]]
-    again = sink.add(chunks[0], wire.DTYPE_F32)
+    results = [sink.add(m) for m in [chunks[-1], *chunks[:-1]]]
+    again = sink.add(chunks[0])
     # Assert: complete once, holding exactly the host's decoding
     assert len(chunks) > 1 and results[:-1] == [None] * (len(chunks) - 1)
     assert results[-1] is True and again is None
@@ -116,9 +116,9 @@ def test_sink_refuses_a_bad_i8_chunk_and_keeps_the_release_open():
                               .tobytes() for k in range(2)))  # fmt: skip
     data[132:136] = np.float32(np.nan).tobytes()
     chunks = params_chunks(t, codec.I8, bytes(data), 300)
-    sink = ParamsSink(t.params_buffer(), 4 * t.n_params, t.write_params)
+    sink = ParamsSink(t.params_buffer(), 4 * t.n_params, t)
     # Execute
-    got = [sink.add(m, wire.DTYPE_F32) for m in chunks]
+    got = [sink.add(m) for m in chunks]
     # Assert: the bad chunk is refused and written nowhere; no release completes
     assert got == [None, "params_value"]
     assert bytes(t.params)[528:] == before[528:]
@@ -128,13 +128,11 @@ def test_sink_without_a_decoder_refuses_other_dtypes():
     t = make_trainer()
     data = bytes(2 * t.n_params)
     sink = ParamsSink(t.params_buffer(), 4 * t.n_params)
-    assert sink.add(params_chunks(t, codec.F16, data, 256)[0], wire.DTYPE_F32) == (
-        "params_dtype"
-    )
+    assert sink.add(params_chunks(t, codec.F16, data, 256)[0]) == ("params_dtype")
     # a length that is not the code's encoded length is refused as before
-    sink = ParamsSink(t.params_buffer(), 4 * t.n_params, t.write_params)
+    sink = ParamsSink(t.params_buffer(), 4 * t.n_params, t)
     short = params_chunks(t, codec.F16, data[:-2], 256)[0]
-    assert sink.add(short, wire.DTYPE_F32) == "params_length"
+    assert sink.add(short) == "params_length"
 
 
 @pytest.mark.parametrize("residual", ["i8", "f32"])
@@ -161,3 +159,13 @@ def test_encode_grad_after_a_step(residual):
         with pytest.raises(ValueError):
             t.encode_grad(code, 0)
     assert b"".join(bytes(r) for r in t.codec.residual) == held
+
+
+def test_write_params_f32_is_a_plain_copy_without_the_decoders():
+    t = make_trainer()
+    data = np.arange(4, dtype="<f4").tobytes()
+    t.write_params(codec.F32, 8, memoryview(data))
+    assert list(t.params[2:6]) == [0.0, 1.0, 2.0, 3.0]
+    for offset in (2, 4 * t.n_params - 8, -4):  # off a record, past the end
+        with pytest.raises(ValueError):
+            t.write_params(codec.F32, offset, data)

@@ -15,13 +15,13 @@ class ParamsSink:
     answers), so two releases of one version never mix. ``add(msg)`` takes
     a decoded PARAMS chunk and returns None while the release is incomplete,
     True when it just completed, or a short reason token for a chunk that
-    cannot belong to this buffer. ``write``: the trainer's ``write_params``,
-    which decodes chunks of other codes (F16, I8) into ``buf``.
+    cannot belong to this buffer. Chunks of other codes than F32 go through
+    the ``trainer``'s ``write_params(code, offset, data)`` when it has one.
     """
 
-    def __init__(self, buf, nbytes, write=None):
+    def __init__(self, buf, nbytes, trainer=None):
         self.buf = buf  # on MicroPython the view aliases buf without holding it
-        self.write = write
+        self.write = getattr(trainer, "write_params", None)
         self.view = byte_view(buf)[0]
         if len(self.view) != nbytes:
             raise ValueError("params_buffer() must hold exactly n_params float32")
@@ -36,7 +36,7 @@ class ParamsSink:
         """Forget a partly received release (e.g. after the link dropped)."""
         self.version = -1
 
-    def add(self, msg, f32_code):
+    def add(self, msg, f32_code=1):
         count = msg.chunk_count
         data = msg.data
         size = len(data)

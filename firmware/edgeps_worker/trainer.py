@@ -15,6 +15,7 @@ from array import array
 from edgeps_worker.blockfp import emax
 from edgeps_worker.data import LABEL_FLOAT, LABEL_INT
 from edgeps_worker.kernels import Model
+from edgeps_worker.wire import byte_view
 
 F32 = 1
 # the dtypes of edgeps_worker.codec (encoders) and codec_read (decoders),
@@ -62,6 +63,7 @@ class KernelTrainer:
         self.steps = 0
         self.residual = residual
         self.codec = None  # a codec.GradCodec from the first F16 or I8 step
+        self._pview = None  # the parameters' bytes, for F32 chunks
 
     def params_buffer(self):
         return self.params
@@ -87,6 +89,15 @@ class KernelTrainer:
         """One PARAMS chunk of dtype ``code`` at encoded byte ``offset``, decoded
         into the parameters (F32 a plain copy); ValueError, nothing written,
         for a chunk that does not fit or holds NaN/Inf (F16, I8)."""
+        if code == F32:  # without loading the decoders
+            v = self._pview
+            if v is None:
+                v = self._pview = byte_view(self.params)[0]
+            end = offset + len(data)
+            if offset < 0 or offset & 3 or end > len(v):
+                raise ValueError("F32 chunk does not fit the parameters")
+            v[offset:end] = data
+            return
         from edgeps_worker import codec_read
 
         codec_read.write_params(self.params, code, offset, data)

@@ -128,9 +128,7 @@ class Worker:
         self.n_params = n
         self.codec = 1  # the UPDATE code (wire.DTYPE_*) and arg WELCOME names
         self.codec_arg = 0
-        self._sink = ParamsSink(
-            trainer.params_buffer(), n * 4, getattr(trainer, "write_params", None)
-        )
+        self._sink = ParamsSink(trainer.params_buffer(), n * 4, trainer)
         self.up = wire.topic_up(job, worker_id)
         self.down = wire.topic_down(job, worker_id)
         self.model_topic = wire.topic_model(job)
