@@ -11,16 +11,19 @@ are written over the gradient buffer: neither holds a second vector.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from conftest import REPO
 from edgeps.workloads.datasets import load_dataset, partition_iid
 from edgeps_worker import datafile
 from fw_host import write_worker_config
-from test_fw_memory import compile_firmware
+from test_fw_memory import MLP_PEAK_LIMIT, compile_firmware, stop
 
 pytestmark = [pytest.mark.firmware]
 # the heap test_fw_memory gives this worker until the board image shrinks to
@@ -40,6 +43,10 @@ CASES = {"f32": ("1",), "f16": ("2",), "i8": ("3",), "i8-f32": ("3", "f32")}
 # a float32 residual does not fit next to this worker in 112K (its 512-byte
 # blocks run out at the first I8 step): it is measured in a larger heap
 HEAPS = {"i8-f32": "128K"}
+# the whole worker with F16 or I8 UPDATEs runs out of memory at its first
+# push in 112K (no 1 KB hole for an UPDATE chunk after the codec loaded): it
+# needs 116K on this 64-bit port (peaks 94.5 KB f16, 98.2 KB i8 measured)
+WORKER_HEAP = os.environ.get("EDGEPS_FW_CODEC_HEAP", "116K")
 
 
 @pytest.fixture(scope="module")
@@ -83,3 +90,45 @@ def test_each_codec_trains_in_the_small_heap(micropython, board, case):
         f" (+{extra} B)"
     )
     assert extra <= EXTRA_LIMIT[case]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("compress", "case"), [("f16", "f16"), ("int8", "i8")])
+def test_board_worker_peak_with_compressed_updates(
+    micropython, mosquitto, board, compress, case
+):
+    # Prepare: the worker of test_fw_memory, its job's UPDATEs in ``compress``
+    fw, cfg_path = board
+    cfg = json.loads(Path(cfg_path).read_text())
+    cfg.update(broker_port=mosquitto.port, job="memc", max_iterations=6,
+               memory_probe=True)  # fmt: skip
+    Path(cfg_path).write_text(json.dumps(cfg))
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "edgeps", "serve", "--broker",
+         f"mqtt://127.0.0.1:{mosquitto.port}", "--job", "memc", "--dataset",
+         "digits", "--model", MODEL, "--policy", "asp", "--compress", compress,
+         "--max-time", "300", "--quiet"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    env = dict(os.environ, MICROPYPATH=":.frozen")
+    try:
+        # Execute
+        proc = subprocess.run(
+            [micropython, "-X", f"heapsize={WORKER_HEAP}", "-m", "main", cfg_path],
+            capture_output=True, text=True, timeout=180, env=env, cwd=fw,
+        )  # fmt: skip
+    finally:
+        stop(serve)
+    # Assert: six pushes in the job's code, within the guard plus the codec's cost
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("stopped: "))
+    reason, stats_text = line[len("stopped: ") :].split(" ", 1)
+    stats = json.loads(stats_text)
+    print(f"\n{MODEL} worker, --compress {compress}, heap {WORKER_HEAP}: peak "
+          f"live heap {stats['peak_mem']} B, {stats['pushes']} pushes")  # fmt: skip
+    assert reason == "iterations", out
+    assert stats["pushes"] == 6 and stats["releases"] == 6
+    assert stats["memory_errors"] == 0 and stats["rejects"] == 0, stats
+    assert stats["bad_grads"] == 0
+    assert stats["peak_mem"] <= MLP_PEAK_LIMIT + EXTRA_LIMIT[case]
