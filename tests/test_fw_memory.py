@@ -38,7 +38,7 @@ MODELS = {
     "linear:64": ("digits", HEAP_ARG),
 }
 # the MLP worker's peak must not grow back: 90,304-90,624 B measured with the
-# number formats of issue 11 (about 0.4 KB for the wire's code tables, 0.7 KB
+# number formats of issue 11 (about 0.4 KB for the wire's code tables, 0.6 KB
 # for the trainer's encode_grad/write_params, 0.2 KB for the PARAMS sink's
 # decoding call; the codec modules load only for F16/I8 jobs, see
 # test_fw_codec_memory), 88,736-88,864 B under protocol v2 (87,840 B under v1;

@@ -12,22 +12,18 @@ The number formats of the wire are ``edgeps_worker.codec``'s: ``codecs`` and
 import gc
 from array import array
 
-from edgeps_worker.blockfp import emax
 from edgeps_worker.data import LABEL_FLOAT, LABEL_INT
 from edgeps_worker.kernels import Model
-from edgeps_worker.wire import byte_view
-
-F32 = 1
-# the dtypes of edgeps_worker.codec (encoders) and codec_read (decoders),
-# imported at their first use: on a board a module's code takes heap
-CODECS = (1 << 1) | (1 << 2) | (1 << 3)  # F32, F16, I8
 
 
 class KernelTrainer:
     """Minibatch gradients of one model spec on one data source."""
 
-    codecs = CODECS  # UPDATE dtypes it produces (bit 1 << code)
-    reads = CODECS  # PARAMS dtypes it decodes
+    # the dtypes of edgeps_worker.codec (encoders) and codec_read (decoders),
+    # bit 1 << code: F32, F16, I8. Both modules are imported at their first
+    # use (on a board a module's code takes heap; no module global is added)
+    codecs = 14  # UPDATE dtypes it produces
+    reads = 14  # PARAMS dtypes it decodes
 
     def __init__(self, spec, source, batch=16, buffers=None, residual="i8"):
         """``buffers``: optional (params, grad) array('f') pairs reserved early;
@@ -63,7 +59,6 @@ class KernelTrainer:
         self.steps = 0
         self.residual = residual
         self.codec = None  # a codec.GradCodec from the first F16 or I8 step
-        self._pview = None  # the parameters' bytes, for F32 chunks
 
     def params_buffer(self):
         return self.params
@@ -75,28 +70,25 @@ class KernelTrainer:
         the gradient buffer. I8 adds and keeps the error-feedback residual.
         ValueError (nothing encoded, the residual unchanged) on NaN or Inf.
         """
-        if code == F32:
-            if emax(self.grad, 0, self.n_params) == 255:
-                raise ValueError("gradient holds NaN or Inf")
-            return self.grad
-        if self.codec is None:
+        c = self.codec
+        if c is None:
+            gc.collect()  # the step's floats gone: the code loads into fewer holes
             from edgeps_worker import codec
 
-            self.codec = codec.GradCodec(self.n_params, self.residual)
-        return self.codec.encode(code, self.grad)
+            c = self.codec = codec.GradCodec(self.n_params, self.residual)
+        return c.encode(code, self.grad)
 
     def write_params(self, code, offset, data):
         """One PARAMS chunk of dtype ``code`` at encoded byte ``offset``, decoded
         into the parameters (F32 a plain copy); ValueError, nothing written,
         for a chunk that does not fit or holds NaN/Inf (F16, I8)."""
-        if code == F32:  # without loading the decoders
-            v = self._pview
-            if v is None:
-                v = self._pview = byte_view(self.params)[0]
+        if code == 1:  # F32, without loading the decoders
+            from edgeps_worker.wire import byte_view
+
             end = offset + len(data)
-            if offset < 0 or offset & 3 or end > len(v):
+            if offset < 0 or offset & 3 or end > 4 * self.n_params:
                 raise ValueError("F32 chunk does not fit the parameters")
-            v[offset:end] = data
+            byte_view(self.params)[0][offset:end] = data
             return
         from edgeps_worker import codec_read
 
