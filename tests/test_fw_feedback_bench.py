@@ -14,8 +14,8 @@ def test_bench_fw_feedback_json_has_every_codec(
     micropython: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Execute: a short run; accuracies are measured, not asserted
-    code = main(["bench", "fw-feedback", "--json", "--steps", "30", "--seeds", "1",
-                 "--model", "softmax:64x10"])  # fmt: skip
+    code = main(["bench", "fw-feedback", "--json", "--max-iterations", "30",
+                 "--seeds", "1", "--model", "softmax:64x10"])  # fmt: skip
     # Assert
     out = json.loads(capsys.readouterr().out)
     assert code == 0
@@ -32,4 +32,4 @@ def test_bench_fw_feedback_json_has_every_codec(
 
 def test_bench_fw_feedback_rejects_bad_flags() -> None:
     with pytest.raises(SystemExit):
-        main(["bench", "fw-feedback", "--steps", "0"])
+        main(["bench", "fw-feedback", "--max-iterations", "0"])

@@ -74,7 +74,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--model", default="mlp:64-32-10", help="model spec")
     parser.add_argument("--dataset", default="digits", help="dataset name")
-    parser.add_argument("--steps", type=int, default=600, help="SGD steps per run")
+    parser.add_argument(
+        "--max-iterations",
+        dest="steps",
+        type=int,
+        default=600,
+        help="SGD steps per run (default: 600)",
+    )
     parser.add_argument("--lr", type=float, default=0.1, help="learning rate")
     parser.add_argument("--batch", type=int, default=16, help="batch size")
     parser.add_argument("--seeds", type=int, default=3, help="runs per row (median)")
