@@ -57,11 +57,10 @@ def main(spec, data, init, out, code, keep, ef, steps, lr, batch, seed):
         t.step()
         if not ef and t.codec is not None:
             t.codec.reset()
-        body = t.encode_grad(code, 0)
         if code == 1:
-            upd = body  # F32: the gradient itself
+            upd = t.grad  # F32: the gradient itself, as the worker pushes it
         else:
-            codec_read.write_params(upd, code, 0, body)
+            codec_read.write_params(upd, code, 0, t.encode_grad(code, 0))
         for i in range(t.n_params):
             p[i] -= lr * upd[i]
     with open(out, "wb") as f:
