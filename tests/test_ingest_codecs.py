@@ -143,3 +143,16 @@ def test_topk_of_all_entries_fits_the_reassembler() -> None:
     # Assert
     assert isinstance(push, Push)
     np.testing.assert_array_equal(push.update, g)
+
+
+def test_an_update_without_a_session_is_left_to_the_core() -> None:
+    # Prepare: a worker this run never welcomed (the PS restarted) pushes int8
+    ingest = Ingest(job=JOB, n_params=N, compress=Compress(I8))
+    body = bytes(GradEncoder(N).encode(np.ones(N, np.float32), I8))
+
+    # Execute
+    out = feed_all(ingest, update(body, I8, seq=9))
+
+    # Assert: decoded; the core answers it (unknown_worker sends it to HELLO)
+    assert isinstance(out, Push) and out.seq == 9
+    assert ingest.dropped == {}

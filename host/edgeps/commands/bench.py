@@ -22,6 +22,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "fw-kernels": ("edgeps.bench.fw_kernels", "board kernels: MicroPython vs numpy"),
     "fw-feedback": ("edgeps.bench.fw_feedback", "board UPDATE codecs' accuracy cost"),
     "links": ("edgeps.bench.links", "bytes through a shaped link vs bytes * 8 / rate"),
+    "compression": ("edgeps.bench.compression", "uplink codecs on 250 kbit/s links"),
 }
 
 

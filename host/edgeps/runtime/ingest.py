@@ -213,8 +213,9 @@ class Ingest:
         code = int(getattr(msg, "dtype", wire.DTYPE_F32))
         data = msg.data
         wid, seq = str(msg.wid), int(msg.seq)
-        if code != peer.codec:
-            # only the code its WELCOME named
+        if peer.session and code != peer.codec:
+            # only the code its WELCOME named (without a session the core
+            # answers, e.g. unknown_worker, which sends the worker to HELLO)
             self.drop("codec", f"code {code} from {wid}, welcomed with {peer.codec}")
             return Rejected(wid, seq, "codec")
         if code == wire.DTYPE_F32:
