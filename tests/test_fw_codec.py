@@ -182,7 +182,7 @@ def test_write_params_refuses_a_bad_chunk_and_writes_nothing(code, offset, data)
     assert list(params) == [1.5] * 10
 
 
-def residual(c: codec.GradCodec) -> bytes:
+def residual_bytes(c: codec.GradCodec) -> bytes:
     return b"".join(bytes(rb) for rb in c.residual)
 
 
@@ -192,7 +192,7 @@ def test_encode_refuses_nan_before_touching_the_residual():
     g = array("f", gradients(3, 1, n)[0].tobytes())
     c = codec.GradCodec(n)
     c.encode(codec.I8, g)
-    before = residual(c)
+    before = residual_bytes(c)
     for bad in (float("nan"), float("inf"), float("-inf")):
         g = array("f", gradients(4, 1, n)[0].tobytes())
         g[150] = bad
@@ -200,12 +200,26 @@ def test_encode_refuses_nan_before_touching_the_residual():
         for code in (codec.I8, codec.F16, codec.F32):
             with pytest.raises(ValueError):
                 c.encode(code, g)
-            assert residual(c) == before
+            assert residual_bytes(c) == before
     # a sum that overflows float32 is refused as well
     g = array("f", [0.0] * n)
     g[0] = 3.4e38
     c.residual[0][0] = 3.4e38
-    before = residual(c)
+    before = residual_bytes(c)
     with pytest.raises(ValueError):
         c.encode(codec.I8, g)
-    assert residual(c) == before
+    assert residual_bytes(c) == before
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 127, 128, 129, 257])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_i8_block_edges_give_the_hosts_bytes_on_cpython(n, backend):
+    # n = 1: the body is longer than the vector, so it is not written in place
+    ref = get_backend(backend)
+    g = np.random.default_rng(n).normal(size=n).astype(np.float32)
+    residual = np.zeros(n, np.float32)
+    c = codec.GradCodec(n)
+    for _ in range(3):
+        want = i8_body(*ref.int8_quantize(g, codec.BLOCK, residual))
+        assert bytes(c.encode(codec.I8, array("f", g.tobytes()))) == want
+        assert residual_bytes(c) == residual.tobytes()
