@@ -73,3 +73,24 @@ def test_bench_fw_kernels_reports_a_firmware_that_fails(
     out = json.loads(capsys.readouterr().out)
     assert code == 1 and out["rows"] == []
     assert "ImportError" in out["errors"]["micropython"]
+
+
+@pytest.mark.firmware
+def test_bench_fw_kernels_has_codec_rows(
+    micropython: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Execute
+    code = main(["bench", "fw-kernels", "--json", "--repeat", "2", "--models",
+                 "mlp:8-4-3,softmax:4x3", "--batches", "5"])  # fmt: skip
+    # Assert: every codec for each model size, an encode and a decode time
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["errors"] == {}
+    rows = out["codec_rows"]
+    assert {(r["n_params"], r["codec"]) for r in rows} == {
+        (n, c) for n in (51, 15) for c in ("f32", "f16", "i8", "i8-f32res")
+    }
+    for r in rows:  # f32 and f16 of 15 values may take under the 1 us tick
+        assert r["encode_ms"] >= 0 and r["decode_ms"] >= 0 and r["numpy_encode_ms"] > 0
+        assert r["encode_alloc_bytes"] >= 0 and r["decode_alloc_bytes"] >= 0
+        if r["codec"] == "i8":
+            assert r["encode_ms"] > 0 and r["decode_ms"] > 0

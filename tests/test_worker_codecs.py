@@ -118,11 +118,24 @@ def test_a_nan_gradient_is_not_pushed_and_the_worker_goes_on() -> None:
 
 
 def test_a_trainer_without_codecs_is_refused_by_an_int8_job() -> None:
-    # Prepare: the board trainer of this test suite has no `codecs` (F32 only)
+    # Prepare: a trainer without `codecs` (F32 only): the board trainer with its
+    # codec seam hidden (the board's own KernelTrainer makes F32, F16 and I8)
     from test_fw_worker_unit import SPEC as BOARD_SPEC
     from test_fw_worker_unit import make_trainer
 
-    board = make_trainer()
+    class F32Only:
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+            self.n_params = inner.n_params
+            self.model = inner.model
+
+        def params_buffer(self) -> Any:
+            return self.inner.params_buffer()
+
+        def step(self) -> Any:
+            return self.inner.step()
+
+    board = F32Only(make_trainer())
     ps = CompressedPS(board.n_params, "int8", BOARD_SPEC)
     w = Worker(ps, board, JOB, WID, max_iterations=3)
 

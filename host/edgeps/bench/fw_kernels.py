@@ -12,6 +12,8 @@ scratch), measured by dropping it.
 The unix port is 64-bit: a boxed float takes a 32-byte heap block there, 16
 on a 32-bit board. ``--firmware DIR`` times another copy of the firmware
 (a directory holding ``edgeps_worker/``), e.g. an older revision.
+Then the codec rows (``edgeps.bench.fw_codecs``): UPDATE encode and PARAMS
+decode per dtype, per model size.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from edgeps.bench.fw_codecs import codec_rows, print_codec_table
 from edgeps.bench.micropython import firmware_dir, micropython_path
 from edgeps.kernels import ModelSpec, get_backend
 
@@ -206,12 +209,18 @@ def run(args: argparse.Namespace) -> int:
                 "vs_numpy": round(mpy_ms / np_ms, 1),
             }
         )
+    codecs: list[dict[str, Any]] = []
+    if not errors:
+        codecs, err = codec_rows(sorted({m for m, _ in cases}), args.repeat, firmware)
+        if err:
+            errors["codecs"] = err
     report = {
         "benchmark": "fw-kernels",
         "firmware": str(firmware),
         "repeat": args.repeat,
         "alloc": "gc.mem_alloc() delta over one step, collector off, 64-bit unix",
         "rows": rows,
+        "codec_rows": codecs,
         "errors": errors,
     }
     if args.json:
@@ -237,5 +246,6 @@ def _print_table(report: dict[str, Any]) -> None:
             f"{r['numpy_ms']:>9.4f} {r['vs_numpy']:>6.1f}x"
         )
     print(f"alloc B: {report['alloc']}; kept B: held by the model after a step")
+    print_codec_table(report["codec_rows"], report["repeat"])
     for name, err in report["errors"].items():
         print(f"{name}: failed: {err}")

@@ -20,6 +20,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "QoS1 publish rate of the firmware MQTT client under MicroPython",
     ),
     "fw-kernels": ("edgeps.bench.fw_kernels", "board kernels: MicroPython vs numpy"),
+    "fw-feedback": ("edgeps.bench.fw_feedback", "board UPDATE codecs' accuracy cost"),
     "links": ("edgeps.bench.links", "bytes through a shaped link vs bytes * 8 / rate"),
     "relay": ("edgeps.bench.relay", "central message rate with and without relays"),
     "compression": ("edgeps.bench.compression", "uplink codecs on 250 kbit/s links"),
