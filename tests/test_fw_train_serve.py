@@ -7,15 +7,49 @@ import json
 import os
 import subprocess
 import sys
+import threading
 
+import paho.mqtt.client as mqtt
 import pytest
 from conftest import FIRMWARE
 from edgeps.workloads.datasets import load_dataset, partition_iid
 from edgeps_worker import datafile
+from edgeps_worker import wire_host as wire
 from fw_host import write_worker_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.firmware]
 MPY_ENV = dict(os.environ, MICROPYPATH=f"{FIRMWARE}:.frozen")
+
+
+class HelloWatch:
+    """A client on the broker that notes which worker ids said HELLO in a job."""
+
+    def __init__(self, port: int, job: str) -> None:
+        self.seen: set[str] = set()
+        self.cond = threading.Condition()
+        self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2)
+        self.client.on_message = self._on_message
+        self.client.connect("127.0.0.1", port)
+        self.client.subscribe(f"edgeps/{job}/up/+", qos=1)
+        self.client.loop_start()
+
+    def _on_message(self, client, userdata, message) -> None:
+        try:
+            msg = wire.decode(bytes(message.payload))
+        except wire.WireError:
+            return
+        if msg.type == wire.HELLO:
+            with self.cond:
+                self.seen.add(msg.wid)
+                self.cond.notify_all()
+
+    def wait(self, ids: set[str], timeout: float) -> bool:
+        with self.cond:
+            return self.cond.wait_for(lambda: ids <= self.seen, timeout)
+
+    def close(self) -> None:
+        self.client.loop_stop()
+        self.client.disconnect()
 
 
 def write_board_data(directory, shard: int) -> None:
@@ -156,6 +190,7 @@ def test_board_worker_trains_next_to_cpython_workers(micropython, mosquitto, tmp
         max_iterations=0, verbose=False,
     )  # fmt: skip
     broker = f"mqtt://127.0.0.1:{mosquitto.port}"
+    watch = HelloWatch(mosquitto.port, "mixed")
     serve = start_serve(mosquitto.port, "mixed", "dsp", "0.85")
     procs = [
         subprocess.Popen(
@@ -181,6 +216,9 @@ def test_board_worker_trains_next_to_cpython_workers(micropython, mosquitto, tmp
         for i in (1, 2)
     ]
     try:
+        # the board starts once both CPython workers joined: on a loaded box it
+        # could otherwise reach the target before they import numpy
+        assert watch.wait({"py-1", "py-2"}, 90), watch.seen
         # Execute
         board = subprocess.run(
             [micropython, str(FIRMWARE / "main.py"), str(cfg)], capture_output=True,
@@ -190,6 +228,7 @@ def test_board_worker_trains_next_to_cpython_workers(micropython, mosquitto, tmp
         for p in procs:
             p.wait(timeout=30)
     finally:
+        watch.close()
         for p in [*procs, serve]:
             if p.poll() is None:
                 p.kill()
