@@ -6,6 +6,7 @@ link (an inbox we fill, publishes we keep), as in test_host_coordinator.
 
 from __future__ import annotations
 
+import copy
 import math
 import queue
 
@@ -42,9 +43,24 @@ class RecordingLink:
         self.sent.append((topic, bytes(payload)))
 
     def params(self, wid: str) -> list[wire.Message]:
-        """PARAMS sent to ``wid`` (one chunk each here), oldest first."""
-        msgs = [wire.decode(p) for t, p in self.sent if t == wire.topic_down(JOB, wid)]
-        return [m for m in msgs if m.type == wire.PARAMS]
+        """The parameters each release of ``wid`` gave it, oldest first: its own
+        PARAMS (one chunk each here), or for a RELEASE of a round of several
+        workers the shared PARAMS of the version it names, with its seq."""
+        shared: dict[int, wire.Message] = {}
+        out = []
+        for t, p in self.sent:
+            if t == wire.topic_params(JOB):
+                m = wire.decode(p)
+                shared[m.version] = m
+            elif t == wire.topic_down(JOB, wid):
+                m = wire.decode(p)
+                if m.type == wire.PARAMS:
+                    out.append(m)
+                elif m.type == wire.RELEASE:
+                    got = copy.copy(shared[m.version])
+                    got.seq = m.seq  # the UPDATE this worker's release answers
+                    out.append(got)
+        return out
 
 
 def _site(
