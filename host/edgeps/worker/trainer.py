@@ -2,7 +2,8 @@
 
 It is the object the shared worker loop calls to compute: the loop copies
 each PARAMS body into ``params_buffer()``, then ``step()`` draws the next
-minibatch from a seeded shuffle and returns the loss and the gradient in a
+minibatch from a seeded shuffle (``edgeps.worker.batches``, the order the
+simulator's boards draw too) and returns the loss and the gradient in a
 preallocated buffer (the C backend when it is built, numpy otherwise).
 ``encode_grad(code, arg)`` then gives that gradient in the job's UPDATE code
 (``edgeps.codecs``: F16/I8 through the same kernels, TOPK by argpartition),
@@ -20,6 +21,7 @@ import numpy as np
 from edgeps import kernels
 from edgeps.codecs import ALL_CODECS, GradEncoder
 from edgeps.kernels import ModelSpec, params_codec
+from edgeps.worker.batches import Shuffle
 from edgeps.worker.localdata import LocalData
 
 
@@ -75,16 +77,13 @@ class NativeTrainer:
         self.y = check_labels(spec, data.y, data.source)
         self.n_params = int(spec.n_params)
         self.batch = min(batch, data.n_samples)
-        self._rng = np.random.default_rng(seed)
-        self._order = self._rng.permutation(data.n_samples)
-        self._pos = 0
+        self._shuffle = Shuffle(data.n_samples, seed)
         self.params = np.zeros(self.n_params, dtype=np.float32)
         self.grad = np.zeros(self.n_params, dtype=np.float32)
         self.Xb = np.empty((self.batch, spec.n_features), dtype=np.float32)
         self.yb = np.empty(self.batch, dtype=self.y.dtype)
         self._idx = np.empty(self.batch, dtype=np.intp)
         self.steps = 0
-        self.epochs = 0
         self.reads = READS
         self._encoder = GradEncoder(self.n_params)
 
@@ -116,22 +115,15 @@ class NativeTrainer:
 
     def next_batch(self) -> tuple[np.ndarray, np.ndarray]:
         """Fill the batch buffers with the next samples of the seeded shuffle."""
-        n = self._order.shape[0]
-        filled = 0
-        while filled < self.batch:
-            take = min(self.batch - filled, n - self._pos)
-            self._idx[filled : filled + take] = self._order[
-                self._pos : self._pos + take
-            ]
-            filled += take
-            self._pos += take
-            if self._pos == n:
-                self._order = self._rng.permutation(n)
-                self._pos = 0
-                self.epochs += 1
+        self._shuffle.take(self.batch, out=self._idx)
         np.take(self.X, self._idx, axis=0, out=self.Xb)
         np.take(self.y, self._idx, axis=0, out=self.yb)
         return self.Xb, self.yb
+
+    @property
+    def epochs(self) -> int:
+        """Complete passes over the local samples so far."""
+        return self._shuffle.epochs
 
     def step(self) -> tuple[float, int, memoryview]:
         """Gradient of the mean loss on the next batch: (loss, samples, grad bytes)."""
