@@ -23,6 +23,7 @@ from edgeps.codecs import ALL_CODECS, GradEncoder
 from edgeps.kernels import ModelSpec, params_codec
 from edgeps.worker.batches import Shuffle
 from edgeps.worker.localdata import LocalData
+from edgeps.workloads.scenarios import BASE_BATCH
 
 
 def check_labels(spec: ModelSpec, y: np.ndarray, source: str = "data") -> np.ndarray:
@@ -76,13 +77,11 @@ class NativeTrainer:
         self.X = data.X
         self.y = check_labels(spec, data.y, data.source)
         self.n_params = int(spec.n_params)
-        self.batch = min(batch, data.n_samples)
+        self.batch = 0
         self._shuffle = Shuffle(data.n_samples, seed)
         self.params = np.zeros(self.n_params, dtype=np.float32)
         self.grad = np.zeros(self.n_params, dtype=np.float32)
-        self.Xb = np.empty((self.batch, spec.n_features), dtype=np.float32)
-        self.yb = np.empty(self.batch, dtype=self.y.dtype)
-        self._idx = np.empty(self.batch, dtype=np.intp)
+        self.set_batch(batch)
         self.steps = 0
         self.reads = READS
         self._encoder = GradEncoder(self.n_params)
@@ -90,6 +89,19 @@ class NativeTrainer:
     @property
     def model(self) -> str:
         return str(self.spec)
+
+    def set_batch(self, batch: int) -> None:
+        """Take ``batch`` samples per step from now on (capped at the local
+        samples): the size a release asks for under ``--balance``."""
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+            raise ValueError(f"batch must be a positive integer, got {batch!r}")
+        size = min(batch, self.X.shape[0])
+        if size == self.batch:
+            return
+        self.batch = size
+        self.Xb = np.empty((size, self.spec.n_features), dtype=np.float32)
+        self.yb = np.empty(size, dtype=self.y.dtype)
+        self._idx = np.empty(size, dtype=np.intp)
 
     def params_buffer(self) -> np.ndarray:
         """The writable float32 buffer a PARAMS body is copied into (same each call)."""
@@ -154,9 +166,11 @@ class NativeTrainer:
 class EmulatedTrainer:
     """Wrap a trainer so each step lasts as long as an emulated board's would.
 
-    ``profile.sample_compute(rng)`` (an ``edgeps.workloads.scenarios.WorkerProfile``)
-    draws the iteration time; the real gradient runs first, and the rest of
-    that time is slept, so stragglers and interference cost wall time only.
+    ``profile.sample_compute(rng, batch)`` (an ``edgeps.workloads.scenarios.
+    WorkerProfile``) draws the iteration time at the inner trainer's batch, as
+    the simulator does; the real gradient runs first, and the rest of that time
+    is slept, so stragglers and interference cost wall time only. A release's
+    batch reaches the inner trainer's ``set_batch`` when it has one.
     """
 
     def __init__(
@@ -177,6 +191,8 @@ class EmulatedTrainer:
         if hasattr(inner, "encode_grad"):
             self.codecs = getattr(inner, "codecs", ALL_CODECS)
             self.encode_grad = inner.encode_grad
+        if hasattr(inner, "set_batch"):
+            self.set_batch = inner.set_batch
 
     def params_buffer(self) -> Any:
         return self.inner.params_buffer()
@@ -192,7 +208,8 @@ class EmulatedTrainer:
             raise ValueError(f"PARAMS code {code} is not read by this trainer")
 
     def step(self) -> Any:
-        target = self.profile.sample_compute(self._rng)
+        batch = getattr(self.inner, "batch", BASE_BATCH)
+        target = self.profile.sample_compute(self._rng, batch)
         t0 = time.perf_counter()
         result = self.inner.step()
         extra = target - (time.perf_counter() - t0)
