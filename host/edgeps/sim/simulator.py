@@ -74,7 +74,8 @@ class SimWorker:
         self.worker_id = worker_id
         self.profile = profile
         self.X, self.y = X, y
-        self.compute_rng = np.random.default_rng([seed, index, 1])
+        # the stream an emulated sensor's EmulatedTrainer draws its times from
+        self.compute_rng = np.random.default_rng([seed, index])
         self.link_rng = np.random.default_rng([seed, index, 2])
         # the minibatch order an emulated sensor's trainer draws (seed + index)
         self.batch_seed = seed + index
