@@ -126,7 +126,7 @@ class FixedProfile:
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
 
-    def sample_compute(self, rng: np.random.Generator) -> float:
+    def sample_compute(self, rng: np.random.Generator, batch: int = 32) -> float:
         return self.seconds
 
 
@@ -154,3 +154,37 @@ def test_emulated_trainer_never_sleeps_when_compute_is_slower() -> None:
     )
     t.step()
     assert slept == []
+
+
+def test_set_batch_changes_the_samples_per_step_within_the_shard() -> None:
+    # Prepare
+    t = NativeTrainer("softmax:5x3", _data(20, 5, 3), batch=4)
+    # Execute / Assert: a release's batch, then one larger than the shard
+    t.set_batch(6)
+    _, samples, _ = t.step()
+    assert samples == 6 and t.Xb.shape == (6, 5)
+    t.set_batch(50)
+    _, samples, _ = t.step()
+    assert samples == 20
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(ValueError):
+            t.set_batch(bad)  # type: ignore[arg-type]
+    assert t.batch == 20
+
+
+def test_emulated_compute_is_drawn_at_the_trainer_batch_as_the_simulator_does() -> None:
+    # Prepare: the scenarios' profile, whose time grows with the batch
+    from edgeps.workloads.scenarios import WorkerProfile
+
+    profile = WorkerProfile(compute_time=0.2, compute_jitter=0.0)
+    slept: list[float] = []
+    inner = NativeTrainer("softmax:5x3", _data(200, 5, 3), batch=32)
+    t = EmulatedTrainer(inner, profile, np.random.default_rng(0), sleep=slept.append)
+    # Execute: a release asks for 128 samples through the worker's set_batch
+    t.set_batch(128)
+    _, samples, _ = t.step()
+    # Assert: the sleep fills the time of a 128-sample step, not a 32-sample one
+    want = profile.sample_compute(np.random.default_rng(0), 128)
+    assert samples == 128 and inner.batch == 128
+    assert want > profile.sample_compute(np.random.default_rng(0), 32) * 3
+    assert want * 0.5 < t.slept <= want

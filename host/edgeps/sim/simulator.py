@@ -1,7 +1,10 @@
 """Drive the real ParameterServer with simulated boards in virtual time.
 
 Gradients are real (``edgeps.kernels`` on real data), so accuracy over time is
-real; only durations come from the scenario's worker profiles. Messages cross
+real; only durations come from the scenario's worker profiles. Each board
+draws its minibatches as an emulated sensor's trainer does (``edgeps.worker.
+batches``, seeded with seed + index), and a rejoin starts that order and the
+error-feedback residual again, as a new process does. Messages cross
 a link with delay, jitter and loss; a lost message or a lost acknowledgement is
 sent again after ``retry_timeout``, as MQTT QoS 1 does, so the core also sees
 redeliveries. On a shaped link (a profile with a link rate, or
@@ -41,6 +44,7 @@ from edgeps.policy import parse_policy
 from edgeps.sim.engine import EventLoop
 from edgeps.sim.links import SimLink
 from edgeps.sim.types import SimConfig, SimResult
+from edgeps.worker.batches import Shuffle
 from edgeps.workloads.datasets import Dataset, load_dataset, partition
 from edgeps.workloads.links import is_shaped, with_links
 from edgeps.workloads.scenarios import WorkerProfile, make_scenario
@@ -70,11 +74,12 @@ class SimWorker:
         self.worker_id = worker_id
         self.profile = profile
         self.X, self.y = X, y
-        self.compute_rng = np.random.default_rng([seed, index, 1])
+        # the stream an emulated sensor's EmulatedTrainer draws its times from
+        self.compute_rng = np.random.default_rng([seed, index])
         self.link_rng = np.random.default_rng([seed, index, 2])
-        self.batch_rng = np.random.default_rng([seed, index, 3])
-        self._order = self.batch_rng.permutation(len(y))
-        self._cursor = 0
+        # the minibatch order an emulated sensor's trainer draws (seed + index)
+        self.batch_seed = seed + index
+        self.shuffle = Shuffle(len(y), self.batch_seed)
         self.alive = True
         self.epoch = 0  # bumped on crash/rejoin; events of an old epoch are void
         self.incarnation = 0
@@ -91,14 +96,14 @@ class SimWorker:
         self.encoder: GradEncoder | None = None  # under --compress
 
     def next_batch(self, size: int) -> tuple[np.ndarray, np.ndarray]:
-        """The next minibatch of this worker's shard, reshuffled every epoch."""
-        n = len(self.y)
-        if self._cursor + size > n:
-            self._order = self.batch_rng.permutation(n)
-            self._cursor = 0
-        idx = self._order[self._cursor : self._cursor + min(size, n)]
-        self._cursor += len(idx)
+        """The next minibatch of this worker's shard, as ``NativeTrainer`` draws it."""
+        idx = self.shuffle.take(min(size, len(self.y)))
         return self.X[idx], self.y[idx]
+
+    def new_process(self) -> None:
+        """A rejoin is a new worker process: a fresh trainer and a zero residual."""
+        self.shuffle = Shuffle(len(self.y), self.batch_seed)
+        self.encoder = None
 
 
 class Simulator:
@@ -309,6 +314,7 @@ class Simulator:
         w.alive_since = None
 
     def _rejoin(self, w: SimWorker) -> None:
+        w.new_process()
         w.incarnation += 1
         w.clock = 0
         w.seq = 0

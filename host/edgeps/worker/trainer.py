@@ -2,7 +2,8 @@
 
 It is the object the shared worker loop calls to compute: the loop copies
 each PARAMS body into ``params_buffer()``, then ``step()`` draws the next
-minibatch from a seeded shuffle and returns the loss and the gradient in a
+minibatch from a seeded shuffle (``edgeps.worker.batches``, the order the
+simulator's boards draw too) and returns the loss and the gradient in a
 preallocated buffer (the C backend when it is built, numpy otherwise).
 ``encode_grad(code, arg)`` then gives that gradient in the job's UPDATE code
 (``edgeps.codecs``: F16/I8 through the same kernels, TOPK by argpartition),
@@ -20,7 +21,9 @@ import numpy as np
 from edgeps import kernels
 from edgeps.codecs import ALL_CODECS, GradEncoder
 from edgeps.kernels import ModelSpec, params_codec
+from edgeps.worker.batches import Shuffle
 from edgeps.worker.localdata import LocalData
+from edgeps.workloads.scenarios import BASE_BATCH
 
 
 def check_labels(spec: ModelSpec, y: np.ndarray, source: str = "data") -> np.ndarray:
@@ -74,23 +77,31 @@ class NativeTrainer:
         self.X = data.X
         self.y = check_labels(spec, data.y, data.source)
         self.n_params = int(spec.n_params)
-        self.batch = min(batch, data.n_samples)
-        self._rng = np.random.default_rng(seed)
-        self._order = self._rng.permutation(data.n_samples)
-        self._pos = 0
+        self.batch = 0
+        self._shuffle = Shuffle(data.n_samples, seed)
         self.params = np.zeros(self.n_params, dtype=np.float32)
         self.grad = np.zeros(self.n_params, dtype=np.float32)
-        self.Xb = np.empty((self.batch, spec.n_features), dtype=np.float32)
-        self.yb = np.empty(self.batch, dtype=self.y.dtype)
-        self._idx = np.empty(self.batch, dtype=np.intp)
+        self.set_batch(batch)
         self.steps = 0
-        self.epochs = 0
         self.reads = READS
         self._encoder = GradEncoder(self.n_params)
 
     @property
     def model(self) -> str:
         return str(self.spec)
+
+    def set_batch(self, batch: int) -> None:
+        """Take ``batch`` samples per step from now on (capped at the local
+        samples): the size a release asks for under ``--balance``."""
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+            raise ValueError(f"batch must be a positive integer, got {batch!r}")
+        size = min(batch, self.X.shape[0])
+        if size == self.batch:
+            return
+        self.batch = size
+        self.Xb = np.empty((size, self.spec.n_features), dtype=np.float32)
+        self.yb = np.empty(size, dtype=self.y.dtype)
+        self._idx = np.empty(size, dtype=np.intp)
 
     def params_buffer(self) -> np.ndarray:
         """The writable float32 buffer a PARAMS body is copied into (same each call)."""
@@ -116,22 +127,15 @@ class NativeTrainer:
 
     def next_batch(self) -> tuple[np.ndarray, np.ndarray]:
         """Fill the batch buffers with the next samples of the seeded shuffle."""
-        n = self._order.shape[0]
-        filled = 0
-        while filled < self.batch:
-            take = min(self.batch - filled, n - self._pos)
-            self._idx[filled : filled + take] = self._order[
-                self._pos : self._pos + take
-            ]
-            filled += take
-            self._pos += take
-            if self._pos == n:
-                self._order = self._rng.permutation(n)
-                self._pos = 0
-                self.epochs += 1
+        self._shuffle.take(self.batch, out=self._idx)
         np.take(self.X, self._idx, axis=0, out=self.Xb)
         np.take(self.y, self._idx, axis=0, out=self.yb)
         return self.Xb, self.yb
+
+    @property
+    def epochs(self) -> int:
+        """Complete passes over the local samples so far."""
+        return self._shuffle.epochs
 
     def step(self) -> tuple[float, int, memoryview]:
         """Gradient of the mean loss on the next batch: (loss, samples, grad bytes)."""
@@ -162,9 +166,11 @@ class NativeTrainer:
 class EmulatedTrainer:
     """Wrap a trainer so each step lasts as long as an emulated board's would.
 
-    ``profile.sample_compute(rng)`` (an ``edgeps.workloads.scenarios.WorkerProfile``)
-    draws the iteration time; the real gradient runs first, and the rest of
-    that time is slept, so stragglers and interference cost wall time only.
+    ``profile.sample_compute(rng, batch)`` (an ``edgeps.workloads.scenarios.
+    WorkerProfile``) draws the iteration time at the inner trainer's batch, as
+    the simulator does; the real gradient runs first, and the rest of that time
+    is slept, so stragglers and interference cost wall time only. A release's
+    batch reaches the inner trainer's ``set_batch`` when it has one.
     """
 
     def __init__(
@@ -185,6 +191,8 @@ class EmulatedTrainer:
         if hasattr(inner, "encode_grad"):
             self.codecs = getattr(inner, "codecs", ALL_CODECS)
             self.encode_grad = inner.encode_grad
+        if hasattr(inner, "set_batch"):
+            self.set_batch = inner.set_batch
 
     def params_buffer(self) -> Any:
         return self.inner.params_buffer()
@@ -200,7 +208,8 @@ class EmulatedTrainer:
             raise ValueError(f"PARAMS code {code} is not read by this trainer")
 
     def step(self) -> Any:
-        target = self.profile.sample_compute(self._rng)
+        batch = getattr(self.inner, "batch", BASE_BATCH)
+        target = self.profile.sample_compute(self._rng, batch)
         t0 = time.perf_counter()
         result = self.inner.step()
         extra = target - (time.perf_counter() - t0)
