@@ -18,6 +18,7 @@ def server_snapshot(
     view = ps.view
     live = view.live_ids()
     top = view.max_live_clock()
+    classes = ps.monitor.classes(live)  # one median for all, not one per worker
     rows: dict[str, Any] = {}
     for w, r in workers.items():
         rows[w] = {
@@ -26,7 +27,7 @@ def server_snapshot(
             "clock": r.clock,
             "lag": top - r.clock if r.live else None,
             "waiting": r.waiting,
-            "class": ps.monitor.classify(w, live) if r.live else None,
+            "class": classes.get(w) if r.live else None,
             "accepted": r.stats.accepted,
             "rejected": dict(r.stats.rejected),
             "staleness": r.last_staleness,
