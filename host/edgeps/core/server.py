@@ -432,6 +432,7 @@ class ParameterServer:
         rec = self._workers.get(worker_id)
         return None if rec is None else rec.state
 
-    def snapshot(self, now: float) -> dict[str, Any]:
-        """Json-able state for metrics: version, workers, policy, monitor."""
-        return server_snapshot(self, self._workers, check_now(now))
+    def snapshot(self, now: float, *, monitor: bool = True) -> dict[str, Any]:
+        """Json-able state for metrics: version, workers, policy, monitor
+        (``monitor=False``: without the monitor's per-worker times)."""
+        return server_snapshot(self, self._workers, check_now(now), monitor=monitor)

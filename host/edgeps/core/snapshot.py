@@ -12,7 +12,11 @@ if TYPE_CHECKING:
 
 
 def server_snapshot(
-    ps: ParameterServer, workers: Mapping[str, WorkerRecord], now: float
+    ps: ParameterServer,
+    workers: Mapping[str, WorkerRecord],
+    now: float,
+    *,
+    monitor: bool = True,
 ) -> dict[str, Any]:
     """Version, policy and bound, per-worker state, clock, staleness, class."""
     view = ps.view
@@ -35,7 +39,7 @@ def server_snapshot(
             "silent_for": max(0.0, now - r.last_seen),
             "joins": r.joins,
         }
-    return {
+    out = {
         "version": ps.version,
         "policy": ps.policy.describe(),
         "bound": ps.policy.bound_description,
@@ -47,5 +51,7 @@ def server_snapshot(
         "forced_releases": ps.forced_releases,
         "rejected_unregistered": dict(ps.rejected_unregistered),
         "workers": rows,
-        "monitor": ps.monitor.snapshot(),
     }
+    if monitor:
+        out["monitor"] = ps.monitor.snapshot()
+    return out

@@ -311,7 +311,7 @@ class Coordinator:
 
     def worker_rows(self, now: float) -> dict[str, dict[str, Any]]:
         """Per worker: clock, staleness, state, straggler class, accepted/rejected."""
-        raw = self.server.snapshot(now)["workers"]
+        raw = self.server.snapshot(now, monitor=False)["workers"]
         stats = self.server.stats()
         rows: dict[str, dict[str, Any]] = {}
         for wid in sorted(set(raw) | set(stats)):
