@@ -8,10 +8,15 @@ silence up to there, not up to now.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from edgeps.core import ParameterServer
 from edgeps.core.registry import WorkerState
 from edgeps.core.types import Heartbeat, Tick, WorkerLeft
+from edgeps.policy import parse_policy
+from edgeps.runtime.coordinator import Coordinator, Settings
 from edgeps.transport.inbox import Inbox
+from edgeps_worker import wire_host as wire
 
 from tests.test_core_server import Worker, make_server
 
@@ -90,3 +95,49 @@ def test_inbox_refused_for_bytes_keeps_times_in_step() -> None:
     assert box.put(("c", b"de"))
     clock.t = 3.0
     assert box.oldest_age() == 1.0
+
+
+class BackloggedLink:
+    """A link whose inbox is the real Inbox, on a clock the test sets."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.inbox = Inbox(100, 1 << 20, clock)
+        self.sent: list[str] = []
+
+    def get(self, timeout: float) -> tuple[str, bytes] | None:
+        return self.inbox.get(None)
+
+    def get_nowait(self) -> tuple[str, bytes] | None:
+        return self.inbox.get(None)
+
+    def publish(self, topic: str, payload: bytes, qos: int = 1, retain: bool = False):
+        self.sent.append(topic)
+
+
+@pytest.mark.parametrize("backlog", [True, False])
+def test_coordinator_tick_counts_silence_up_to_the_inbox_backlog(backlog: bool) -> None:
+    clock = Clock()
+    link = BackloggedLink(clock)
+    server = ParameterServer(
+        np.zeros(4, np.float32), policy=parse_policy("asp"), liveness_timeout=10.0
+    )
+    coord = Coordinator(
+        server, link, Settings(job="jb", model="linear:3"), policy_name="asp"
+    )
+    up = wire.topic_up("jb", "w1")
+    coord.handle(up, wire.encode_hello("jb", "w1", 1, 1), 0.0)
+    session = coord.peers.get("w1").session
+    beat = wire.encode_heartbeat("jb", "w1", session, 0)
+    if backlog:
+        clock.t = 8.0  # its heartbeat arrives at 8 s and waits in the inbox
+        assert link.inbox.put((up, beat))
+    clock.t = 15.0
+    coord.tick(15.0)
+    if not backlog:  # nothing heard since 0 s: timed out at 15 s
+        assert server.worker_state("w1") is WorkerState.DEAD
+        return
+    assert server.worker_state("w1") is WorkerState.SUSPECTED
+    item = link.get_nowait()
+    assert item is not None
+    coord.handle(*item, 15.0)
+    assert server.worker_state("w1") is WorkerState.LIVE
