@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import io
+import json
 import math
 
-from edgeps.runtime.metrics import Progress, dumps, status_lines
+import numpy as np
+from edgeps.core.registry import WorkerState
+from edgeps.runtime.metrics import Progress, _json_safe, dumps, status_lines
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 RECORD = {
     "elapsed": 3.5,
@@ -59,3 +64,43 @@ def test_json_lines_have_no_nan() -> None:
     text = dumps({"accuracy": math.nan, "loss": [1.0, math.inf]})
 
     assert text == '{"accuracy": null, "loss": [1.0, null]}'
+
+
+_leaf = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**40), 2**40),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=5),
+    st.integers(-100, 100).map(np.int64),
+    st.floats(width=32, allow_nan=True).map(np.float32),
+    st.sampled_from(list(WorkerState)),
+)
+_record = st.recursive(
+    _leaf,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.lists(inner, max_size=3).map(tuple),
+        st.dictionaries(st.text(max_size=4), inner, max_size=4),
+        st.dictionaries(st.integers(-5, 5), inner, max_size=3),
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(max_size=6), _record, max_size=5))
+def test_dumps_writes_what_the_json_safe_walk_writes(record: dict) -> None:
+    text, walked = dumps(record), json.dumps(_json_safe(record), sort_keys=True)
+    assert json.loads(text) == json.loads(walked)
+    if not _int_keys(record):  # only str keys: the very same text
+        assert text == walked
+
+
+def _int_keys(value: object) -> list[int]:
+    if isinstance(value, dict):
+        keys = [k for k in value if isinstance(k, int)]
+        return keys + [k for v in value.values() for k in _int_keys(v)]
+    if isinstance(value, list | tuple):
+        return [k for v in value for k in _int_keys(v)]
+    return []

@@ -172,3 +172,24 @@ def test_overdue_once_a_running_iteration_leaves_the_normal_band() -> None:
     assert not mon.overdue("a", 1.2)
     assert mon.overdue("a", 2.0)
     assert not mon.overdue("nobody", 100.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.floats(0.01, 5.0), min_size=0, max_size=6), min_size=1, max_size=12
+    ),
+    st.integers(0, 11),
+)
+def test_classes_answer_as_classify_does_for_each_worker(
+    series: list[list[float]], skip: int
+) -> None:
+    m = PerformanceMonitor(warmup=2)
+    for i, times in enumerate(series):
+        for t in times:
+            m.observe(f"w{i}", compute_time=t, comm_time=0.0, iteration_time=t, now=0.0)
+    ids = [f"w{i}" for i in range(len(series)) if i != skip] + ["never"]
+    assert m.classes(ids) == {w: m.classify(w, ids) for w in ids}
+    every = m.classes()
+    assert every == {w: m.classify(w) for w in every}
+    assert {w: row["class"] for w, row in m.snapshot()["workers"].items()} == every

@@ -229,7 +229,21 @@ class PerformanceMonitor:
         w = self._workers.get(worker_id)
         if w is None or w.iteration.n < self.warmup:
             return "normal"
-        median = self.cluster_median(worker_ids)
+        return self._class_of(w, self.cluster_median(worker_ids))
+
+    def classes(self, worker_ids: list[str] | None = None) -> dict[str, Classification]:
+        """``classify`` of each of ``worker_ids`` (default: all known) against
+        their one median: O(N log N) for all, not a median per worker."""
+        ids = list(self._workers) if worker_ids is None else worker_ids
+        median = self.cluster_median(ids)
+        out: dict[str, Classification] = {}
+        for i in ids:
+            w = self._workers.get(i)
+            warm = w is not None and w.iteration.n >= self.warmup
+            out[i] = self._class_of(w, median) if w is not None and warm else "normal"
+        return out
+
+    def _class_of(self, w: _WorkerTimes, median: float) -> Classification:
         if (
             not math.isnan(median)
             and median > 0
@@ -268,10 +282,11 @@ class PerformanceMonitor:
     def snapshot(self) -> dict[str, Any]:
         """Json-able state: per-worker typical times, spreads and class."""
         median = self.cluster_median()
+        classes = self.classes()
         workers: dict[str, Any] = {}
         for wid, w in self._workers.items():
             workers[wid] = {
-                "class": self.classify(wid),
+                "class": classes[wid],
                 "samples": w.iteration.n,
                 "iteration_mean": _finite(w.iteration.mean),
                 "iteration_dev": _finite(w.iteration.dev),

@@ -163,7 +163,8 @@ class ParameterServer:
         if isinstance(event, Leave):
             return self._leave(event, now)
         if isinstance(event, Tick):
-            return self._tick(now)
+            until = event.heard_until
+            return self._tick(now, now if until is None else min(now, check_now(until)))
         raise TypeError(f"not a core event: {type(event).__name__}")
 
     # ---- membership -------------------------------------------------------
@@ -245,18 +246,19 @@ class ParameterServer:
         self._drop(rec, now)
         return [WorkerLeft(worker_id, str(reason)), *self._release_action(now)]
 
-    def _tick(self, now: float) -> list[Action]:
+    def _tick(self, now: float, heard_until: float) -> list[Action]:
         """Declare silent computing workers suspected, then dead; release whom it frees.
 
         A worker held at the barrier is never timed out: it is silent because
         the PS told it to wait, and it blocks nobody. Its silence is counted
-        again from the moment it is released.
+        again from the moment it is released, and only up to ``heard_until``
+        (messages that arrived later are still waiting to be handled).
         """
         actions: list[Action] = []
         for rec in list(self._workers.values()):
             if not rec.live or rec.waiting:
                 continue
-            silent = now - max(rec.last_seen, rec.released_at)
+            silent = heard_until - max(rec.last_seen, rec.released_at)
             if silent > self.liveness_timeout:
                 self._drop(rec, now)
                 actions.append(WorkerLeft(rec.worker_id, "timeout"))
@@ -430,6 +432,7 @@ class ParameterServer:
         rec = self._workers.get(worker_id)
         return None if rec is None else rec.state
 
-    def snapshot(self, now: float) -> dict[str, Any]:
-        """Json-able state for metrics: version, workers, policy, monitor."""
-        return server_snapshot(self, self._workers, check_now(now))
+    def snapshot(self, now: float, *, monitor: bool = True) -> dict[str, Any]:
+        """Json-able state for metrics: version, workers, policy, monitor
+        (``monitor=False``: without the monitor's per-worker times)."""
+        return server_snapshot(self, self._workers, check_now(now), monitor=monitor)

@@ -12,12 +12,17 @@ if TYPE_CHECKING:
 
 
 def server_snapshot(
-    ps: ParameterServer, workers: Mapping[str, WorkerRecord], now: float
+    ps: ParameterServer,
+    workers: Mapping[str, WorkerRecord],
+    now: float,
+    *,
+    monitor: bool = True,
 ) -> dict[str, Any]:
     """Version, policy and bound, per-worker state, clock, staleness, class."""
     view = ps.view
     live = view.live_ids()
     top = view.max_live_clock()
+    classes = ps.monitor.classes(live)  # one median for all, not one per worker
     rows: dict[str, Any] = {}
     for w, r in workers.items():
         rows[w] = {
@@ -26,7 +31,7 @@ def server_snapshot(
             "clock": r.clock,
             "lag": top - r.clock if r.live else None,
             "waiting": r.waiting,
-            "class": ps.monitor.classify(w, live) if r.live else None,
+            "class": classes.get(w) if r.live else None,
             "accepted": r.stats.accepted,
             "rejected": dict(r.stats.rejected),
             "staleness": r.last_staleness,
@@ -34,7 +39,7 @@ def server_snapshot(
             "silent_for": max(0.0, now - r.last_seen),
             "joins": r.joins,
         }
-    return {
+    out = {
         "version": ps.version,
         "policy": ps.policy.describe(),
         "bound": ps.policy.bound_description,
@@ -46,5 +51,7 @@ def server_snapshot(
         "forced_releases": ps.forced_releases,
         "rejected_unregistered": dict(ps.rejected_unregistered),
         "workers": rows,
-        "monitor": ps.monitor.snapshot(),
     }
+    if monitor:
+        out["monitor"] = ps.monitor.snapshot()
+    return out

@@ -87,7 +87,15 @@ class Leave:
 
 @dataclass(frozen=True)
 class Tick:
-    """Time passed: silent workers are suspected, then timed out."""
+    """Time passed: silent workers are suspected, then timed out.
+
+    ``heard_until``: every message that arrived before this time has been
+    handled (None: up to ``now``). The caller's inbox may hold a backlog; a
+    worker whose heartbeat waits in it is not silent, so silence is counted
+    up to ``heard_until``, not up to ``now``.
+    """
+
+    heard_until: float | None = None
 
 
 Event = Join | Push | Heartbeat | Leave | Tick

@@ -244,7 +244,11 @@ class Coordinator:
         self.ingest.expire(now)
         self.inbound.sample(self.link)
         self.accounting.resync(self.ingest.dropped)
-        carry_out(self.server.handle(Tick(), now), self)
+        # a backlog in the inbox may hold heartbeats: silence counts up to
+        # the arrival of the oldest message not yet handled
+        oldest_age = getattr(getattr(self.link, "inbox", None), "oldest_age", None)
+        age = float(oldest_age()) if oldest_age is not None else 0.0
+        carry_out(self.server.handle(Tick(heard_until=now - age), now), self)
 
     def run_evaluation(self) -> float | None:
         if self.evaluate is None:
@@ -307,7 +311,7 @@ class Coordinator:
 
     def worker_rows(self, now: float) -> dict[str, dict[str, Any]]:
         """Per worker: clock, staleness, state, straggler class, accepted/rejected."""
-        raw = self.server.snapshot(now)["workers"]
+        raw = self.server.snapshot(now, monitor=False)["workers"]
         stats = self.server.stats()
         rows: dict[str, dict[str, Any]] = {}
         for wid in sorted(set(raw) | set(stats)):

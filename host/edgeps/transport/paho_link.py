@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import queue
 import secrets
 import socket
 import ssl
@@ -45,6 +44,7 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
 from edgeps.transport.broker import BrokerAddress
+from edgeps.transport.inbox import Inbox
 from edgeps.transport.options import ConnectionOptions
 
 log = logging.getLogger(__name__)
@@ -56,52 +56,6 @@ CLIENT_ID_SUFFIX_BYTES = 8  # 64 random bits per connection attempt
 def fresh_client_id(name: str) -> str:
     """``name`` plus a random suffix: a client id nobody else can guess or reuse."""
     return f"{name}-{secrets.token_hex(CLIENT_ID_SUFFIX_BYTES)}"
-
-
-class _Inbox:
-    """A queue bounded in messages and in payload bytes; ``put`` never blocks."""
-
-    def __init__(self, size: int, max_bytes: int) -> None:
-        if size < 1 or max_bytes < 1:
-            raise ValueError("queue_size and queue_bytes must be positive")
-        self._q: queue.Queue[tuple[str, bytes]] = queue.Queue(maxsize=size)
-        self._max_bytes = max_bytes
-        self._held = 0
-        self._lock = threading.Lock()
-
-    def put(self, item: tuple[str, bytes]) -> bool:
-        size = len(item[1])
-        with self._lock:
-            if self._held + size > self._max_bytes:
-                return False
-            self._held += size
-        try:
-            self._q.put_nowait(item)
-        except queue.Full:
-            self._release(size)
-            return False
-        return True
-
-    def get(self, timeout: float | None) -> tuple[str, bytes] | None:
-        try:
-            item = (
-                self._q.get_nowait() if timeout is None else self._q.get(True, timeout)
-            )
-        except queue.Empty:
-            return None
-        self._release(len(item[1]))
-        return item
-
-    def qsize(self) -> int:
-        return self._q.qsize()
-
-    def clear(self) -> None:
-        while self.get(None) is not None:
-            pass
-
-    def _release(self, size: int) -> None:
-        with self._lock:
-            self._held -= size
 
 
 class MqttLink:
@@ -139,7 +93,7 @@ class MqttLink:
         self.connection_id = ""  # the MQTT client id of the latest attempt
         self.connect_timeout = connect_timeout
         self.publish_timeout = publish_timeout
-        self._inbox = _Inbox(queue_size, queue_bytes)
+        self._inbox = Inbox(queue_size, queue_bytes)
         self._client: mqtt.Client | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -164,7 +118,7 @@ class MqttLink:
         return self.address
 
     @property
-    def inbox(self) -> _Inbox:
+    def inbox(self) -> Inbox:
         """Received messages not yet taken (``qsize()`` is the depth)."""
         return self._inbox
 
