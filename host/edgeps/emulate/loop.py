@@ -161,16 +161,7 @@ class LoopLink:
         )
         client.max_inflight_messages_set(self.max_inflight)
         client.max_queued_messages_set(0)
-        if opts.username is not None:
-            client.username_pw_set(opts.username, opts.password)
-        if self.address.tls:
-            client.tls_set(
-                ca_certs=opts.tls_ca,
-                certfile=opts.tls_cert,
-                keyfile=opts.tls_key,
-                cert_reqs=ssl.CERT_NONE if opts.tls_insecure else ssl.CERT_REQUIRED,
-            )
-            client.tls_insecure_set(opts.tls_insecure)
+        opts.apply_to(client, self.address.tls)
         if will_topic is not None:
             client.will_set(will_topic, bytes(will_payload), qos=1, retain=False)
         client.on_connect = self._on_connect

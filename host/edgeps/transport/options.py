@@ -7,8 +7,10 @@ paho layer in `edgeps.transport.paho_link`. The error messages name the flags.
 
 from __future__ import annotations
 
+import ssl
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from edgeps.transport.broker import BROKER_KINDS, BrokerAddress, parse_broker_urls
 
@@ -65,6 +67,19 @@ class ConnectionOptions:
             or self.tls_key is not None
             or self.tls_insecure
         )
+
+    def apply_to(self, client: Any, tls: bool) -> None:
+        """Give a paho client this job's credentials, and TLS when ``tls``."""
+        if self.username is not None:
+            client.username_pw_set(self.username, self.password)
+        if tls:
+            client.tls_set(
+                ca_certs=self.tls_ca,
+                certfile=self.tls_cert,
+                keyfile=self.tls_key,
+                cert_reqs=ssl.CERT_NONE if self.tls_insecure else ssl.CERT_REQUIRED,
+            )
+            client.tls_insecure_set(self.tls_insecure)
 
     def at(self, url: str) -> ConnectionOptions:
         """The same options for the broker at ``url`` (one we started)."""

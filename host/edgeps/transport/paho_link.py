@@ -194,16 +194,7 @@ class MqttLink:
         )
         client.connect_timeout = self.connect_timeout
         client.max_inflight_messages_set(self.max_inflight)
-        if opts.username is not None:
-            client.username_pw_set(opts.username, opts.password)
-        if self.address.tls:
-            client.tls_set(
-                ca_certs=opts.tls_ca,
-                certfile=opts.tls_cert,
-                keyfile=opts.tls_key,
-                cert_reqs=ssl.CERT_NONE if opts.tls_insecure else ssl.CERT_REQUIRED,
-            )
-            client.tls_insecure_set(opts.tls_insecure)
+        opts.apply_to(client, self.address.tls)
         client.on_connect = self._on_connect
         client.on_disconnect = self._on_disconnect
         client.on_message = self._on_message
