@@ -363,6 +363,12 @@ def plan(inp: PlanInput, cal: Calibration) -> Plan:
             f"{math.ceil(s * r / host_cap)}"
             " or more)"
         )
+    if cal.job_rate and abs(cal.job_rate - r) > 1e-9 * r:
+        out.warnings.append(
+            f"calibrated at {cal.job_rate:g} updates/s per sensor, planned at "
+            f"{r:g}: a job's cost per update depends on it (--calibrate at this "
+            "rate)"
+        )
     if broker_need > 1:
         out.warnings.append(
             f"the central broker needs {broker_need} nodes (messages or "
