@@ -54,10 +54,13 @@ def save(cal: Calibration, path: Path) -> None:
 
 
 def cpu_seconds(pid: int) -> float | None:
-    """CPU time of a process from /proc (None where there is none): schedstat
-    counts nanoseconds, stat only clock ticks (10 ms)."""
+    """CPU time of a process, all its threads, from /proc (None where there is
+    none): each thread's schedstat counts nanoseconds (``/proc/PID/schedstat``
+    alone is the main thread's: serve's MQTT network thread is another), stat
+    the whole process in clock ticks (10 ms)."""
     try:
-        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+        return sum(int((t / "schedstat").read_text().split()[0]) for t in tasks) / 1e9
     except (OSError, ValueError, IndexError):
         pass
     try:

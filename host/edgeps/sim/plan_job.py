@@ -108,7 +108,7 @@ def measure_job(
             _stop(emulate)
             _stop(serve)
     (t0, u0), (t1, u1) = m0 or (0.0, 0), m1 or (0.0, 0)
-    rate = (u1 - u0) / (t1 - t0) if t1 > t0 else 0.0
+    applied = (u1 - u0) / (t1 - t0) if t1 > t0 else 0.0
     span = w1 - w0
 
     def cores(i: int) -> float | None:
@@ -120,7 +120,7 @@ def measure_job(
         "model": model,
         "scenario": scenario,
         "rate": rate,
-        "updates_per_s": rate,
+        "updates_per_s": applied,
         "serve_cores": cores(0),
         "broker_cores": cores(1),
         "emulate_cores": cores(2),
