@@ -244,3 +244,15 @@ def test_a_real_job_is_measured_while_updates_flow() -> None:
     assert job["updates_per_s"] > 0
     assert job["serve_cores"] is not None and job["serve_cores"] > 0
     assert job["broker_cores"] is not None and job["broker_cores"] > 0
+
+
+@pytest.mark.integration
+def test_a_real_job_at_a_set_rate_runs_the_loop_emulator() -> None:
+    from edgeps.sim.plan_job import measure_job
+
+    # 6 loop-emulated sensors computing 0.5 s per update, a 3 s window
+    job = measure_job(6, window=3.0, model="softmax:33x6", rate=2.0)
+
+    assert job["rate"] == 2.0
+    assert job["updates_per_s"] > 0
+    assert job["serve_cores"] is not None and job["serve_cores"] > 0

@@ -73,12 +73,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--calibrate",
         action="store_true",
-        help="measure this machine's costs first (about a minute) and store them",
+        help="measure this machine's costs first (under two minutes) and store "
+        "them; the jobs run their sensors at --rate",
     )
     parser.add_argument(
         "--calibrate-sensors",
-        default="25,75",
-        help="sensors of the calibration's real jobs (default 25,75; '': none)",
+        default="60,250,1000",
+        help="sensors of the calibration's real jobs, each at --rate updates/s "
+        "(default 60,250,1000; '': bursts only)",
     )
     parser.add_argument(
         "--calibration", metavar="PATH", help="where costs are stored (JSON)"
@@ -122,7 +124,14 @@ def run(args: argparse.Namespace) -> int:
     if args.calibrate:
         print("calibrating (core, mosquitto, coordinator) ...", file=sys.stderr)
         jobs = tuple(int(x) for x in args.calibrate_sensors.split(",") if x.strip())
-        cal = plan_calibrate.calibrate(inp.n_params, job_sensors=jobs)
+        if jobs and inp.rate < 0.5:
+            print(
+                "edgeps plan: --calibrate runs its jobs at --rate, which needs "
+                "at least 0.5 updates/s per sensor for its 12 s windows",
+                file=sys.stderr,
+            )
+            return 2
+        cal = plan_calibrate.calibrate(inp.n_params, job_sensors=jobs, rate=inp.rate)
         plan_calibrate.save(cal, path)
         print(f"stored in {path}", file=sys.stderr)
     else:
@@ -191,11 +200,21 @@ def _text(p: object) -> str:
             f"round instead of {_si(rb['host_link_without_relays'], 'B')}"
         )
     cal = p.calibration
-    lines += [
-        "",
-        f"costs: host {cal.host_fixed_us:.0f} us + {cal.host_per_param_us:.3g} "
-        f"us/param per update, broker {cal.broker_us_per_msg:.1f} us per message, "
-        f"core alone {cal.core_us_per_update:.0f} us; {cal.source}",
-        *(f"! {w}" for w in p.warnings),
-    ]
+    lines += ["", f"costs: {cal.source}"]
+    if cal.host_loads:
+        curve = ", ".join(f"{x:.4g}/s {y:.3g}" for x, y in cal.host_loads)
+        bcurve = ", ".join(f"{x:.4g}/s {y:.3g}" for x, y in cal.broker_loads)
+        lines += [
+            f"  serve cores at {cal.job_rate:g} updates/s per sensor "
+            f"({cal.job_n_params} params): {curve}; + "
+            f"{cal.host_per_param_us:.3g} us per update and extra param",
+            f"  mosquitto cores by publishes/s in: {bcurve or '-'}",
+        ]
+    else:
+        lines.append(
+            f"  host {cal.host_fixed_us:.0f} us + {cal.host_per_param_us:.3g} "
+            f"us/param per update, broker {cal.broker_us_per_msg:.1f} us per "
+            f"message, core alone {cal.core_us_per_update:.0f} us"
+        )
+    lines += [f"! {w}" for w in p.warnings]
     return "\n".join(lines)

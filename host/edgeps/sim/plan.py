@@ -20,14 +20,17 @@ f16 2, int8 1 plus a 4-byte scale per 128, topk:F F x 8: a u32 index and an
 f32 value per kept entry); PARAMS stay f32. TCP/IP headers are not
 counted (about 40 bytes per 1,460-byte segment).
 
-Costs (``Calibration``, measured by ``edgeps.sim.plan_calibrate``). Serve
-costs ``host_idle_cores`` (ticks, metrics) plus, per applied update and its
-release, ``host_fixed_us + host_per_param_us * n``; the core's cost per
+Costs (``Calibration`` in ``edgeps.sim.plan_costs``, measured by
+``edgeps.sim.plan_calibrate``). Serve's cores follow the curve measured by
+real jobs at a few loads (``plan_curve``: the cost per update falls as the
+load rises), plus ``host_per_param_us`` per update and parameter beyond the
+jobs' model; without jobs, ``host_idle_cores`` plus ``host_fixed_us +
+host_per_param_us * n`` per applied update and its release. The core's cost per
 event does not grow with the number of workers (``bench core``), so it is
 per update, not per worker. A relay is charged like a host for each board
-update it handles plus each update it pushes upstream. A broker costs
-``broker_idle_cores`` plus ``broker_us_per_msg`` per message through it (a
-publish in and its delivery out). Processes are planned at
+update it handles plus each update it pushes upstream. A broker's cores
+follow its measured curve over publishes/s in (each delivered on), else
+``broker_idle_cores`` plus ``broker_us_per_msg`` per message. Processes are planned at
 ``utilisation`` of one core each (serve, a relay and mosquitto are each one
 busy thread).
 
@@ -55,57 +58,14 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from edgeps.sim.plan_costs import DEFAULT_CALIBRATION, Calibration
+
+__all__ = ["DEFAULT_CALIBRATION", "Calibration", "PlanInput", "plan"]
+
 PUBACK = 4  # bytes of an MQTT 3.1.1 PUBACK
 BOARD_CHUNK = 4096  # the board's default max_chunk (edgeps_worker.wire)
 HEARTBEAT_S = 5.0  # the board's default heartbeat interval
 _COMPRESS = re.compile(r"^(f32|f16|int8|topk:(0?\.\d+|1(\.0*)?))$")
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """Per-update costs measured on one machine (``edgeps plan --calibrate``)."""
-
-    host_fixed_us: float  # serve CPU per update, size-independent part
-    host_per_param_us: float  # ... and per parameter
-    broker_us_per_msg: float  # one mosquitto's CPU per message through it
-    core_us_per_update: float  # the PS core alone (no network), for reference
-    host_idle_cores: float = 0.0  # serve's CPU of a job at no load (ticks, metrics)
-    broker_idle_cores: float = 0.0  # mosquitto's likewise
-    n_params: tuple[int, ...] = ()  # model sizes measured at
-    source: str = "default"
-
-    def host_us(self, n_params: int) -> float:
-        return self.host_fixed_us + self.host_per_param_us * n_params
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["n_params"] = list(self.n_params)
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Calibration:
-        fields = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
-        fields["n_params"] = tuple(int(n) for n in fields.get("n_params", ()))
-        for k in ("host_fixed_us", "host_per_param_us", "broker_us_per_msg",
-                  "host_idle_cores", "broker_idle_cores"):  # fmt: skip
-            if k not in fields and k.endswith("idle_cores"):
-                continue
-            if not (isinstance(fields.get(k), (int, float)) and fields[k] >= 0):
-                raise ValueError(f"calibration: {k} must be a number >= 0")
-        return cls(**fields)
-
-
-# `edgeps plan --calibrate` on the shared 2-core x86-64 box the README's
-# figures come from (2026-12-01); a machine's own calibration replaces them
-DEFAULT_CALIBRATION = Calibration(
-    host_fixed_us=150.0,
-    host_per_param_us=0.118,
-    broker_us_per_msg=48.6,
-    core_us_per_update=25.0,
-    host_idle_cores=0.016,
-    broker_idle_cores=0.001,
-    source="default (measured on a shared 2-core box, not on this machine)",
-)
 
 
 @dataclass(frozen=True)
@@ -301,9 +261,9 @@ def plan(inp: PlanInput, cal: Calibration) -> Plan:
             f"{link['max_rate_per_s']:.3g} updates/s per sensor fit (compress, or "
             "a lower rate)"
         )
-    host_us = cal.host_us(inp.n_params) * 1e-6
-    broker_s = cal.broker_us_per_msg * 1e-6
-    host_idle, broker_idle = cal.host_idle_cores, cal.broker_idle_cores
+    n = inp.n_params
+    host_cap = cal.host_capacity(util, n)  # updates/s within one process
+    broker_cap = cal.broker_capacity(util)  # publishes/s in within one
     up_p, down_p = sz.update_packets, sz.params_packets
     both = sz.update_bytes + sz.params_bytes
     out.tiers.append(
@@ -327,10 +287,10 @@ def plan(inp: PlanInput, cal: Calibration) -> Plan:
         upstream = r * boards / fan_in  # one relay's pushes/s upstream
         updates = k * upstream
         handled = r * boards + upstream  # updates a relay takes in or sends
-        relay_cpu = host_idle + handled * host_us
+        relay_cpu = cal.host_cores(handled, n)
         # the site broker: boards' updates to the relay, releases back, beats
         site_in = r * boards * (up_p + down_p) + boards * hb
-        site_cpu = broker_idle + site_in * broker_s
+        site_cpu = cal.broker_cores(site_in)
         out.tiers.append(
             Tier(
                 "site broker",
@@ -339,7 +299,7 @@ def plan(inp: PlanInput, cal: Calibration) -> Plan:
                 site_in,
                 r * boards * both * 2,
                 site_cpu,
-                _need(site_cpu - broker_idle, util - broker_idle),
+                _need(site_in, broker_cap),
                 f"{boards} boards and their relay",
             )  # fmt: skip
         )
@@ -351,22 +311,22 @@ def plan(inp: PlanInput, cal: Calibration) -> Plan:
                 r * boards * down_p + upstream * up_p,
                 handled * both,
                 relay_cpu,
-                _need(relay_cpu - host_idle, util - host_idle),
+                _need(handled, host_cap),
                 f"folds {fan_in} gradients into each of its {upstream:.3g} "
                 "upstream pushes/s",
             )  # fmt: skip
         )
         if relay_cpu > util:
-            most = (util - host_idle) / (host_us * r * (1 + 1 / fan_in))
+            most = host_cap / (r * (1 + 1 / fan_in))
             out.warnings.append(
                 f"a relay would need {relay_cpu:.2f} cores: about {most:.0f} boards "
                 f"per relay fit, so at least {math.ceil(s / most)} relays"
             )
     # the central broker: updates in and on to the host, releases in and out
     central_in = updates * (up_p + down_p) + workers * hb
-    central_cpu = broker_idle + central_in * broker_s
+    central_cpu = cal.broker_cores(central_in)
     broker_need = max(
-        _need(central_cpu - broker_idle, util - broker_idle),
+        _need(central_in, broker_cap),
         _need(workers + 1, inp.broker_connections),
     )
     out.tiers.append(
@@ -381,7 +341,8 @@ def plan(inp: PlanInput, cal: Calibration) -> Plan:
             f"{workers} clients and the host",
         )  # fmt: skip
     )
-    host_cpu = host_idle + updates * host_us
+    host_cpu = cal.host_cores(updates, n)
+    each_us = 1e6 * host_cpu / updates if updates > 0 else 0.0
     out.tiers.append(
         Tier(
             "host",
@@ -390,17 +351,23 @@ def plan(inp: PlanInput, cal: Calibration) -> Plan:
             updates * down_p,
             updates * both,
             host_cpu,
-            _need(host_cpu - host_idle, util - host_idle),
-            f"{updates:.4g} updates/s at {host_us * 1e6:.0f} us each",
+            _need(updates, host_cap),
+            f"{updates:.4g} updates/s at {each_us:.0f} us each",
         )  # fmt: skip
     )
     if host_cpu > util:
-        cap = (util - host_idle) / host_us
         out.warnings.append(
-            f"one host handles about {cap:.0f} updates/s at {util:.0%} of a core and "
-            f"this load is {updates:.4g}/s; edgeps does not shard one model over "
-            f"hosts: a relay tier divides it (e.g. --relays {math.ceil(s * r / cap)}"
+            f"one host handles about {host_cap:.0f} updates/s at {util:.0%} of a "
+            f"core and this load is {updates:.4g}/s; edgeps does not shard one "
+            "model over hosts: a relay tier divides it (e.g. --relays "
+            f"{math.ceil(s * r / host_cap)}"
             " or more)"
+        )
+    if cal.job_rate and abs(cal.job_rate - r) > 1e-9 * r:
+        out.warnings.append(
+            f"calibrated at {cal.job_rate:g} updates/s per sensor, planned at "
+            f"{r:g}: a job's cost per update depends on it (--calibrate at this "
+            "rate)"
         )
     if broker_need > 1:
         out.warnings.append(

@@ -6,13 +6,17 @@ throughput``'s ``measure_echo``) with mosquitto's own CPU read from /proc,
 and the real coordinator applying and releasing bursts of updates
 (``measure_ps``: this process's CPU per update) at the model's size and at a
 larger one, which splits the host cost into a fixed and a per-parameter
-part; then real jobs (``edgeps.sim.plan_job``: serve + 25 and 75 emulated
-sensors, 15 s each), whose CPU splits into a part at no load and a part per
-update. Bursts are cheaper per message than a running job, where each
-update arrives alone among heartbeats, ticks and metrics (on a 2-core box:
-135 against 216 us per update for serve, 16 against 49 us per message for
-mosquitto), so the jobs set the costs the plan uses and the bursts only the
-per-parameter slope.
+part; then real jobs (``edgeps.sim.plan_job``: serve + 60, 250 and 1,000
+loop-emulated sensors at the planned rate per sensor, 12 s windows), whose
+(load, cores) points are the load curves the plan follows
+(``edgeps.sim.plan_curve``). Bursts are cheaper per message than a running
+job, where each update arrives alone among heartbeats, ticks and metrics
+(on a 2-core box: 135 against 216 us per update for serve, 16 against 49 us
+per message for mosquitto), and a job's cost per update depends on how its
+messages bunch: with sensors at 10 updates/s (the scenario's own pace)
+serve cost 284 us per update, at 1 update/s 870 us at 100 sensors and 610
+us at 500. So the jobs run at the rate being planned, at several loads, and
+the bursts set only the per-parameter slope.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import statistics
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from edgeps.sim.plan import BOARD_CHUNK, Calibration
 
@@ -49,10 +54,13 @@ def save(cal: Calibration, path: Path) -> None:
 
 
 def cpu_seconds(pid: int) -> float | None:
-    """CPU time of a process from /proc (None where there is none): schedstat
-    counts nanoseconds, stat only clock ticks (10 ms)."""
+    """CPU time of a process, all its threads, from /proc (None where there is
+    none): each thread's schedstat counts nanoseconds (``/proc/PID/schedstat``
+    alone is the main thread's: serve's MQTT network thread is another), stat
+    the whole process in clock ticks (10 ms)."""
     try:
-        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+        return sum(int((t / "schedstat").read_text().split()[0]) for t in tasks) / 1e9
     except (OSError, ValueError, IndexError):
         pass
     try:
@@ -75,12 +83,19 @@ def fit(points: list[tuple[float, float]]) -> tuple[float, float]:
     return max(0.0, mean_c - slope * mean_n), slope
 
 
+JOB_SENSORS = (60, 250, 1000)  # three loads, a factor of 4 apart
+JOB_WINDOW = 12.0  # seconds each job is read over, after its ramp
+
+
 def calibrate(
-    n_params: int, messages: int = 2000, job_sensors: tuple[int, ...] = (25, 75)
+    n_params: int,
+    messages: int = 2000,
+    job_sensors: tuple[int, ...] = JOB_SENSORS,
+    rate: float = 1.0,
 ) -> Calibration:
     """Measure the core, mosquitto and the coordinator on this machine; jobs
-    of ``job_sensors`` sensors (none: bursts only; two or more: a job's CPU
-    splits into what it costs at no load and per update)."""
+    of ``job_sensors`` sensors at ``rate`` updates/s each (none: bursts only;
+    two or more: the load curves)."""
     from edgeps.bench.core import push_times
     from edgeps.bench.throughput import measure_echo, measure_ps
     from edgeps.bench.throughput_feed import update_payloads
@@ -114,8 +129,11 @@ def calibrate(
     )
     how = "bursts"
     if job_sensors:
-        cal = _from_jobs(cal, job_sensors)
-        how = f"jobs of {'/'.join(str(n) for n in job_sensors)} sensors and bursts"
+        cal = _from_jobs(cal, job_sensors, rate)
+        how = (
+            f"jobs of {'/'.join(str(n) for n in job_sensors)} sensors at "
+            f"{rate:g} updates/s each, and bursts"
+        )
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     source = f"calibrated {stamp} on {platform.node()} ({os.cpu_count()} cpus)"
     return replace(cal, source=f"{source} from {how}")
@@ -124,35 +142,55 @@ def calibrate(
 JOB_MODEL = "softmax:33x6"  # the emulator's default model on the sensors set
 
 
-def _from_jobs(cal: Calibration, sensors: tuple[int, ...]) -> Calibration:
-    """Host and broker costs from real jobs: per update, and at no load."""
-    from edgeps import kernels
-    from edgeps.sim.plan import HEARTBEAT_S
-    from edgeps.sim.plan_job import measure_job
+def job_points(
+    jobs: list[dict[str, Any]], heartbeat_s: float
+) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
+    """(updates/s, serve cores) and (publishes/s in, mosquitto cores) of jobs.
 
-    n = kernels.ModelSpec.parse(JOB_MODEL).n_params
+    Each update is one publish in to the broker and its release another (one
+    packet each at the jobs' model size), plus every sensor's heartbeats.
+    """
     host: list[tuple[float, float]] = []
     broker: list[tuple[float, float]] = []
-    for count in sensors:
-        job = measure_job(count, model=JOB_MODEL)
+    for job in jobs:
         rate = job["updates_per_s"]
         if rate <= 0 or job["serve_cores"] is None:
             raise RuntimeError(f"a calibration job applied nothing: {job}")
         host.append((rate, job["serve_cores"]))
         if job["broker_cores"] is not None:
-            # each update in and on, its release in and on (one packet each
-            # at this size), and every sensor's heartbeats
-            broker.append((2 * rate + count / HEARTBEAT_S, job["broker_cores"]))
+            msgs = 2 * rate + job["sensors"] / heartbeat_s
+            broker.append((msgs, job["broker_cores"]))
+    return host, broker
+
+
+def _from_jobs(cal: Calibration, sensors: tuple[int, ...], rate: float) -> Calibration:
+    """Host and broker load curves from real jobs (and the old line's terms)."""
+    from edgeps import kernels
+    from edgeps.sim.plan import HEARTBEAT_S
+    from edgeps.sim.plan_job import measure_job
+
+    n = kernels.ModelSpec.parse(JOB_MODEL).n_params
+    jobs = [
+        measure_job(count, window=JOB_WINDOW, model=JOB_MODEL, rate=rate)
+        for count in sensors
+    ]
+    host, broker = job_points(jobs, HEARTBEAT_S)
     host_idle, host_per = _split(host)
     out = replace(
         cal,
         host_fixed_us=max(0.0, 1e6 * host_per - cal.host_per_param_us * n),
         host_idle_cores=host_idle,
+        host_loads=tuple(host),
+        job_n_params=n,
+        job_rate=rate,
     )
     if broker:
         broker_idle, broker_per = _split(broker)
         out = replace(
-            out, broker_us_per_msg=1e6 * broker_per, broker_idle_cores=broker_idle
+            out,
+            broker_us_per_msg=1e6 * broker_per,
+            broker_idle_cores=broker_idle,
+            broker_loads=tuple(broker),
         )
     return out
 

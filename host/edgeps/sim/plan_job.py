@@ -1,7 +1,9 @@
 """A short real job, measured: serve + N emulated sensors on a private mosquitto.
 
 ``measure_job(n)`` starts mosquitto, `edgeps serve` (ASP, its metrics every
-second) and `edgeps emulate --workers n`, waits until updates flow, then
+second, as `edgeps bench scale` runs it) and `edgeps emulate --workers n`
+(with ``rate``: the loop emulator, each sensor computing ``1 / rate``
+seconds per update, as `bench scale` does at 1/s), waits until updates flow, then
 reads over a steady window the updates/s from serve's metrics and the CPU
 of serve, mosquitto and the emulator from /proc. `edgeps plan --calibrate`
 uses it for the costs of a running job (each update arrives alone, with
@@ -52,27 +54,35 @@ def measure_job(
     *,
     window: float = 15.0,
     model: str = "softmax",
+    rate: float | None = None,
     scenario: str = "homogeneous",
     policy: str = "asp",
     start_timeout: float = 90.0,
 ) -> dict[str, Any]:
-    """Updates/s and the cores of serve, mosquitto and emulate, n sensors."""
+    """Updates/s and the cores of serve, mosquitto and emulate, n sensors
+    (``rate``: each at about that many updates/s, else the scenario's pace)."""
     from edgeps.transport.broker import start_mosquitto
 
     edgeps = [sys.executable, "-m", "edgeps"]
     total = start_timeout + window + 10
-    with TemporaryDirectory() as tmp, start_mosquitto() as broker:
+    pace: list[str] = []
+    if rate is not None:
+        procs = "1" if n <= 500 else "2"  # as `edgeps bench scale`
+        pace = ["--engine", "loop", "--processes", procs,
+                "--compute-time", f"{1.0 / rate:g}"]  # fmt: skip
+    with TemporaryDirectory() as tmp, start_mosquitto(sensors=n + 8) as broker:
         metrics = Path(tmp) / "metrics.jsonl"
         serve = subprocess.Popen(
             [*edgeps, "serve", "--broker", broker.url, "--job", "plan",
              "--policy", policy, "--model", model, "--max-time", str(total),
-             "--quiet", "--metrics-out", str(metrics), "--metrics-interval", "1",
-             "--eval-interval", "10", "--liveness-timeout", "30"],
+             "--norm-guard", "0", "--quiet", "--metrics-out", str(metrics),
+             "--metrics-interval", "1", "--log-level", "warning"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         emulate = subprocess.Popen(
             [*edgeps, "emulate", "--broker", broker.url, "--job", "plan",
-             "--workers", str(n), "--scenario", scenario, "--max-time", str(total)],
+             "--workers", str(n), "--scenario", scenario, "--max-time", str(total),
+             *pace],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         try:
@@ -98,7 +108,7 @@ def measure_job(
             _stop(emulate)
             _stop(serve)
     (t0, u0), (t1, u1) = m0 or (0.0, 0), m1 or (0.0, 0)
-    rate = (u1 - u0) / (t1 - t0) if t1 > t0 else 0.0
+    applied = (u1 - u0) / (t1 - t0) if t1 > t0 else 0.0
     span = w1 - w0
 
     def cores(i: int) -> float | None:
@@ -109,7 +119,8 @@ def measure_job(
         "sensors": n,
         "model": model,
         "scenario": scenario,
-        "updates_per_s": rate,
+        "rate": rate,
+        "updates_per_s": applied,
         "serve_cores": cores(0),
         "broker_cores": cores(1),
         "emulate_cores": cores(2),
