@@ -188,3 +188,20 @@ def test_emulated_compute_is_drawn_at_the_trainer_batch_as_the_simulator_does() 
     assert samples == 128 and inner.batch == 128
     assert want > profile.sample_compute(np.random.default_rng(0), 32) * 3
     assert want * 0.5 < t.slept <= want
+
+
+def test_a_small_shard_steps_for_the_asked_batch_time() -> None:
+    # Prepare: 10 local samples, batch 32 asked (hundreds of sensors on one
+    # dataset): the board would still run a 32-sample step's time
+    from edgeps.workloads.scenarios import WorkerProfile
+
+    profile = WorkerProfile(compute_time=0.2, compute_jitter=0.0)
+    slept: list[float] = []
+    inner = NativeTrainer("softmax:5x3", _data(10, 5, 3), batch=32)
+    t = EmulatedTrainer(inner, profile, np.random.default_rng(0), sleep=slept.append)
+    # Execute
+    _, samples, _ = t.step()
+    # Assert: 10 samples computed, the time of the asked 32 slept
+    want = profile.sample_compute(np.random.default_rng(0), 32)
+    assert samples == 10 and inner.batch == 10
+    assert want * 0.5 < slept[0] <= want

@@ -95,6 +95,9 @@ class NativeTrainer:
         samples): the size a release asks for under ``--balance``."""
         if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
             raise ValueError(f"batch must be a positive integer, got {batch!r}")
+        # the batch asked for: an emulated step lasts as long as one of that
+        # size on the board, as in the simulator, whatever the local samples
+        self.asked_batch = batch
         size = min(batch, self.X.shape[0])
         if size == self.batch:
             return
@@ -167,7 +170,8 @@ class EmulatedTrainer:
     """Wrap a trainer so each step lasts as long as an emulated board's would.
 
     ``profile.sample_compute(rng, batch)`` (an ``edgeps.workloads.scenarios.
-    WorkerProfile``) draws the iteration time at the inner trainer's batch, as
+    WorkerProfile``) draws the iteration time at the batch the inner trainer
+    was asked for (``asked_batch``, before the cap at its local samples), as
     the simulator does; the real gradient runs first, and the rest of that time
     is slept, so stragglers and interference cost wall time only. A release's
     batch reaches the inner trainer's ``set_batch`` when it has one.
@@ -208,7 +212,7 @@ class EmulatedTrainer:
             raise ValueError(f"PARAMS code {code} is not read by this trainer")
 
     def step(self) -> Any:
-        batch = getattr(self.inner, "batch", BASE_BATCH)
+        batch = getattr(self.inner, "asked_batch", BASE_BATCH)
         target = self.profile.sample_compute(self._rng, batch)
         t0 = time.perf_counter()
         result = self.inner.step()
