@@ -7,7 +7,7 @@ will, reconnect). Prints 'ok NAME' for each scenario that passed.
 import sys
 
 from edgeps_worker.mqtt import MQTTClient
-from edgeps_worker.mqtt_link import sleep_ms
+from edgeps_worker.mqtt_link import sleep_ms, ticks_diff, ticks_ms
 
 PORT = int(sys.argv[1])
 
@@ -75,7 +75,11 @@ def reconnect():
         return False
     print("ready")
     reconnects = 0
-    for _ in range(300):
+    # bounded in time, not in rounds: with the broker still up a round takes a
+    # millisecond or two, and the test may take longer than 300 of them to
+    # stop the broker
+    deadline = ticks_ms() + 40000
+    while ticks_diff(deadline, ticks_ms()) > 0:
         try:
             if not c.connected:
                 c.connect("edgeps/t/will/rc", b"lost")
