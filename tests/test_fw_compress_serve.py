@@ -16,7 +16,7 @@ import sys
 import pytest
 from conftest import FIRMWARE
 from fw_host import write_worker_config
-from test_fw_train_serve import write_board_data
+from test_fw_train_serve import HelloWatch, write_board_data
 
 pytestmark = [pytest.mark.integration, pytest.mark.firmware]
 MPY_ENV = dict(os.environ, MICROPYPATH=f"{FIRMWARE}:.frozen")
@@ -39,6 +39,7 @@ def test_board_trains_with_compressed_updates_next_to_cpython_workers(
         max_iterations=0, verbose=False,
     )  # fmt: skip
     url = f"mqtt://127.0.0.1:{mosquitto.port}"
+    watch = HelloWatch(mosquitto.port, "cmp")
     serve = subprocess.Popen(
         [sys.executable, "-m", "edgeps", "serve", "--broker", url, "--job", "cmp",
          "--dataset", "digits", "--model", "mlp:64-32-10", "--policy", "asp",
@@ -73,6 +74,9 @@ def test_board_trains_with_compressed_updates_next_to_cpython_workers(
         for i in (1, 2)
     ]
     try:
+        # the board starts once both CPython workers joined: on a loaded box the
+        # job could otherwise reach the target before one of them imports numpy
+        assert watch.wait({"py-1", "py-2"}, 90), watch.seen
         # Execute
         board = subprocess.run(
             [micropython, str(FIRMWARE / "main.py"), str(cfg)], capture_output=True,
@@ -80,6 +84,7 @@ def test_board_trains_with_compressed_updates_next_to_cpython_workers(
         )  # fmt: skip
         out, err = serve.communicate(timeout=60)
     finally:
+        watch.close()
         for p in [serve, *cpython]:
             stop(p)
     # Assert: the target was reached with every worker's pushes accepted
