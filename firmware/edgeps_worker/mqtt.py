@@ -163,19 +163,29 @@ class MQTTClient:
 
     def publish(self, topic, payload, qos=1, retain=False):
         """Send one message; for QoS 1 return only after its PUBACK."""
-        if self._link is None:
-            raise OSError(_l.ECONNRESET, "not connected")
         if isinstance(payload, str):
             payload = payload.encode()
+        self.publish_frame(topic, len(payload), None, payload, qos=qos, retain=retain)
+
+    def publish_frame(self, topic, n, write, *args, qos=1, retain=False):
+        """Like publish, but ``write(buf, off, *args)`` writes the n payload bytes
+        straight into the send buffer (no payload object); None: args[0] is it."""
+        if self._link is None:
+            raise OSError(_l.ECONNRESET, "not connected")
         pid = self._next_pid() if qos else 0
-        self._wbuf, n = _p.publish_into(self._wbuf, topic, payload, qos, retain, pid)
-        mv = memoryview(self._wbuf)[:n]
+        buf, i, total = _p.publish_head(self._wbuf, topic, n, qos, retain, pid)
+        self._wbuf = buf
+        if write is None:
+            buf[i:total] = args[0]
+        else:
+            write(buf, i, *args)
+        mv = memoryview(buf)[:total]
         self._send(mv)
         if not qos:
             return
         for attempt in range(self.retries + 1):
             if attempt:
-                self._wbuf[0] |= 0x08  # DUP: the broker may have it already
+                buf[0] |= 0x08  # DUP: the broker may have it already
                 self.resent += 1
                 self._send(mv)
             if (

@@ -105,10 +105,10 @@ def connect_packet(
     return bytes(bytearray([CONNECT]) + varint(len(body)) + body)
 
 
-def publish_into(buf, topic, payload, qos, retain, pid, dup=False):
-    """Write one PUBLISH into buf (grown if too small); returns (buf, length)."""
+def publish_head(buf, topic, n_payload, qos, retain, pid, dup=False):
+    """A PUBLISH up to its payload into buf (grown if too small), for a payload
+    of n_payload bytes; (buf, index of the payload, packet length)."""
     t = _b(topic)
-    n_payload = len(payload)
     rl = 2 + len(t) + (2 if qos else 0) + n_payload
     head = varint(rl)
     total = 1 + len(head) + rl
@@ -124,7 +124,13 @@ def publish_into(buf, topic, payload, qos, retain, pid, dup=False):
     if qos:
         struct.pack_into("!H", buf, i, pid)
         i += 2
-    buf[i : i + n_payload] = payload
+    return buf, i, total
+
+
+def publish_into(buf, topic, payload, qos, retain, pid, dup=False):
+    """Write one PUBLISH into buf (grown if too small); returns (buf, length)."""
+    buf, i, total = publish_head(buf, topic, len(payload), qos, retain, pid, dup)
+    buf[i:total] = payload
     return buf, total
 
 

@@ -9,6 +9,7 @@ Transport (the firmware ``MQTTClient`` or a paho adapter)::
     t.connect(will_topic, will_payload)   # clean session, last will QoS1; OSError
     t.subscribe(topic, qos=1)
     t.publish(topic, payload, qos=1, retain=False)   # returns after PUBACK; OSError
+    t.publish_frame(topic, n, write, *args)  # optional, QoS 1: write() frames in place
     t.poll(timeout_ms) -> (topic, payload) | None
     t.close()
     t.connected -> bool
@@ -126,15 +127,12 @@ class Worker:
         self._mem_probe = mem_probe
         self._log = log
         self.n_params = n
-        self.codec = 1  # the UPDATE code (wire.DTYPE_*) and arg WELCOME names
-        self.codec_arg = 0
+        self.codec, self.codec_arg = 1, 0  # the UPDATE code and arg WELCOME names
         self._sink = ParamsSink(trainer.params_buffer(), n * 4, trainer)
         self.up = wire.topic_up(job, worker_id)
         self.down = wire.topic_down(job, worker_id)
         self.model_topic = wire.topic_model(job)
-        self.stats = {}
-        for name in STAT_NAMES:
-            self.stats[name] = 0
+        self.stats = dict.fromkeys(STAT_NAMES, 0)
         self.reject_reasons = {}
         self.clock = 0  # iterations completed (pushed)
         self.seq = 0  # per session: the first push of a session is 1
@@ -302,10 +300,8 @@ class Worker:
 
     def _ours(self, msg):
         """True if ``msg`` is addressed to this run and session."""
-        return self.session is not None and (msg.run, msg.session) == (
-            self.run_id,
-            self.session,
-        )
+        s = self.session
+        return s is not None and msg.run == self.run_id and msg.session == s
 
     def _on_welcome(self, msg):
         if msg.nonce != self.nonce:
@@ -391,12 +387,17 @@ class Worker:
         if head is None:
             return
         seq, clk, base, compute_time, samples = head
-        for chunk in wire.iter_update(self.job, self.wid, self.session, seq, clk, base,
-                                      compute_time, samples, self.last_loss,
-                                      self._grad, self.codec, self.max_chunk,
-                                      self.key):  # fmt: skip
+        plan = wire.update_plan(self.job, self.wid, self.session, seq, clk, base,
+                                compute_time, samples, self.last_loss, self._grad,
+                                self.codec, self.max_chunk, self.key)  # fmt: skip
+        # framed straight into the send buffer where it can: no chunk object
+        frame = getattr(self.t, "publish_frame", None)
+        for i in range(plan[0]):
             self._sample()
-            self.t.publish(self.up, chunk, 1)
+            if frame is None:
+                self.t.publish(self.up, wire.chunk_frame(None, 0, plan, i), 1)
+            else:
+                frame(self.up, wire.chunk_len(plan, i), wire.chunk_frame, plan, i)
         self.stats["pushes"] += 1
         if self.max_iterations and clk >= self.max_iterations:
             self.stop_reason = "iterations"
@@ -434,7 +435,7 @@ class Worker:
     def _close(self):
         try:
             self.t.close()
-        except OSError:
+        except OSError:  # closing a dead link: nothing left to do
             pass
 
     feed = _dispatch  # step API: handle one received message
