@@ -17,6 +17,25 @@ from binascii import hexlify, unhexlify
 
 from edgeps_worker import app
 
+# (module, class or None, name): code only building runs, so a built board
+# drops it (``shed``) and its bytecode leaves the heap; a SocketLink is made
+# on every connect, a HELLO encoded on every join, so neither is here
+ONCE = (
+    ("worker", "Worker", "__init__"),
+    ("params_sink", "ParamsSink", "__init__"),
+    ("trainer", "KernelTrainer", "__init__"),
+    ("trainer", None, "reserve"),
+    ("trainer", None, "label_kind"),
+    ("kernels", "Model", "__init__"),
+    ("kernels", None, "parse_spec"),
+    ("data", "FileSource", "__init__"),
+    ("ring", "SensorSource", "__init__"),
+    ("data", "XorShift", "__init__"),
+    ("mqtt", "MQTTClient", "__init__"),
+    ("wire", None, "topic_up"),
+    ("wire", None, "topic_down"),
+    ("wire", None, "topic_model"),
+)
 # the host chunks to our max_chunk; anything far larger is refused before a
 # buffer for it is allocated (topic and MQTT header fit in 256 bytes)
 MQTT_EXTRA = 256
@@ -101,6 +120,23 @@ def mqtt_buffers(max_chunk):
     return bytearray(min(n, 16389)), bytearray(n)
 
 
+def shed():
+    """On MicroPython, drop the ONCE code of the loaded modules: no second
+    worker can be built in this process (a board builds one)."""
+    if sys.implementation.name != "micropython":
+        return
+    for mod, cls, name in ONCE:
+        obj = sys.modules.get("edgeps_worker." + mod)
+        if obj is not None and cls is not None:
+            obj = getattr(obj, cls, None)
+        if obj is not None and hasattr(obj, name):
+            # a deleted class attribute keeps its value in the class's table:
+            # overwritten first, the function is garbage
+            setattr(obj, name, None)
+            delattr(obj, name)
+    gc.collect()
+
+
 def build(path, stop=None):
     """A ready Worker (not yet connected) for the config file at ``path``."""
     from edgeps_worker import app
@@ -152,4 +188,5 @@ def build(path, stop=None):
         from edgeps_worker import alive
 
         alive.install(w, cfg["heartbeat_ms"])
+    shed()
     return w
