@@ -120,13 +120,13 @@ def mqtt_buffers(max_chunk):
     return bytearray(min(n, 16389)), bytearray(n)
 
 
-def shed():
-    """On MicroPython, drop the ONCE code of the loaded modules: no second
-    worker can be built in this process (a board builds one)."""
+def shed(mods):
+    """On MicroPython, drop the ONCE code of modules ``mods``: no second worker
+    can be built in this process (a board builds one)."""
     if sys.implementation.name != "micropython":
         return
     for mod, cls, name in ONCE:
-        obj = sys.modules.get("edgeps_worker." + mod)
+        obj = sys.modules.get("edgeps_worker." + mod) if mod in mods else None
         if obj is not None and cls is not None:
             obj = getattr(obj, cls, None)
         if obj is not None and hasattr(obj, name):
@@ -158,7 +158,7 @@ def build(path, stop=None):
     # next, in the validator's space, before the imports below scatter small
     # blocks over it: a 96K heap had no 1.3 KB hole left for them later
     mqtt_bufs = mqtt_buffers(cfg["max_chunk"])
-    from edgeps_worker import kernels, trainer, worker
+    from edgeps_worker import kernels, trainer
 
     model = cfg["model"]
     net = trainer.KernelTrainer(
@@ -167,8 +167,15 @@ def build(path, stop=None):
         cfg["batch"],
         buffers,
     )
+    # each module's once code goes before the next modules load: the start-up
+    # peak is then lower than with everything loaded at once
+    shed(("trainer", "kernels", "data", "ring"))
+    from edgeps_worker import worker
+
+    transport = make_transport(cfg, mqtt_bufs)
+    shed(("mqtt",))
     w = worker.Worker(
-        make_transport(cfg, mqtt_bufs),
+        transport,
         net,
         cfg["job"],
         cfg["worker_id"],
@@ -188,5 +195,5 @@ def build(path, stop=None):
         from edgeps_worker import alive
 
         alive.install(w, cfg["heartbeat_ms"])
-    shed()
+    shed(("worker", "params_sink", "wire"))
     return w
