@@ -231,11 +231,8 @@ class Worker:
         now = clock.ticks_ms()
         if clock.ticks_diff(now, self._last_hb) >= self.heartbeat_ms:
             if self.session is not None:
-                self._publish(
-                    wire.encode_heartbeat(
-                        self.job, self.wid, self.session, self.clock, self.key
-                    )
-                )
+                self._publish(wire.encode_heartbeat(self.job, self.wid, self.session,
+                                                    self.clock, self.key))  # fmt: skip
                 self.stats["heartbeats"] += 1
             self._last_hb = now
         if (
@@ -266,6 +263,10 @@ class Worker:
 
     def _dispatch(self, topic, payload):
         self._sample()
+        if self._handle(payload):
+            self._release()  # out of _handle: its message is garbage during the step
+
+    def _handle(self, payload):  # True when the message completed a release
         try:
             msg = wire.decode(payload, self.key)
         except wire.WireError as exc:
@@ -282,7 +283,7 @@ class Worker:
                 self._hello()
         elif kind == wire.PARAMS and not msg.wid:
             if msg.run == self.run_id:
-                self._on_params(msg)  # a release round's shared copy
+                return self._on_params(msg)  # a release round's shared copy
         elif msg.wid != self.wid:
             self._bad("wid")
         elif kind == wire.WELCOME:
@@ -292,7 +293,7 @@ class Worker:
         elif kind == wire.STOP or not self._ours(msg):
             self._bad("session")
         elif kind == wire.PARAMS or kind == 10:  # 10: RELEASE
-            self._on_params(msg)
+            return self._on_params(msg)
         elif kind == wire.REJECT:
             self._on_reject(msg)
         else:
@@ -343,14 +344,14 @@ class Worker:
             self._hello()
 
     def _on_params(self, msg):
-        """A PARAMS chunk (own or shared) or a RELEASE; step once a release is whole."""
+        """A PARAMS chunk (own or shared) or a RELEASE; True once a release is whole."""
         done = self._sink.add(msg)
         if done is True:
             self._sample()
             self.version, _, batch = self._sink.done  # pyright: ignore[reportGeneralTypeIssues]
             if batch and hasattr(self.trainer, "set_batch"):
                 self.trainer.set_batch(batch)
-            self._release()
+            return True
         elif done is not None:
             self._bad(done)
             if done[0] == "r":  # release_*: its shared copy is gone or wrong
@@ -425,9 +426,8 @@ class Worker:
         """Say BYE when a link is up; a dead link leaves it to the last will."""
         try:
             if self.t.connected:
-                self._publish(
-                    wire.encode_bye(self.job, self.wid, self.nonce, "bye", self.key)
-                )
+                self._publish(wire.encode_bye(self.job, self.wid, self.nonce, "bye",
+                                              self.key))  # fmt: skip
         except (OSError, MemoryError) as exc:
             self._note("bye failed: " + repr(exc))
         self._close()
