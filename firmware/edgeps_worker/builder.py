@@ -17,25 +17,21 @@ from binascii import hexlify, unhexlify
 
 from edgeps_worker import app
 
-# (module, class or None, name): code only building runs, so a built board
-# drops it (``shed``) and its bytecode leaves the heap; a SocketLink is made
-# on every connect, a HELLO encoded on every join, so neither is here
+# module, class ("": none), name of code only building runs, flat (a tuple
+# of tuples costs 1 KB): a built board drops it (``shed``) and its bytecode
+# leaves the heap; a SocketLink is made on every connect, a HELLO encoded on
+# every join, so neither is here
 ONCE = (
-    ("worker", "Worker", "__init__"),
-    ("params_sink", "ParamsSink", "__init__"),
-    ("trainer", "KernelTrainer", "__init__"),
-    ("trainer", None, "reserve"),
-    ("trainer", None, "label_kind"),
-    ("kernels", "Model", "__init__"),
-    ("kernels", None, "parse_spec"),
-    ("data", "FileSource", "__init__"),
-    ("ring", "SensorSource", "__init__"),
-    ("data", "XorShift", "__init__"),
-    ("mqtt", "MQTTClient", "__init__"),
-    ("wire", None, "topic_up"),
-    ("wire", None, "topic_down"),
-    ("wire", None, "topic_model"),
-)
+    "worker", "Worker", "__init__", "params_sink", "ParamsSink", "__init__",
+    "trainer", "KernelTrainer", "__init__", "trainer", "", "reserve",
+    "trainer", "", "label_kind", "kernels", "Model", "__init__",
+    "kernels", "", "parse_spec", "data", "FileSource", "__init__",
+    "ring", "SensorSource", "__init__", "data", "XorShift", "__init__",
+    "mqtt", "MQTTClient", "__init__", "wire", "", "topic_up",
+    "wire", "", "topic_down", "wire", "", "topic_model",
+    "builder", "", "read_config", "builder", "", "build_source",
+    "builder", "", "mqtt_buffers",
+)  # fmt: skip
 # the host chunks to our max_chunk; anything far larger is refused before a
 # buffer for it is allocated (topic and MQTT header fit in 256 bytes)
 MQTT_EXTRA = 256
@@ -125,9 +121,10 @@ def shed(mods):
     can be built in this process (a board builds one)."""
     if sys.implementation.name != "micropython":
         return
-    for mod, cls, name in ONCE:
+    for i in range(0, len(ONCE), 3):
+        mod, cls, name = ONCE[i], ONCE[i + 1], ONCE[i + 2]
         obj = sys.modules.get("edgeps_worker." + mod) if mod in mods else None
-        if obj is not None and cls is not None:
+        if obj is not None and cls:
             obj = getattr(obj, cls, None)
         if obj is not None and hasattr(obj, name):
             # a deleted class attribute keeps its value in the class's table:
@@ -169,13 +166,13 @@ def build(path, stop=None):
     )
     # each module's once code goes before the next modules load: the start-up
     # peak is then lower than with everything loaded at once
-    shed(("trainer", "kernels", "data", "ring"))
+    shed(("trainer", "kernels", "data", "ring", "builder"))
     from edgeps_worker import worker
 
-    transport = make_transport(cfg, mqtt_bufs)
-    shed(("mqtt",))
+    # the worker before its transport: its attribute table (47 slots, 752 B)
+    # is taken before the MQTT modules scatter small blocks over the heap
     w = worker.Worker(
-        transport,
+        None,
         net,
         cfg["job"],
         cfg["worker_id"],
@@ -190,10 +187,12 @@ def build(path, stop=None):
         else None,
         log=print if cfg["verbose"] else None,
     )
+    shed(("worker", "params_sink", "wire"))
+    w.t = make_transport(cfg, mqtt_bufs)
+    shed(("mqtt",))
     if cfg["step_heartbeats"]:
         # steps longer than the host's liveness timeout: beat during them
         from edgeps_worker import alive
 
         alive.install(w, cfg["heartbeat_ms"])
-    shed(("worker", "params_sink", "wire"))
     return w
