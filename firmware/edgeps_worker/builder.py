@@ -188,7 +188,7 @@ def build(path, stop=None):
         log=print if cfg["verbose"] else None,
     )
     shed(("worker", "params_sink", "wire"))
-    w.t = make_transport(cfg, mqtt_bufs)
+    w.t = make_transport(cfg, mqtt_bufs)  # pyright: ignore[reportAttributeAccessIssue]
     shed(("mqtt",))
     if cfg["step_heartbeats"]:
         # steps longer than the host's liveness timeout: beat during them

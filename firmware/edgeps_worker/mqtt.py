@@ -14,10 +14,22 @@ are pure functions (``mqtt_packets``); the socket sits behind a small link
 object. The caller owns reconnection (the worker loop rejoins its job).
 """
 
+import sys
+
 # the modules, not their names: each imported name would be one more slot
 # in this module's globals, on the heap
 from edgeps_worker import mqtt_link as _l
 from edgeps_worker import mqtt_packets as _p
+
+
+def _unload_open():
+    # on a board the connect code leaves the heap until the next (re)connect
+    if sys.implementation.name == "micropython":
+        import edgeps_worker
+
+        # deleted, not set to None: the next import must load it again
+        delattr(edgeps_worker, "mqtt_open")
+        sys.modules.pop("edgeps_worker.mqtt_open", None)
 
 
 class MQTTClient:
@@ -112,54 +124,21 @@ class MQTTClient:
         self, will_topic=None, will_payload=None, will_retain=False, clean=True
     ):
         """Open the link, send CONNECT (last will QoS 1), wait for CONNACK."""
-        self.close_link()
-        link = self._opener(self.server, self.port, self.timeout_ms)
-        self._link = link
-        self._r0 = self._r1 = 0
-        self._queue = []
-        self._ping_sent = None
-        self._acked = False
+        from edgeps_worker import mqtt_open
+
         try:
-            pkt = _p.connect_packet(
-                self.client_id,
-                self.keepalive,
-                clean,
-                will_topic,
-                will_payload,
-                1,
-                will_retain,
-                self.user,
-                self.password,
-            )
-            self._send(memoryview(pkt))
-            got = self._wait_for(_p.CONNACK, None, _l.ticks_ms(), self.timeout_ms)
-            if got is None:
-                raise OSError(_l.ETIMEDOUT, "no CONNACK")
-            self._acked = True
-            rc = _p.parse_connack(got, clean)
-            if rc == 255:
-                self._violation("malformed CONNACK")
-            if rc != 0:
-                raise OSError(_l.ECONNRESET, "broker refused connection: rc=%d" % rc)
-        except BaseException:
-            self.close_link()
-            raise
+            mqtt_open.connect(self, will_topic, will_payload, will_retain, clean)
+        finally:
+            _unload_open()
 
     def subscribe(self, topic, qos=1):
         """Subscribe and wait for the SUBACK; OSError if refused or unanswered."""
-        pid = self._next_pid()
-        pkt = _p.subscribe_packet(pid, topic, qos)
-        for _ in range(self.retries + 1):
-            self._send(memoryview(pkt))
-            got = self._wait_for(_p.SUBACK, pid, _l.ticks_ms(), self.timeout_ms)
-            if got is not None:
-                ack = _p.parse_suback(got)
-                if ack is None or ack[1] == 0x80:
-                    raise OSError(_l.ECONNRESET, "subscription refused: " + str(topic))
-                if ack[1] > qos:  # a broker may grant less, never more
-                    self._violation("SUBACK granted QoS %d" % ack[1])
-                return
-        self._dead("no SUBACK")
+        from edgeps_worker import mqtt_open
+
+        try:
+            mqtt_open.subscribe(self, topic, qos)
+        finally:
+            _unload_open()
 
     def publish(self, topic, payload, qos=1, retain=False):
         """Send one message; for QoS 1 return only after its PUBACK."""

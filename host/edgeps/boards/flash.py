@@ -54,6 +54,7 @@ BOARD_MODULES = (
     "kernels",
     "mqtt",
     "mqtt_link",
+    "mqtt_open",
     "mqtt_packets",
     "params_sink",
     "release_round",
