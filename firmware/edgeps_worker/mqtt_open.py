@@ -6,6 +6,7 @@ after, so its bytecode is off the heap between connects (its names stay
 interned). Pure packet functions, then the two client steps.
 """
 
+import errno
 import struct
 
 from edgeps_worker import mqtt_link as _l
@@ -81,6 +82,50 @@ def parse_suback(body):
     if len(body) != 3:
         return None
     return _p.parse_u16(body, 0), body[2]
+
+
+def open_link(host, port, timeout_ms, ssl_context, server_hostname):
+    """For SocketLink: a connected non-blocking socket (TLS if asked), its send,
+    its read-into, a poll object on it and the poll masks (in, out, bad)."""
+    import select
+    import socket
+
+    ai = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)[0]
+    addr = ai[-1]
+    s = socket.socket(ai[0], socket.SOCK_STREAM)
+    try:
+        s.settimeout(timeout_ms / 1000)
+        s.connect(addr)
+        try:
+            # one packet is one write, so this only removes waits for ACKs
+            s.setsockopt(
+                getattr(socket, "IPPROTO_TCP", 6),
+                getattr(socket, "TCP_NODELAY", 1),
+                1,
+            )
+        except (OSError, AttributeError, TypeError):
+            pass
+        if ssl_context is not None:
+            try:
+                s = ssl_context.wrap_socket(s, server_hostname=server_hostname)
+            except (ValueError, RuntimeError) as exc:
+                # MicroPython reports a bad certificate as ValueError
+                raise OSError(_l.ECONNRESET, "TLS: " + str(exc).strip()) from None
+        s.setblocking(False)
+    except BaseException:
+        s.close()
+        raise
+    # MicroPython TLS sockets may lack send(); write() does the same
+    send = getattr(s, "send", None) or s.write
+    # CPython sockets have recv_into, MicroPython ones readinto
+    reader = getattr(s, "recv_into", None) or getattr(s, "readinto", None)
+    if reader is None:
+        s.close()
+        raise OSError(errno.EINVAL, "socket cannot read into a buffer")
+    poll = select.poll()
+    poll.register(s, select.POLLIN)
+    bad = select.POLLERR | select.POLLHUP
+    return s, send, reader, poll, select.POLLIN, select.POLLOUT, bad
 
 
 def connect(c, will_topic, will_payload, will_retain, clean):
