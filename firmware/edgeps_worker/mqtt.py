@@ -14,22 +14,11 @@ are pure functions (``mqtt_packets``); the socket sits behind a small link
 object. The caller owns reconnection (the worker loop rejoins its job).
 """
 
-import sys
-
 # the modules, not their names: each imported name would be one more slot
 # in this module's globals, on the heap
 from edgeps_worker import mqtt_link as _l
 from edgeps_worker import mqtt_packets as _p
-
-
-def _unload_open():
-    # on a board the connect code leaves the heap until the next (re)connect
-    if sys.implementation.name == "micropython":
-        import edgeps_worker
-
-        # deleted, not set to None: the next import must load it again
-        delattr(edgeps_worker, "mqtt_open")
-        sys.modules.pop("edgeps_worker.mqtt_open", None)
+from edgeps_worker import unload
 
 
 class MQTTClient:
@@ -129,7 +118,7 @@ class MQTTClient:
         try:
             mqtt_open.connect(self, will_topic, will_payload, will_retain, clean)
         finally:
-            _unload_open()
+            unload("mqtt_open")
 
     def subscribe(self, topic, qos=1):
         """Subscribe and wait for the SUBACK; OSError if refused or unanswered."""
@@ -138,7 +127,7 @@ class MQTTClient:
         try:
             mqtt_open.subscribe(self, topic, qos)
         finally:
-            _unload_open()
+            unload("mqtt_open")
 
     def publish(self, topic, payload, qos=1, retain=False):
         """Send one message; for QoS 1 return only after its PUBACK."""

@@ -64,6 +64,7 @@ BOARD_MODULES = (
     "wifi",
     "wire",
     "worker",
+    "worker_link",
 )
 ENTRY_FILES = ("boot.py", "main.py")
 
