@@ -15,7 +15,7 @@ import os
 import sys
 from binascii import hexlify, unhexlify
 
-from edgeps_worker import app
+from edgeps_worker import unload
 
 # module, class ("": none), name of code only building runs, flat (a tuple
 # of tuples costs 1 KB): a built board drops it (``shed``) and its bytecode
@@ -30,7 +30,8 @@ ONCE = (
     "mqtt", "MQTTClient", "__init__", "wire", "", "topic_up",
     "wire", "", "topic_down", "wire", "", "topic_model",
     "builder", "", "read_config", "builder", "", "build_source",
-    "builder", "", "mqtt_buffers",
+    "builder", "", "mqtt_buffers", "worker", "", "STAT_NAMES",
+    "app", "", "build",
 )  # fmt: skip
 # the host chunks to our max_chunk; anything far larger is refused before a
 # buffer for it is allocated (topic and MQTT header fit in 256 bytes)
@@ -42,7 +43,7 @@ def read_config(path):
     from edgeps_worker import config
 
     cfg = config.load(path, sys.platform == "esp32")
-    app.unload("config")
+    unload("config")
     return cfg
 
 
@@ -187,7 +188,7 @@ def build(path, stop=None):
         else None,
         log=print if cfg["verbose"] else None,
     )
-    shed(("worker", "params_sink", "wire"))
+    shed(("worker", "params_sink", "wire", "app"))
     w.t = make_transport(cfg, mqtt_bufs)  # pyright: ignore[reportAttributeAccessIssue]
     shed(("mqtt",))
     if cfg["step_heartbeats"]:

@@ -193,19 +193,19 @@ class Worker:
                 self.stop_reason = "stopped"
                 return
             self.run_timers()
-            msg = self.t.poll(self._poll_budget(self._joined))
+            budget = self.poll_ms
+            if self._joined:  # wake up for the next heartbeat
+                left = self.heartbeat_ms - clock.ticks_diff(
+                    clock.ticks_ms(), self._last_hb
+                )
+                budget = max(1, min(budget, left))
+            msg = self.t.poll(budget)
             if msg is not None:
                 self.feed(msg[0], msg[1])
 
     def start_link(self):
         """Step API (run() is built on it): connect, subscribe, new session."""
         self._rare("start_link")
-
-    def _poll_budget(self, joined):
-        if not joined:
-            return self.poll_ms
-        left = self.heartbeat_ms - clock.ticks_diff(clock.ticks_ms(), self._last_hb)
-        return max(1, min(self.poll_ms, left))
 
     def run_timers(self):
         """Join once MODEL says running; heartbeat and release timeout when due."""
