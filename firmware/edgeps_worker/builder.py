@@ -33,9 +33,16 @@ ONCE = (
     "builder", "", "mqtt_buffers", "worker", "", "STAT_NAMES",
     "app", "", "build",
 )  # fmt: skip
-# the host chunks to our max_chunk; anything far larger is refused before a
-# buffer for it is allocated (topic and MQTT header fit in 256 bytes)
-MQTT_EXTRA = 256
+
+
+def mqtt_extra(cfg):
+    """What MQTT adds to a message in a PUBLISH's remaining length: topic length
+    and packet id (4 bytes) and the longest topic this worker sends or reads
+    ("edgeps/J/down/W", "edgeps/J/params/shared"). The host chunks to our
+    max_chunk, so nothing larger comes; a larger packet is refused before a
+    buffer for it is allocated (it used to be a flat 256 bytes: 2 x 222 more
+    heap for a 1 KB chunk)."""
+    return 4 + 7 + len(cfg["job"]) + max(14, 6 + len(cfg["worker_id"]))
 
 
 def read_config(path):
@@ -102,7 +109,7 @@ def make_transport(cfg, buffers):
         cfg["username"] or None,
         cfg["password"] or None,
         cfg["keepalive"],
-        max_packet=cfg["max_chunk"] + MQTT_EXTRA,
+        max_packet=cfg["max_chunk"] + mqtt_extra(cfg),
         ssl_context=ctx,
         server_hostname=cfg["tls_hostname"] or cfg["broker_host"],
         # the worker is done with a payload before it calls the client again
@@ -111,9 +118,11 @@ def make_transport(cfg, buffers):
     )
 
 
-def mqtt_buffers(max_chunk):
+def mqtt_buffers(cfg):
     """The MQTT client's send and receive buffers for max_chunk bytes of data."""
-    n = max_chunk + MQTT_EXTRA + 5  # and a fixed header byte, 4 length bytes
+    n = (
+        cfg["max_chunk"] + mqtt_extra(cfg) + 5
+    )  # and a fixed header byte, 4 length bytes
     return bytearray(min(n, 16389)), bytearray(n)
 
 
@@ -155,7 +164,7 @@ def build(path, stop=None):
     cfg = read_config(path)
     # next, in the validator's space, before the imports below scatter small
     # blocks over it: a 96K heap had no 1.3 KB hole left for them later
-    mqtt_bufs = mqtt_buffers(cfg["max_chunk"])
+    mqtt_bufs = mqtt_buffers(cfg)
     from edgeps_worker import kernels, trainer
 
     model = cfg["model"]
