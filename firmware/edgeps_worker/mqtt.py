@@ -269,7 +269,11 @@ class MQTTClient:
             raise OSError(_l.ECONNRESET, "not connected")
         while self._r1 - self._r0 < need:
             if len(self._rbuf) - self._r0 < need:
-                self._compact()
+                # move the unread bytes to the front
+                unread = self._rmv[self._r0 : self._r1]
+                self._rbuf[: len(unread)] = unread
+                self._r1 -= self._r0
+                self._r0 = 0
             try:
                 n = link.recv_into(self._rmv[self._r1 :])
             except OSError:
@@ -283,12 +287,6 @@ class MQTTClient:
             if left <= 0 or not n and not link.wait(False, left):
                 return False
         return True
-
-    def _compact(self):
-        unread = self._rmv[self._r0 : self._r1]
-        self._rbuf[: len(unread)] = unread
-        self._r1 -= self._r0
-        self._r0 = 0
 
     def _read_packet(self, t0, timeout_ms):
         """(first byte, body memoryview) of the next packet, or None on timeout."""

@@ -172,21 +172,6 @@ def hmac_sha256(key, msg):
     return outer.digest()
 
 
-def _as_view(buf):
-    try:
-        mv = memoryview(buf)
-    except TypeError:
-        raise WireError("buffer", "not bytes-like") from None
-    try:
-        if mv.format != "B" or mv.ndim != 1:
-            mv = mv.cast("B")
-    except AttributeError:
-        pass  # MicroPython: bytes/bytearray views are already flat bytes
-    except (TypeError, ValueError):
-        raise WireError("buffer", "not a contiguous byte buffer") from None
-    return mv
-
-
 def _decode_id(mv, name):
     try:
         s = bytes(mv).decode()
@@ -200,7 +185,17 @@ def _decode_id(mv, name):
 def decode(buf, key=None, max_len=MAX_MESSAGE):
     """Bytes -> Message, or WireError(reason). With a (non-empty) ``key`` the HMAC
     tag is required and checked (MODEL excepted); else skipped (``msg.tagged``)."""
-    mv = _as_view(buf)
+    try:
+        mv = memoryview(buf)
+    except TypeError:
+        raise WireError("buffer", "not bytes-like") from None
+    try:
+        if mv.format != "B" or mv.ndim != 1:
+            mv = mv.cast("B")
+    except AttributeError:
+        pass  # MicroPython: bytes/bytearray views are already flat bytes
+    except (TypeError, ValueError):
+        raise WireError("buffer", "not a contiguous byte buffer") from None
     n = len(mv)
     if n > max_len:
         raise WireError("oversize", "%d > %d bytes" % (n, max_len))
@@ -248,7 +243,27 @@ def decode(buf, key=None, max_len=MAX_MESSAGE):
         setattr(msg, names[i], vals[i])
     body = mv[hl : hl + bl]
     if mtype == UPDATE or mtype == PARAMS:
-        _check_chunk(msg, bl)
+        rec = RECORD.get(msg.dtype)  # the chunk fields must agree with the body
+        if rec is None:
+            raise WireError("dtype", "got %d" % msg.dtype)
+        total, size = msg.total_len, msg.chunk_size
+        count, idx = msg.chunk_count, msg.chunk_index
+        r = total % rec  # whole records; I8's last block: a scale and >= 1 int8
+        if total > MAX_TOTAL or r and not (msg.dtype == DTYPE_I8 and r > 4):
+            raise WireError("length", "total_len %d" % total)
+        if total == 0:
+            if size or count != 1 or idx or bl:
+                raise WireError("chunk", "empty payload with chunk fields")
+        else:
+            if size == 0 or size % rec or count != (total + size - 1) // size:
+                raise WireError(
+                    "chunk", "size %d count %d total %d" % (size, count, total)
+                )
+            if idx >= count:
+                raise WireError("chunk", "index %d of %d" % (idx, count))
+            msg.offset = idx * size
+            if bl != min(size, total - msg.offset):
+                raise WireError("length", "chunk body %d bytes" % bl)
         msg.data = body  # pyright: ignore[reportAttributeAccessIssue]
     elif mtype in TEXT_BODY:
         if bl > MAX_TEXT:
@@ -270,30 +285,6 @@ def decode(buf, key=None, max_len=MAX_MESSAGE):
         if not ct >= 0.0 or ct == float("inf"):
             raise WireError("value", "compute_time")
     return msg
-
-
-def _check_chunk(msg, bl):
-    rec = RECORD.get(msg.dtype)
-    if rec is None:
-        raise WireError("dtype", "got %d" % msg.dtype)
-    total = msg.total_len
-    size = msg.chunk_size
-    count = msg.chunk_count
-    idx = msg.chunk_index
-    r = total % rec  # whole records; I8's last block: a scale and >= 1 int8
-    if total > MAX_TOTAL or r and not (msg.dtype == DTYPE_I8 and r > 4):
-        raise WireError("length", "total_len %d" % total)
-    if total == 0:
-        if size or count != 1 or idx or bl:
-            raise WireError("chunk", "empty payload with chunk fields")
-        return
-    if size == 0 or size % rec or count != (total + size - 1) // size:
-        raise WireError("chunk", "size %d count %d total %d" % (size, count, total))
-    if idx >= count:
-        raise WireError("chunk", "index %d of %d" % (idx, count))
-    msg.offset = idx * size
-    if bl != min(size, total - msg.offset):
-        raise WireError("length", "chunk body %d bytes" % bl)
 
 
 def _uint(name, v, bits):

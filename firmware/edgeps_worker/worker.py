@@ -172,7 +172,7 @@ class Worker:
                 break
             except OSError as exc:
                 self._note("link lost: " + repr(exc))
-                self._close()
+                self._rare("close")
                 if self.stop_reason is not None or self._should_stop():
                     break
                 self.stats["reconnects"] += 1
@@ -218,8 +218,10 @@ class Worker:
         now = clock.ticks_ms()
         if clock.ticks_diff(now, self._last_hb) >= self.heartbeat_ms:
             if self.session is not None:
-                self._publish(wire.encode_heartbeat(self.job, self.wid, self.session,
-                                                    self.clock, self.key))  # fmt: skip
+                beat = wire.encode_heartbeat(
+                    self.job, self.wid, self.session, self.clock, self.key
+                )
+                self.t.publish(self.up, beat, 1)
                 self.stats["heartbeats"] += 1
             self._last_hb = now
         if (
@@ -229,9 +231,6 @@ class Worker:
             self.stats["timeouts"] += 1
             self._note("no release, re-HELLO")
             self._rare("hello")
-
-    def _publish(self, payload):
-        self.t.publish(self.up, payload, 1)
 
     # -- incoming -------------------------------------------------------
 
@@ -362,12 +361,6 @@ class Worker:
             return getattr(worker_link, name)(self, arg)
         finally:
             unload("worker_link")
-
-    def _close(self):
-        try:
-            self.t.close()
-        except OSError:  # closing a dead link: nothing left to do
-            pass
 
     feed = _dispatch  # step API: handle one received message
     leave = _leave  # step API: BYE on a live link, then close it

@@ -31,10 +31,10 @@ def start_link(w, _):
 def hello(w, _):
     """Ask to join (again): HELLO, then wait for a release."""
     t = w.trainer
-    w._publish(wire.encode_hello(w.job, w.wid, w.instance, w.nonce, t.model,
+    w.t.publish(w.up, wire.encode_hello(w.job, w.wid, w.instance, w.nonce, t.model,
                                  w.max_chunk, w._sink.reads,
                                  getattr(t, "max_batch", 0), w.key,
-                                 getattr(t, "codecs", 2)))  # fmt: skip
+                                 getattr(t, "codecs", 2)), 1)  # fmt: skip
     w.stats["hellos"] += 1
     w._sink.reset()  # the PS answers with a release, maybe the last one
     now = clock.ticks_ms()
@@ -98,7 +98,15 @@ def leave(w, _):
     """Say BYE when a link is up; a dead link leaves it to the last will."""
     try:
         if w.t.connected:
-            w._publish(wire.encode_bye(w.job, w.wid, w.nonce, "bye", w.key))
+            w.t.publish(w.up, wire.encode_bye(w.job, w.wid, w.nonce, "bye", w.key), 1)
     except (OSError, MemoryError) as exc:
         w._note("bye failed: " + repr(exc))
-    w._close()
+    close(w, None)
+
+
+def close(w, _):
+    """Close the transport; a dead link has nothing left to close."""
+    try:
+        w.t.close()
+    except OSError:
+        pass
