@@ -31,7 +31,7 @@ ONCE = (
     "wire", "", "topic_down", "wire", "", "topic_model",
     "builder", "", "read_config", "builder", "", "build_source",
     "builder", "", "mqtt_buffers", "worker", "", "STAT_NAMES",
-    "app", "", "build",
+    "app", "", "build", "kernels", "", "KINDS",
 )  # fmt: skip
 
 

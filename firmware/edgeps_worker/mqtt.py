@@ -171,7 +171,16 @@ class MQTTClient:
             raise OSError(_l.ECONNRESET, "not connected")
         t0 = _l.ticks_ms()
         while True:
-            self._keepalive()
+            ka = self.keepalive
+            if ka:  # keepalive duty: PINGREQ when idle, a dead link when unanswered
+                now = _l.ticks_ms()
+                if self._ping_sent is not None:
+                    if _l.ticks_diff(now, self._ping_sent) > max(
+                        self.timeout_ms, ka * 1000
+                    ):
+                        self._dead("no PINGRESP")
+                elif _l.ticks_diff(now, self._last_send) >= ka * 500:
+                    self.ping()
             left = max(0, timeout_ms - _l.ticks_diff(_l.ticks_ms(), t0))
             # wake up in time for the next keepalive duty; a zero wait still
             # takes whatever the socket already holds
@@ -224,18 +233,6 @@ class MQTTClient:
         self.violations += 1
         self.close_link()
         raise OSError(_l.ECONNRESET, "protocol violation: " + why)
-
-    def _keepalive(self):
-        if not self.keepalive:
-            return
-        now = _l.ticks_ms()
-        if self._ping_sent is not None:
-            if _l.ticks_diff(now, self._ping_sent) > max(
-                self.timeout_ms, self.keepalive * 1000
-            ):
-                self._dead("no PINGRESP")
-        elif _l.ticks_diff(now, self._last_send) >= self.keepalive * 500:
-            self.ping()
 
     def _send(self, mv):
         link = self._link
