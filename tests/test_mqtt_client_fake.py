@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_micropython
+from edgeps_worker import mqtt_open as mo
 from edgeps_worker import mqtt_packets as mp
 from edgeps_worker.mqtt import MQTTClient
 from hypothesis import given, settings
@@ -94,7 +95,7 @@ def test_connect_sends_will_and_reads_connack() -> None:
 
     # Assert
     assert c.connected
-    assert link.packets[0] == mp.connect_packet("c1", 30, True, "w/t", b"bye", 1)
+    assert link.packets[0] == mo.connect_packet("c1", 30, True, "w/t", b"bye", 1)
 
 
 def test_refused_connection_raises_and_closes() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from edgeps_worker import mqtt_open as mo
 from edgeps_worker import mqtt_packets as mp
 
 
@@ -40,7 +41,7 @@ def test_remaining_length_bounds() -> None:
 
 def test_connect_with_will_and_auth() -> None:
     # Execute
-    pkt = mp.connect_packet("c1", 60, True, "w/t", b"bye", 1, False, "u", "p")
+    pkt = mo.connect_packet("c1", 60, True, "w/t", b"bye", 1, False, "u", "p")
 
     # Assert
     assert pkt.hex() == (
@@ -60,7 +61,7 @@ def test_connect_with_will_and_auth() -> None:
 
 def test_connect_minimal_without_clean_session() -> None:
     # Execute
-    pkt = mp.connect_packet(b"c1", 0, False)
+    pkt = mo.connect_packet(b"c1", 0, False)
 
     # Assert
     assert pkt.hex() == "100e00044d5154540400000000026331"
@@ -68,7 +69,7 @@ def test_connect_minimal_without_clean_session() -> None:
 
 def test_connect_with_retained_will() -> None:
     # Execute
-    flags = mp.connect_packet("c", 10, True, "t", b"", 1, True)[9]
+    flags = mo.connect_packet("c", 10, True, "t", b"", 1, True)[9]
 
     # Assert: clean 0x02 | will 0x04 | qos1 0x08 | will retain 0x20
     assert flags == 0x2E
@@ -111,7 +112,7 @@ def test_publish_into_reuses_a_big_enough_buffer() -> None:
 
 def test_subscribe_ping_disconnect_puback() -> None:
     # Assert
-    assert mp.subscribe_packet(1, "a/+", 1).hex() == "820800010003612f2b01"
+    assert mo.subscribe_packet(1, "a/+", 1).hex() == "820800010003612f2b01"
     assert mp.PINGREQ_BYTES.hex() == "c000"
     assert mp.DISCONNECT_BYTES.hex() == "e000"
     assert mp.puback_packet(0x1234).hex() == "40021234"
@@ -119,12 +120,12 @@ def test_subscribe_ping_disconnect_puback() -> None:
 
 def test_parse_incoming_packets() -> None:
     # Assert
-    assert mp.parse_connack(b"\x00\x00") == 0
-    assert mp.parse_connack(b"\x00\x05") == 5
-    assert mp.parse_connack(b"\x00") == 255
-    assert mp.parse_suback(bytes.fromhex("000101")) == (1, 1)
-    assert mp.parse_suback(bytes.fromhex("000180")) == (1, 0x80)
-    assert mp.parse_suback(b"\x00") is None
+    assert mo.parse_connack(b"\x00\x00") == 0
+    assert mo.parse_connack(b"\x00\x05") == 5
+    assert mo.parse_connack(b"\x00") == 255
+    assert mo.parse_suback(bytes.fromhex("000101")) == (1, 1)
+    assert mo.parse_suback(bytes.fromhex("000180")) == (1, 0x80)
+    assert mo.parse_suback(b"\x00") is None
     body = bytes.fromhex("0003612f6201026869")
     assert mp.parse_publish(0x32, body) == ("a/b", b"hi", 1, 0x0102)
     assert mp.parse_publish(0x30, bytes.fromhex("0003612f626869")) == (

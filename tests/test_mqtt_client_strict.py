@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FIRMWARE, run_micropython
+from edgeps_worker import mqtt_open as mo
 from edgeps_worker import mqtt_packets as mp
 
 MPY = Path(__file__).parent / "mpy"
@@ -83,9 +84,9 @@ def test_check_header(first: int, rl: int, connected: bool, why: str | None) -> 
 
 
 def test_connack_with_reserved_bits_or_session_present_is_malformed() -> None:
-    assert mp.parse_connack(b"\x02\x00") == 255
-    assert mp.parse_connack(b"\x01\x00") == 255  # clean session: never present
-    assert mp.parse_connack(b"\x01\x00", clean=False) == 0
+    assert mo.parse_connack(b"\x02\x00") == 255
+    assert mo.parse_connack(b"\x01\x00") == 255  # clean session: never present
+    assert mo.parse_connack(b"\x01\x00", clean=False) == 0
 
 
 class FloodingPeer:

@@ -38,28 +38,19 @@ def live_heap():
     return gc.mem_alloc()  # type: ignore[attr-defined]
 
 
-def unload(name):
-    """On MicroPython, free module edgeps_worker.<name> (its code is heap)."""
-    if sys.implementation.name == "micropython":
-        import edgeps_worker
-
-        setattr(edgeps_worker, name, None)
-        del sys.modules["edgeps_worker." + name]
-        gc.collect()
-
-
 def build(path, stop=None):
     """A ready Worker (not yet connected) for the config file at ``path``.
 
     The builder module is unloaded afterwards: its code ran once.
     """
-    from edgeps_worker import builder
+    from edgeps_worker import builder, unload
 
     try:
         return builder.build(path, stop)
     finally:
         builder = None
         unload("builder")
+        gc.collect()
 
 
 def main(argv):

@@ -15,11 +15,34 @@ import os
 import sys
 from binascii import hexlify, unhexlify
 
-from edgeps_worker import app
+from edgeps_worker import unload
 
-# the host chunks to our max_chunk; anything far larger is refused before a
-# buffer for it is allocated (topic and MQTT header fit in 256 bytes)
-MQTT_EXTRA = 256
+# module, class ("": none), name of code only building runs, flat (a tuple
+# of tuples costs 1 KB): a built board drops it (``shed``) and its bytecode
+# leaves the heap; a SocketLink is made on every connect, a HELLO encoded on
+# every join, so neither is here
+ONCE = (
+    "worker", "Worker", "__init__", "params_sink", "ParamsSink", "__init__",
+    "trainer", "KernelTrainer", "__init__", "trainer", "", "reserve",
+    "trainer", "", "label_kind", "kernels", "Model", "__init__",
+    "kernels", "", "parse_spec", "data", "FileSource", "__init__",
+    "ring", "SensorSource", "__init__", "data", "XorShift", "__init__",
+    "mqtt", "MQTTClient", "__init__", "wire", "", "topic_up",
+    "wire", "", "topic_down", "wire", "", "topic_model",
+    "builder", "", "read_config", "builder", "", "build_source",
+    "builder", "", "mqtt_buffers", "worker", "", "STAT_NAMES",
+    "app", "", "build", "kernels", "", "KINDS",
+)  # fmt: skip
+
+
+def mqtt_extra(cfg):
+    """What MQTT adds to a message in a PUBLISH's remaining length: topic length
+    and packet id (4 bytes) and the longest topic this worker sends or reads
+    ("edgeps/J/down/W", "edgeps/J/params/shared"). The host chunks to our
+    max_chunk, so nothing larger comes; a larger packet is refused before a
+    buffer for it is allocated (it used to be a flat 256 bytes: 2 x 222 more
+    heap for a 1 KB chunk)."""
+    return 4 + 7 + len(cfg["job"]) + max(14, 6 + len(cfg["worker_id"]))
 
 
 def read_config(path):
@@ -27,7 +50,7 @@ def read_config(path):
     from edgeps_worker import config
 
     cfg = config.load(path, sys.platform == "esp32")
-    app.unload("config")
+    unload("config")
     return cfg
 
 
@@ -86,7 +109,7 @@ def make_transport(cfg, buffers):
         cfg["username"] or None,
         cfg["password"] or None,
         cfg["keepalive"],
-        max_packet=cfg["max_chunk"] + MQTT_EXTRA,
+        max_packet=cfg["max_chunk"] + mqtt_extra(cfg),
         ssl_context=ctx,
         server_hostname=cfg["tls_hostname"] or cfg["broker_host"],
         # the worker is done with a payload before it calls the client again
@@ -95,10 +118,30 @@ def make_transport(cfg, buffers):
     )
 
 
-def mqtt_buffers(max_chunk):
+def mqtt_buffers(cfg):
     """The MQTT client's send and receive buffers for max_chunk bytes of data."""
-    n = max_chunk + MQTT_EXTRA + 5  # and a fixed header byte, 4 length bytes
+    n = (
+        cfg["max_chunk"] + mqtt_extra(cfg) + 5
+    )  # and a fixed header byte, 4 length bytes
     return bytearray(min(n, 16389)), bytearray(n)
+
+
+def shed(mods):
+    """On MicroPython, drop the ONCE code of modules ``mods``: no second worker
+    can be built in this process (a board builds one)."""
+    if sys.implementation.name != "micropython":
+        return
+    for i in range(0, len(ONCE), 3):
+        mod, cls, name = ONCE[i], ONCE[i + 1], ONCE[i + 2]
+        obj = sys.modules.get("edgeps_worker." + mod) if mod in mods else None
+        if obj is not None and cls:
+            obj = getattr(obj, cls, None)
+        if obj is not None and hasattr(obj, name):
+            # a deleted class attribute keeps its value in the class's table:
+            # overwritten first, the function is garbage
+            setattr(obj, name, None)
+            delattr(obj, name)
+    gc.collect()
 
 
 def build(path, stop=None):
@@ -121,8 +164,8 @@ def build(path, stop=None):
     cfg = read_config(path)
     # next, in the validator's space, before the imports below scatter small
     # blocks over it: a 96K heap had no 1.3 KB hole left for them later
-    mqtt_bufs = mqtt_buffers(cfg["max_chunk"])
-    from edgeps_worker import kernels, trainer, worker
+    mqtt_bufs = mqtt_buffers(cfg)
+    from edgeps_worker import kernels, trainer
 
     model = cfg["model"]
     net = trainer.KernelTrainer(
@@ -131,8 +174,15 @@ def build(path, stop=None):
         cfg["batch"],
         buffers,
     )
+    # each module's once code goes before the next modules load: the start-up
+    # peak is then lower than with everything loaded at once
+    shed(("trainer", "kernels", "data", "ring", "builder"))
+    from edgeps_worker import worker
+
+    # the worker before its transport: its attribute table (47 slots, 752 B)
+    # is taken before the MQTT modules scatter small blocks over the heap
     w = worker.Worker(
-        make_transport(cfg, mqtt_bufs),
+        None,
         net,
         cfg["job"],
         cfg["worker_id"],
@@ -147,6 +197,9 @@ def build(path, stop=None):
         else None,
         log=print if cfg["verbose"] else None,
     )
+    shed(("worker", "params_sink", "wire", "app"))
+    w.t = make_transport(cfg, mqtt_bufs)  # pyright: ignore[reportAttributeAccessIssue]
+    shed(("mqtt",))
     if cfg["step_heartbeats"]:
         # steps longer than the host's liveness timeout: beat during them
         from edgeps_worker import alive

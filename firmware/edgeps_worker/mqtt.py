@@ -18,6 +18,7 @@ object. The caller owns reconnection (the worker loop rejoins its job).
 # in this module's globals, on the heap
 from edgeps_worker import mqtt_link as _l
 from edgeps_worker import mqtt_packets as _p
+from edgeps_worker import unload
 
 
 class MQTTClient:
@@ -112,70 +113,47 @@ class MQTTClient:
         self, will_topic=None, will_payload=None, will_retain=False, clean=True
     ):
         """Open the link, send CONNECT (last will QoS 1), wait for CONNACK."""
-        self.close_link()
-        link = self._opener(self.server, self.port, self.timeout_ms)
-        self._link = link
-        self._r0 = self._r1 = 0
-        self._queue = []
-        self._ping_sent = None
-        self._acked = False
+        from edgeps_worker import mqtt_open
+
         try:
-            pkt = _p.connect_packet(
-                self.client_id,
-                self.keepalive,
-                clean,
-                will_topic,
-                will_payload,
-                1,
-                will_retain,
-                self.user,
-                self.password,
-            )
-            self._send(memoryview(pkt))
-            got = self._wait_for(_p.CONNACK, None, _l.ticks_ms(), self.timeout_ms)
-            if got is None:
-                raise OSError(_l.ETIMEDOUT, "no CONNACK")
-            self._acked = True
-            rc = _p.parse_connack(got, clean)
-            if rc == 255:
-                self._violation("malformed CONNACK")
-            if rc != 0:
-                raise OSError(_l.ECONNRESET, "broker refused connection: rc=%d" % rc)
-        except BaseException:
-            self.close_link()
-            raise
+            mqtt_open.connect(self, will_topic, will_payload, will_retain, clean)
+        finally:
+            unload("mqtt_open")
 
     def subscribe(self, topic, qos=1):
         """Subscribe and wait for the SUBACK; OSError if refused or unanswered."""
-        pid = self._next_pid()
-        pkt = _p.subscribe_packet(pid, topic, qos)
-        for _ in range(self.retries + 1):
-            self._send(memoryview(pkt))
-            got = self._wait_for(_p.SUBACK, pid, _l.ticks_ms(), self.timeout_ms)
-            if got is not None:
-                ack = _p.parse_suback(got)
-                if ack is None or ack[1] == 0x80:
-                    raise OSError(_l.ECONNRESET, "subscription refused: " + str(topic))
-                if ack[1] > qos:  # a broker may grant less, never more
-                    self._violation("SUBACK granted QoS %d" % ack[1])
-                return
-        self._dead("no SUBACK")
+        from edgeps_worker import mqtt_open
+
+        try:
+            mqtt_open.subscribe(self, topic, qos)
+        finally:
+            unload("mqtt_open")
 
     def publish(self, topic, payload, qos=1, retain=False):
         """Send one message; for QoS 1 return only after its PUBACK."""
-        if self._link is None:
-            raise OSError(_l.ECONNRESET, "not connected")
         if isinstance(payload, str):
             payload = payload.encode()
+        self.publish_frame(topic, len(payload), None, payload, qos=qos, retain=retain)
+
+    def publish_frame(self, topic, n, write, *args, qos=1, retain=False):
+        """Like publish, but ``write(buf, off, *args)`` writes the n payload bytes
+        straight into the send buffer (no payload object); None: args[0] is it."""
+        if self._link is None:
+            raise OSError(_l.ECONNRESET, "not connected")
         pid = self._next_pid() if qos else 0
-        self._wbuf, n = _p.publish_into(self._wbuf, topic, payload, qos, retain, pid)
-        mv = memoryview(self._wbuf)[:n]
+        buf, i, total = _p.publish_head(self._wbuf, topic, n, qos, retain, pid)
+        self._wbuf = buf
+        if write is None:
+            buf[i:total] = args[0]
+        else:
+            write(buf, i, *args)
+        mv = memoryview(buf)[:total]
         self._send(mv)
         if not qos:
             return
         for attempt in range(self.retries + 1):
             if attempt:
-                self._wbuf[0] |= 0x08  # DUP: the broker may have it already
+                buf[0] |= 0x08  # DUP: the broker may have it already
                 self.resent += 1
                 self._send(mv)
             if (
@@ -193,7 +171,16 @@ class MQTTClient:
             raise OSError(_l.ECONNRESET, "not connected")
         t0 = _l.ticks_ms()
         while True:
-            self._keepalive()
+            ka = self.keepalive
+            if ka:  # keepalive duty: PINGREQ when idle, a dead link when unanswered
+                now = _l.ticks_ms()
+                if self._ping_sent is not None:
+                    if _l.ticks_diff(now, self._ping_sent) > max(
+                        self.timeout_ms, ka * 1000
+                    ):
+                        self._dead("no PINGRESP")
+                elif _l.ticks_diff(now, self._last_send) >= ka * 500:
+                    self.ping()
             left = max(0, timeout_ms - _l.ticks_diff(_l.ticks_ms(), t0))
             # wake up in time for the next keepalive duty; a zero wait still
             # takes whatever the socket already holds
@@ -247,18 +234,6 @@ class MQTTClient:
         self.close_link()
         raise OSError(_l.ECONNRESET, "protocol violation: " + why)
 
-    def _keepalive(self):
-        if not self.keepalive:
-            return
-        now = _l.ticks_ms()
-        if self._ping_sent is not None:
-            if _l.ticks_diff(now, self._ping_sent) > max(
-                self.timeout_ms, self.keepalive * 1000
-            ):
-                self._dead("no PINGRESP")
-        elif _l.ticks_diff(now, self._last_send) >= self.keepalive * 500:
-            self.ping()
-
     def _send(self, mv):
         link = self._link
         if link is None:
@@ -291,7 +266,11 @@ class MQTTClient:
             raise OSError(_l.ECONNRESET, "not connected")
         while self._r1 - self._r0 < need:
             if len(self._rbuf) - self._r0 < need:
-                self._compact()
+                # move the unread bytes to the front
+                unread = self._rmv[self._r0 : self._r1]
+                self._rbuf[: len(unread)] = unread
+                self._r1 -= self._r0
+                self._r0 = 0
             try:
                 n = link.recv_into(self._rmv[self._r1 :])
             except OSError:
@@ -305,12 +284,6 @@ class MQTTClient:
             if left <= 0 or not n and not link.wait(False, left):
                 return False
         return True
-
-    def _compact(self):
-        unread = self._rmv[self._r0 : self._r1]
-        self._rbuf[: len(unread)] = unread
-        self._r1 -= self._r0
-        self._r0 = 0
 
     def _read_packet(self, t0, timeout_ms):
         """(first byte, body memoryview) of the next packet, or None on timeout."""

@@ -42,48 +42,12 @@ class SocketLink:
     """
 
     def __init__(self, host, port, timeout_ms, ssl_context=None, server_hostname=None):
-        import select
-        import socket
+        # opening runs once per connect: its code lives in mqtt_open
+        from edgeps_worker import mqtt_open
 
-        ai = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)[0]
-        addr = ai[-1]
-        s = socket.socket(ai[0], socket.SOCK_STREAM)
-        try:
-            s.settimeout(timeout_ms / 1000)
-            s.connect(addr)
-            try:
-                # one packet is one write, so this only removes waits for ACKs
-                s.setsockopt(
-                    getattr(socket, "IPPROTO_TCP", 6),
-                    getattr(socket, "TCP_NODELAY", 1),
-                    1,
-                )
-            except (OSError, AttributeError, TypeError):
-                pass
-            if ssl_context is not None:
-                try:
-                    s = ssl_context.wrap_socket(s, server_hostname=server_hostname)
-                except (ValueError, RuntimeError) as exc:
-                    # MicroPython reports a bad certificate as ValueError
-                    raise OSError(ECONNRESET, "TLS: " + str(exc).strip()) from None
-            s.setblocking(False)
-        except BaseException:
-            s.close()
-            raise
-        self.sock = s
-        # MicroPython TLS sockets may lack send(); write() does the same
-        self._send = getattr(s, "send", None) or s.write
-        # CPython sockets have recv_into, MicroPython ones readinto
-        reader = getattr(s, "recv_into", None) or getattr(s, "readinto", None)
-        if reader is None:
-            s.close()
-            raise OSError(errno.EINVAL, "socket cannot read into a buffer")
-        self._recv_into = reader
-        self._poll = select.poll()
-        self._poll.register(s, select.POLLIN)
-        self._POLLIN = select.POLLIN
-        self._POLLOUT = select.POLLOUT
-        self._bad = select.POLLERR | select.POLLHUP
+        (self.sock, self._send, self._recv_into, self._poll, self._POLLIN,
+         self._POLLOUT, self._bad) = mqtt_open.open_link(
+            host, port, timeout_ms, ssl_context, server_hostname)  # fmt: skip
 
     def send(self, mv):
         """Bytes written (maybe fewer than asked), or 0 if the socket is full."""

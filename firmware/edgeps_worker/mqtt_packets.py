@@ -60,55 +60,10 @@ def read_varint(buf, i, end):
     return None
 
 
-def _str(out, s):
-    out += struct.pack("!H", len(s))
-    out += s
-
-
-def connect_packet(
-    client_id,
-    keepalive=60,
-    clean=True,
-    will_topic=None,
-    will_payload=None,
-    will_qos=1,
-    will_retain=False,
-    user=None,
-    password=None,
-):
-    """CONNECT with optional last will and username/password.
-
-    A password needs a username: MQTT 3.1.1 forbids the password flag alone
-    [MQTT-3.1.2-22], and brokers close such a connection.
-    """
-    if not 0 <= keepalive <= 0xFFFF:
-        raise ValueError("keepalive out of range")
-    if password is not None and user is None:
-        raise ValueError("a password needs a username [MQTT-3.1.2-22]")
-    flags = 0x02 if clean else 0
-    body = bytearray(b"\x00\x04MQTT\x04")
-    payload = bytearray()
-    _str(payload, _b(client_id))
-    if will_topic is not None:
-        flags |= 0x04 | (will_qos & 3) << 3 | (0x20 if will_retain else 0)
-        _str(payload, _b(will_topic))
-        _str(payload, _b(will_payload if will_payload is not None else b""))
-    if user is not None:
-        flags |= 0x80
-        _str(payload, _b(user))
-    if password is not None:
-        flags |= 0x40
-        _str(payload, _b(password))
-    body.append(flags)
-    body += struct.pack("!H", keepalive)
-    body += payload
-    return bytes(bytearray([CONNECT]) + varint(len(body)) + body)
-
-
-def publish_into(buf, topic, payload, qos, retain, pid, dup=False):
-    """Write one PUBLISH into buf (grown if too small); returns (buf, length)."""
+def publish_head(buf, topic, n_payload, qos, retain, pid, dup=False):
+    """A PUBLISH up to its payload into buf (grown if too small), for a payload
+    of n_payload bytes; (buf, index of the payload, packet length)."""
     t = _b(topic)
-    n_payload = len(payload)
     rl = 2 + len(t) + (2 if qos else 0) + n_payload
     head = varint(rl)
     total = 1 + len(head) + rl
@@ -124,7 +79,13 @@ def publish_into(buf, topic, payload, qos, retain, pid, dup=False):
     if qos:
         struct.pack_into("!H", buf, i, pid)
         i += 2
-    buf[i : i + n_payload] = payload
+    return buf, i, total
+
+
+def publish_into(buf, topic, payload, qos, retain, pid, dup=False):
+    """Write one PUBLISH into buf (grown if too small); returns (buf, length)."""
+    buf, i, total = publish_head(buf, topic, len(payload), qos, retain, pid, dup)
+    buf[i:total] = payload
     return buf, total
 
 
@@ -132,14 +93,6 @@ def publish_packet(topic, payload, qos=0, retain=False, pid=0, dup=False):
     """PUBLISH as bytes (tests and one-off use; the client reuses a buffer)."""
     buf, n = publish_into(bytearray(0), topic, _b(payload), qos, retain, pid, dup)
     return bytes(buf[:n])
-
-
-def subscribe_packet(pid, topic, qos=1):
-    """SUBSCRIBE to one topic filter."""
-    body = bytearray(struct.pack("!H", pid))
-    _str(body, _b(topic))
-    body.append(qos & 3)
-    return bytes(bytearray([SUBSCRIBE | 0x02]) + varint(len(body)) + body)
 
 
 def puback_packet(pid):
@@ -152,24 +105,6 @@ def parse_u16(body, i):
     if len(body) < i + 2:
         return -1
     return body[i] << 8 | body[i + 1]
-
-
-def parse_connack(body, clean=True):
-    """Return code of a CONNACK body (0 = accepted); 255 if malformed.
-
-    Reserved bits, and a session present flag after a clean-session CONNECT
-    [MQTT-3.2.2-1], make it malformed too.
-    """
-    if len(body) != 2 or body[0] & (0xFF if clean else 0xFE):
-        return 255
-    return body[1]
-
-
-def parse_suback(body):
-    """(packet id, granted qos or 0x80) of a one-topic SUBACK; None if malformed."""
-    if len(body) != 3:
-        return None
-    return parse_u16(body, 0), body[2]
 
 
 def parse_publish(first, body, copy=True):

@@ -21,11 +21,9 @@ RECORD = {DTYPE_F32: 4, DTYPE_F16: 2, DTYPE_I8: 4 + I8_BLOCK, DTYPE_TOPK: 8}
 FLAG_HMAC = 0x01
 HMAC_LEN = 16  # hmac-sha256 truncated to 128 bits
 MODEL_STATES = ("running", "done")
-MAX_ID = 32
 MAX_TEXT = 2048  # model spec / reason strings, in UTF-8 bytes
 MAX_MESSAGE = 1 << 20  # default bound on one encoded message (one chunk)
 MAX_TOTAL = 1 << 28  # bound on the logical length announced by a chunk
-DEFAULT_CHUNK = 4096
 
 # magic, version, type, flags, job id length, worker id length, reserved,
 # body length; then job id, worker id, per-type fields, body, optional tag
@@ -95,7 +93,7 @@ def encoded_len(code, n, k=0):
 
 def valid_id(s):
     """True if ``s`` is a job/worker id: 1..32 of [A-Za-z0-9_-]."""
-    if not isinstance(s, str) or not 0 < len(s) <= MAX_ID:
+    if not isinstance(s, str) or not 0 < len(s) <= 32:
         return False
     for c in s:
         if c not in _ID_CHARS:
@@ -174,31 +172,6 @@ def hmac_sha256(key, msg):
     return outer.digest()
 
 
-def same_digest(a, b):
-    # constant time, so a forger learns nothing from timing
-    if len(a) != len(b):
-        return False
-    acc = 0
-    for i in range(len(a)):
-        acc |= a[i] ^ b[i]
-    return acc == 0
-
-
-def _as_view(buf):
-    try:
-        mv = memoryview(buf)
-    except TypeError:
-        raise WireError("buffer", "not bytes-like") from None
-    try:
-        if mv.format != "B" or mv.ndim != 1:
-            mv = mv.cast("B")
-    except AttributeError:
-        pass  # MicroPython: bytes/bytearray views are already flat bytes
-    except (TypeError, ValueError):
-        raise WireError("buffer", "not a contiguous byte buffer") from None
-    return mv
-
-
 def _decode_id(mv, name):
     try:
         s = bytes(mv).decode()
@@ -212,7 +185,17 @@ def _decode_id(mv, name):
 def decode(buf, key=None, max_len=MAX_MESSAGE):
     """Bytes -> Message, or WireError(reason). With a (non-empty) ``key`` the HMAC
     tag is required and checked (MODEL excepted); else skipped (``msg.tagged``)."""
-    mv = _as_view(buf)
+    try:
+        mv = memoryview(buf)
+    except TypeError:
+        raise WireError("buffer", "not bytes-like") from None
+    try:
+        if mv.format != "B" or mv.ndim != 1:
+            mv = mv.cast("B")
+    except AttributeError:
+        pass  # MicroPython: bytes/bytearray views are already flat bytes
+    except (TypeError, ValueError):
+        raise WireError("buffer", "not a contiguous byte buffer") from None
     n = len(mv)
     if n > max_len:
         raise WireError("oversize", "%d > %d bytes" % (n, max_len))
@@ -240,8 +223,11 @@ def decode(buf, key=None, max_len=MAX_MESSAGE):
     if key and wl and mtype != MODEL:
         if not tl:
             raise WireError("hmac", "tag missing")
-        want = hmac_sha256(key, mv[: hl + bl])[:HMAC_LEN]
-        if not same_digest(want, mv[hl + bl :]):
+        want = hmac_sha256(key, mv[: hl + bl])
+        acc = 0  # constant time, so a forger learns nothing from timing
+        for i in range(HMAC_LEN):
+            acc |= want[i] ^ mv[hl + bl + i]
+        if acc:
             raise WireError("hmac", "tag mismatch")
     job = _decode_id(mv[PREFIX_LEN : PREFIX_LEN + jl], "job")
     if mtype == MODEL and wl:
@@ -257,7 +243,27 @@ def decode(buf, key=None, max_len=MAX_MESSAGE):
         setattr(msg, names[i], vals[i])
     body = mv[hl : hl + bl]
     if mtype == UPDATE or mtype == PARAMS:
-        _check_chunk(msg, bl)
+        rec = RECORD.get(msg.dtype)  # the chunk fields must agree with the body
+        if rec is None:
+            raise WireError("dtype", "got %d" % msg.dtype)
+        total, size = msg.total_len, msg.chunk_size
+        count, idx = msg.chunk_count, msg.chunk_index
+        r = total % rec  # whole records; I8's last block: a scale and >= 1 int8
+        if total > MAX_TOTAL or r and not (msg.dtype == DTYPE_I8 and r > 4):
+            raise WireError("length", "total_len %d" % total)
+        if total == 0:
+            if size or count != 1 or idx or bl:
+                raise WireError("chunk", "empty payload with chunk fields")
+        else:
+            if size == 0 or size % rec or count != (total + size - 1) // size:
+                raise WireError(
+                    "chunk", "size %d count %d total %d" % (size, count, total)
+                )
+            if idx >= count:
+                raise WireError("chunk", "index %d of %d" % (idx, count))
+            msg.offset = idx * size
+            if bl != min(size, total - msg.offset):
+                raise WireError("length", "chunk body %d bytes" % bl)
         msg.data = body  # pyright: ignore[reportAttributeAccessIssue]
     elif mtype in TEXT_BODY:
         if bl > MAX_TEXT:
@@ -281,30 +287,6 @@ def decode(buf, key=None, max_len=MAX_MESSAGE):
     return msg
 
 
-def _check_chunk(msg, bl):
-    rec = RECORD.get(msg.dtype)
-    if rec is None:
-        raise WireError("dtype", "got %d" % msg.dtype)
-    total = msg.total_len
-    size = msg.chunk_size
-    count = msg.chunk_count
-    idx = msg.chunk_index
-    r = total % rec  # whole records; I8's last block: a scale and >= 1 int8
-    if total > MAX_TOTAL or r and not (msg.dtype == DTYPE_I8 and r > 4):
-        raise WireError("length", "total_len %d" % total)
-    if total == 0:
-        if size or count != 1 or idx or bl:
-            raise WireError("chunk", "empty payload with chunk fields")
-        return
-    if size == 0 or size % rec or count != (total + size - 1) // size:
-        raise WireError("chunk", "size %d count %d total %d" % (size, count, total))
-    if idx >= count:
-        raise WireError("chunk", "index %d of %d" % (idx, count))
-    msg.offset = idx * size
-    if bl != min(size, total - msg.offset):
-        raise WireError("length", "chunk body %d bytes" % bl)
-
-
 def _uint(name, v, bits):
     if not isinstance(v, int) or isinstance(v, bool):
         raise TypeError("%s must be an int, got %r" % (name, v))
@@ -322,32 +304,34 @@ def _text(name, s):
     return b
 
 
-def _frame(mtype, jb, wb, fmt, vals, body, key):
-    flen = struct.calcsize(fmt)
-    hl = PREFIX_LEN + len(jb) + len(wb) + flen
+def _frame(mtype, jb, wb, fmt, vals, body, key, out=None, off=0):
+    """One framed message: into ``out`` at ``off`` (returns its length), else a
+    new bytearray (itself: a copy would double a chunk on a board's heap)."""
+    hl = PREFIX_LEN + len(jb) + len(wb) + struct.calcsize(fmt)
     bl = len(body)
-    out = bytearray(hl + bl + (HMAC_LEN if key else 0))
+    new = out is None
+    if new:
+        out = bytearray(hl + bl + (HMAC_LEN if key else 0))
     flags = FLAG_HMAC if key else 0
     struct.pack_into(
-        PREFIX, out, 0, MAGIC, PROTOCOL_VERSION, mtype, flags, len(jb), len(wb), 0, bl
+        PREFIX, out, off, MAGIC, PROTOCOL_VERSION, mtype, flags, len(jb), len(wb), 0, bl
     )
-    p = PREFIX_LEN
+    p = off + PREFIX_LEN
     out[p : p + len(jb)] = jb
     p += len(jb)
     out[p : p + len(wb)] = wb
-    p += len(wb)
-    struct.pack_into(fmt, out, p, *vals)
-    p += flen
+    struct.pack_into(fmt, out, p + len(wb), *vals)
+    p = off + hl
     out[p : p + bl] = body
     if key:
-        out[hl + bl :] = hmac_sha256(key, memoryview(out)[: hl + bl])[:HMAC_LEN]
-    # the bytearray itself: a copy would double a chunk on a board's heap
-    return out
+        p += bl
+        out[p : p + HMAC_LEN] = hmac_sha256(key, memoryview(out)[off:p])[:HMAC_LEN]
+    return out if new else hl + bl + (HMAC_LEN if key else 0)
 
 
-def _chunks(mtype, jb, wb, fmt, head, data, dtype, max_chunk, key):
-    """Check eagerly, then return a generator of framed chunks, whose fields
-    are ``head + (dtype, index, count, size, total)``."""
+def _plan(mtype, jb, wb, fmt, head, data, dtype, max_chunk, key):
+    """Check eagerly; the chunking of ``data``: ``(count, ...)`` for chunk_frame,
+    whose fields are ``head + (dtype, index, count, size, total)``."""
     if dtype not in RECORD:
         raise ValueError("unknown dtype %r" % (dtype,))
     _uint("max_chunk", max_chunk, 32)
@@ -359,8 +343,9 @@ def _chunks(mtype, jb, wb, fmt, head, data, dtype, max_chunk, key):
         raise ValueError("data length %d is not whole records of %d" % (total, rec))
     if total > MAX_TOTAL:
         raise ValueError("data longer than %d bytes" % MAX_TOTAL)
-    room = max_chunk - PREFIX_LEN - len(jb) - len(wb) - struct.calcsize(fmt)
-    room -= HMAC_LEN if key else 0
+    hl = PREFIX_LEN + len(jb) + len(wb) + struct.calcsize(fmt)
+    hl += HMAC_LEN if key else 0
+    room = max_chunk - hl
     # whole records per chunk, so a board can land each chunk in a typed array
     step = rec
     while step % isz:
@@ -376,19 +361,26 @@ def _chunks(mtype, jb, wb, fmt, head, data, dtype, max_chunk, key):
         count = (total + size - 1) // size
         if count > 0xFFFF:
             raise ValueError("more than 65535 chunks: raise max_chunk")
-    return _gen(mtype, jb, wb, fmt, head, data, mv, dtype, count, size, total, key)
+    # ``data`` stays referenced: on MicroPython ``mv`` aliases its memory
+    return (count, mtype, jb, wb, fmt, head, data, mv, dtype, size, total, key, hl)
 
 
-def _gen(mtype, jb, wb, fmt, head, data, mv, dtype, count, size, total, key):
-    # ``data`` stays referenced here: on MicroPython ``mv`` aliases its memory
-    for i in range(count):
-        a = i * size
-        vals = head + (dtype, i, count, size, total)
-        yield _frame(mtype, jb, wb, fmt, vals, mv[a : min(total, a + size)], key)
-    del data
+def chunk_len(plan, i):
+    """Bytes of chunk ``i`` of a ``_plan``, framed."""
+    a = i * plan[9]
+    return plan[12] + min(plan[9], plan[10] - a)
 
 
-def encode_hello(job, wid, instance, nonce, model="", max_chunk=DEFAULT_CHUNK,
+def chunk_frame(out, off, plan, i):
+    """Chunk ``i`` of a ``_plan`` framed into ``out`` at ``off`` (returns its
+    length); ``out`` None: as a new bytearray."""
+    count, mtype, jb, wb, fmt, head, _, mv, dtype, size, total, key, _ = plan
+    a = i * size
+    vals = head + (dtype, i, count, size, total)
+    return _frame(mtype, jb, wb, fmt, vals, mv[a : min(total, a + size)], key, out, off)
+
+
+def encode_hello(job, wid, instance, nonce, model="", max_chunk=4096,
                  dtypes=None, max_batch=0, key=None, codecs=None):  # fmt: skip
     """A worker asks to join: ``instance`` names its process, ``nonce`` its link;
     ``dtypes``/``codecs``: masks (bit ``1 << code``) of the PARAMS codes it reads
@@ -402,10 +394,11 @@ def encode_hello(job, wid, instance, nonce, model="", max_chunk=DEFAULT_CHUNK,
     return _frame(HELLO, jb, wb, FIELDS[HELLO][0], vals, body, key)
 
 
-def iter_update(job, wid, session, seq, clock, base_version, compute_time,
-                samples, loss, data, dtype=DTYPE_F32, max_chunk=DEFAULT_CHUNK,
+def update_plan(job, wid, session, seq, clock, base_version, compute_time,
+                samples, loss, data, dtype=DTYPE_F32, max_chunk=4096,
                 key=None):  # fmt: skip
-    """Like encode_update but yields chunks one by one (a board holds one at a time)."""
+    """An UPDATE's chunks to frame one at a time (``chunk_frame``): a board holds
+    none of them, it frames each straight into its MQTT send buffer."""
     try:
         ct, lo = float(compute_time), float(loss)
     except (TypeError, ValueError):
@@ -416,7 +409,7 @@ def iter_update(job, wid, session, seq, clock, base_version, compute_time,
             _uint("clock", clock, 32), _uint("base_version", base_version, 32),
             ct, _uint("samples", samples, 32), lo)  # fmt: skip
     jb, wb = check_id("job", job), check_id("wid", wid)
-    return _chunks(UPDATE, jb, wb, FIELDS[UPDATE][0], head, data, dtype, max_chunk, key)
+    return _plan(UPDATE, jb, wb, FIELDS[UPDATE][0], head, data, dtype, max_chunk, key)
 
 
 def encode_heartbeat(job, wid, session, clock, key=None):

@@ -11,7 +11,6 @@ import struct
 
 from edgeps_worker.wire import (
     BYE,
-    DEFAULT_CHUNK,
     DTYPE_F16,
     DTYPE_F32,
     DTYPE_I8,
@@ -23,7 +22,6 @@ from edgeps_worker.wire import (
     HMAC_LEN,
     I8_BLOCK,
     MAGIC,
-    MAX_ID,
     MAX_MESSAGE,
     MAX_TEXT,
     MAX_TOTAL,
@@ -40,24 +38,27 @@ from edgeps_worker.wire import (
     WELCOME,
     Message,
     WireError,
-    _chunks,
     _frame,
+    _plan,
     _text,
     _uint,
     check_id,
+    chunk_frame,
     decode,
     encode_bye,
     encode_heartbeat,
     encoded_len,
     hmac_sha256,
-    iter_update,
     topic_down,
     topic_model,
     topic_up,
+    update_plan,
     valid_id,
 )
 from edgeps_worker.wire import encode_hello as _encode_hello
 
+DEFAULT_CHUNK = 4096
+MAX_ID = 32
 RELEASE = 10  # a board names it by number (wire.FIELDS[10]): no RAM for a global
 # bytes per element of the dense codes (I8: the int8, without the scales)
 DTYPE_SIZE = {DTYPE_F32: 4, DTYPE_F16: 2, DTYPE_I8: 1}
@@ -136,6 +137,17 @@ def encode_hello(job, wid, instance, nonce, model="", max_chunk=DEFAULT_CHUNK,
                          max_batch, key, cmask)  # fmt: skip
 
 
+def _gen(plan):
+    # the framed chunks of a wire._plan, which checked everything eagerly
+    for i in range(plan[0]):
+        yield chunk_frame(None, 0, plan, i)
+
+
+def iter_update(*args, **kwargs):
+    """Like encode_update but yields chunks one by one (``wire.update_plan``'s)."""
+    return _gen(update_plan(*args, **kwargs))
+
+
 def encode_update(job, wid, session, seq, clock, base_version, compute_time,
                   samples, loss, data, dtype=DTYPE_F32, max_chunk=DEFAULT_CHUNK,
                   key=None):  # fmt: skip
@@ -157,22 +169,12 @@ def iter_params(job, wid, run, session, version, data, max_chunk=DEFAULT_CHUNK,
     )
     jb = check_id("job", job)
     wb = check_id("wid", wid)
-    return _chunks(PARAMS, jb, wb, FIELDS[PARAMS][0], head, data, dtype, max_chunk, key)
+    return _gen(_plan(PARAMS, jb, wb, FIELDS[PARAMS][0], head, data, dtype, max_chunk,
+                      key))  # fmt: skip
 
 
-def encode_params(
-    job,
-    wid,
-    run,
-    session,
-    version,
-    data,
-    max_chunk=DEFAULT_CHUNK,
-    seq=0,
-    dtype=DTYPE_F32,
-    key=None,
-    batch=0,
-):
+def encode_params(job, wid, run, session, version, data, max_chunk=DEFAULT_CHUNK,
+                  seq=0, dtype=DTYPE_F32, key=None, batch=0):  # fmt: skip
     """Parameters at ``version`` sent to one worker's session (its release), as chunks.
 
     ``seq`` is the seq of the UPDATE this release answers (0 when it answers
@@ -180,11 +182,8 @@ def encode_params(
     board never mixes the chunks of two releases. ``batch`` is the batch size
     the PS asks for (0: the worker keeps its own).
     """
-    return list(
-        iter_params(
-            job, wid, run, session, version, data, max_chunk, seq, dtype, key, batch
-        )
-    )
+    return list(iter_params(job, wid, run, session, version, data, max_chunk, seq,
+                            dtype, key, batch))  # fmt: skip
 
 
 def iter_shared_params(job, run, version, data, max_chunk=DEFAULT_CHUNK, dtype=1):
@@ -195,8 +194,10 @@ def iter_shared_params(job, run, version, data, max_chunk=DEFAULT_CHUNK, dtype=1
     the vector it decodes to, signed with that worker's key."""
     head = (_uint("run", run, 64), 0, _uint("version", version, 32), 0, 0)
     fmt = FIELDS[PARAMS][0]
-    return _chunks(
-        PARAMS, check_id("job", job), b"", fmt, head, data, dtype, max_chunk, None
+    return _gen(
+        _plan(
+            PARAMS, check_id("job", job), b"", fmt, head, data, dtype, max_chunk, None
+        )
     )
 
 

@@ -9,6 +9,7 @@ Transport (the firmware ``MQTTClient`` or a paho adapter)::
     t.connect(will_topic, will_payload)   # clean session, last will QoS1; OSError
     t.subscribe(topic, qos=1)
     t.publish(topic, payload, qos=1, retain=False)   # returns after PUBACK; OSError
+    t.publish_frame(topic, n, write, *args)  # optional, QoS 1: write() frames in place
     t.poll(timeout_ms) -> (topic, payload) | None
     t.close()
     t.connected -> bool
@@ -45,7 +46,7 @@ code is not one the trainer makes), "duplicate_id" (another process holds
 this worker id), "memory" (a MemoryError, fatal).
 """
 
-from edgeps_worker import clock, wire
+from edgeps_worker import clock, unload, wire
 from edgeps_worker.params_sink import ParamsSink
 
 # counters exposed in Worker.stats, in this order
@@ -126,15 +127,12 @@ class Worker:
         self._mem_probe = mem_probe
         self._log = log
         self.n_params = n
-        self.codec = 1  # the UPDATE code (wire.DTYPE_*) and arg WELCOME names
-        self.codec_arg = 0
+        self.codec, self.codec_arg = 1, 0  # the UPDATE code and arg WELCOME names
         self._sink = ParamsSink(trainer.params_buffer(), n * 4, trainer)
         self.up = wire.topic_up(job, worker_id)
         self.down = wire.topic_down(job, worker_id)
         self.model_topic = wire.topic_model(job)
-        self.stats = {}
-        for name in STAT_NAMES:
-            self.stats[name] = 0
+        self.stats = dict.fromkeys(STAT_NAMES, 0)
         self.reject_reasons = {}
         self.clock = 0  # iterations completed (pushed)
         self.seq = 0  # per session: the first push of a session is 1
@@ -174,11 +172,11 @@ class Worker:
                 break
             except OSError as exc:
                 self._note("link lost: " + repr(exc))
-                self._close()
+                self._rare("close")
                 if self.stop_reason is not None or self._should_stop():
                     break
                 self.stats["reconnects"] += 1
-                self._sleep(backoff)
+                self._rare("backoff", backoff)
                 backoff = min(backoff * 2, self.backoff_max_ms)
         if self.stop_reason is None:
             self.stop_reason = "stopped"
@@ -195,32 +193,19 @@ class Worker:
                 self.stop_reason = "stopped"
                 return
             self.run_timers()
-            msg = self.t.poll(self._poll_budget(self._joined))
+            budget = self.poll_ms
+            if self._joined:  # wake up for the next heartbeat
+                left = self.heartbeat_ms - clock.ticks_diff(
+                    clock.ticks_ms(), self._last_hb
+                )
+                budget = max(1, min(budget, left))
+            msg = self.t.poll(budget)
             if msg is not None:
                 self.feed(msg[0], msg[1])
 
     def start_link(self):
         """Step API (run() is built on it): connect, subscribe, new session."""
-        self.nonce = clock.random_u64()
-        bye = wire.encode_bye(self.job, self.wid, self.nonce, "lost", self.key)
-        self.t.connect(self.up, bye)
-        self.t.subscribe(self.down, 1)
-        self.t.subscribe("edgeps/" + self.job + "/params/shared", 1)  # see wire_host
-        self.t.subscribe(self.model_topic, 1)
-        self._note("connected")
-        self._sink.reset()
-        self.session = None
-        self._joined = False
-        if self._unacked is not None:
-            # its session is gone: HELLO first, never resend it
-            self._unacked = None
-            self.stats["dropped_updates"] += 1
-
-    def _poll_budget(self, joined):
-        if not joined:
-            return self.poll_ms
-        left = self.heartbeat_ms - clock.ticks_diff(clock.ticks_ms(), self._last_hb)
-        return max(1, min(self.poll_ms, left))
+        self._rare("start_link")
 
     def run_timers(self):
         """Join once MODEL says running; heartbeat and release timeout when due."""
@@ -228,16 +213,15 @@ class Worker:
         if self.stop_reason is not None or not joined:
             return
         if not self._joined:
-            self._hello()  # a rejoin need not await the retained MODEL again
+            self._rare("hello")  # a rejoin need not await the retained MODEL again
             self._joined = True
         now = clock.ticks_ms()
         if clock.ticks_diff(now, self._last_hb) >= self.heartbeat_ms:
             if self.session is not None:
-                self._publish(
-                    wire.encode_heartbeat(
-                        self.job, self.wid, self.session, self.clock, self.key
-                    )
+                beat = wire.encode_heartbeat(
+                    self.job, self.wid, self.session, self.clock, self.key
                 )
+                self.t.publish(self.up, beat, 1)
                 self.stats["heartbeats"] += 1
             self._last_hb = now
         if (
@@ -246,28 +230,16 @@ class Worker:
         ):
             self.stats["timeouts"] += 1
             self._note("no release, re-HELLO")
-            self._hello()
-
-    def _hello(self):
-        t = self.trainer
-        self._publish(wire.encode_hello(self.job, self.wid, self.instance, self.nonce,
-                                        t.model, self.max_chunk, self._sink.reads,
-                                        getattr(t, "max_batch", 0), self.key,
-                                        getattr(t, "codecs", 2)))  # fmt: skip
-        self.stats["hellos"] += 1
-        self._sink.reset()  # the PS answers with a release, maybe the last one
-        now = clock.ticks_ms()
-        self._last_hb = now
-        self._waiting = True
-        self._wait_since = now
-
-    def _publish(self, payload):
-        self.t.publish(self.up, payload, 1)
+            self._rare("hello")
 
     # -- incoming -------------------------------------------------------
 
     def _dispatch(self, topic, payload):
         self._sample()
+        if self._handle(payload):
+            self._release()  # out of _handle: its message is garbage during the step
+
+    def _handle(self, payload):  # True when the message completed a release
         try:
             msg = wire.decode(payload, self.key)
         except wire.WireError as exc:
@@ -281,84 +253,43 @@ class Worker:
             known = self.model_state is not None and self.run_id
             self.model_state = msg.state
             if msg.state == "running" and known and msg.run != self.run_id:
-                self._hello()
+                self._rare("hello")
         elif kind == wire.PARAMS and not msg.wid:
             if msg.run == self.run_id:
-                self._on_params(msg)  # a release round's shared copy
+                return self._on_params(msg)  # a release round's shared copy
         elif msg.wid != self.wid:
             self._bad("wid")
         elif kind == wire.WELCOME:
-            self._on_welcome(msg)
+            self._rare("on_welcome", msg)
         elif kind == wire.STOP and (msg.session == self.nonce or self._ours(msg)):
-            self._on_stop(str(msg.reason))
+            self._rare("on_stop", str(msg.reason))
         elif kind == wire.STOP or not self._ours(msg):
             self._bad("session")
         elif kind == wire.PARAMS or kind == 10:  # 10: RELEASE
-            self._on_params(msg)
+            return self._on_params(msg)
         elif kind == wire.REJECT:
-            self._on_reject(msg)
+            self._rare("on_reject", msg)
         else:
             self._bad("type")
 
     def _ours(self, msg):
         """True if ``msg`` is addressed to this run and session."""
-        return self.session is not None and (msg.run, msg.session) == (
-            self.run_id,
-            self.session,
-        )
-
-    def _on_welcome(self, msg):
-        if msg.nonce != self.nonce:
-            self._bad("nonce")  # the answer to a HELLO of an earlier link
-            return
-        if msg.n_params != self.n_params:
-            self._note("job model " + str(msg.model) + " does not fit this trainer")
-            self.stop_reason = "model_mismatch"
-            return
-        if not getattr(self.trainer, "codecs", 2) >> msg.codec & 1:
-            self._note("job update code " + str(msg.codec) + " is not made here")
-            self.stop_reason = "codec"
-            return
-        self.codec, self.codec_arg = msg.codec, msg.codec_arg
-        self._refused = 0
-        if (msg.run, msg.session) != (self.run_id, self.session):
-            self.run_id = msg.run
-            self.session = msg.session
-            self.seq = 0
-            self._sink.reset()
-
-    def _on_stop(self, reason):
-        self._note("stopped by the host: " + reason)
-        if reason == "duplicate_id":
-            # another live process holds this id: ask twice more, then give up
-            self._refused += 1
-            if self._refused > 2:
-                self._note("worker id " + self.wid + " is in use by another process")
-                self.stop_reason = "duplicate_id"
-        else:
-            self.stop_reason = "model_mismatch" if reason == "model" else reason
-
-    def _on_reject(self, msg):
-        reason = str(msg.reason)
-        self.stats["rejects"] += 1
-        self.reject_reasons[reason] = self.reject_reasons.get(reason, 0) + 1
-        self._note("rejected seq " + str(msg.seq) + ": " + reason)
-        if reason in ("unknown_worker", "dead_worker", "stale_session"):
-            self._hello()
+        s = self.session
+        return s is not None and msg.run == self.run_id and msg.session == s
 
     def _on_params(self, msg):
-        """A PARAMS chunk (own or shared) or a RELEASE; step once a release is whole."""
+        """A PARAMS chunk (own or shared) or a RELEASE; True once a release is whole."""
         done = self._sink.add(msg)
         if done is True:
             self._sample()
             self.version, _, batch = self._sink.done  # pyright: ignore[reportGeneralTypeIssues]
             if batch and hasattr(self.trainer, "set_batch"):
                 self.trainer.set_batch(batch)
-            self._release()
+            return True
         elif done is not None:
             self._bad(done)
             if done[0] == "r":  # release_*: its shared copy is gone or wrong
-                self._hello()  # the PS resends the release whole
+                self._rare("hello")  # the PS resends the release whole
 
     def _release(self):
         """Parameters are complete: compute one gradient and push it."""
@@ -373,7 +304,7 @@ class Worker:
                 grad = self.trainer.encode_grad(self.codec, self.codec_arg)
             except ValueError:  # NaN/Inf: not pushed; a re-HELLO asks a release
                 self.stats["bad_grads"] += 1
-                self._hello()
+                self._rare("hello")
                 return
         compute_time = clock.ticks_diff(clock.ticks_ms(), t0) / 1000
         self.clock += 1
@@ -391,12 +322,17 @@ class Worker:
         if head is None:
             return
         seq, clk, base, compute_time, samples = head
-        for chunk in wire.iter_update(self.job, self.wid, self.session, seq, clk, base,
-                                      compute_time, samples, self.last_loss,
-                                      self._grad, self.codec, self.max_chunk,
-                                      self.key):  # fmt: skip
+        plan = wire.update_plan(self.job, self.wid, self.session, seq, clk, base,
+                                compute_time, samples, self.last_loss, self._grad,
+                                self.codec, self.max_chunk, self.key)  # fmt: skip
+        # framed straight into the send buffer where it can: no chunk object
+        frame = getattr(self.t, "publish_frame", None)
+        for i in range(plan[0]):
             self._sample()
-            self.t.publish(self.up, chunk, 1)
+            if frame is None:
+                self.t.publish(self.up, wire.chunk_frame(None, 0, plan, i), 1)
+            else:
+                frame(self.up, wire.chunk_len(plan, i), wire.chunk_frame, plan, i)
         self.stats["pushes"] += 1
         if self.max_iterations and clk >= self.max_iterations:
             self.stop_reason = "iterations"
@@ -412,30 +348,19 @@ class Worker:
     def _should_stop(self):
         return self._stop_cb is not None and bool(self._stop_cb())
 
-    def _sleep(self, ms):
-        """Back off for ms, waking early when the stop callback fires."""
-        start = clock.ticks_ms()
-        while clock.ticks_diff(clock.ticks_ms(), start) < ms:
-            if self._should_stop():
-                return
-            clock.sleep_ms(min(50, ms))
-
     def _leave(self):
         """Say BYE when a link is up; a dead link leaves it to the last will."""
-        try:
-            if self.t.connected:
-                self._publish(
-                    wire.encode_bye(self.job, self.wid, self.nonce, "bye", self.key)
-                )
-        except (OSError, MemoryError) as exc:
-            self._note("bye failed: " + repr(exc))
-        self._close()
+        self._rare("leave")
 
-    def _close(self):
+    def _rare(self, name, arg=None):
+        # what a worker runs now and then (joining, a STOP or REJECT, backing
+        # off, leaving) is in worker_link, which a board unloads after each use
+        from edgeps_worker import worker_link
+
         try:
-            self.t.close()
-        except OSError:
-            pass
+            return getattr(worker_link, name)(self, arg)
+        finally:
+            unload("worker_link")
 
     feed = _dispatch  # step API: handle one received message
     leave = _leave  # step API: BYE on a live link, then close it

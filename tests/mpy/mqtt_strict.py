@@ -4,6 +4,7 @@ Runs under MicroPython and CPython. Each check prints 'ok NAME' or 'FAIL NAME'.
 """
 
 from edgeps_worker import clock
+from edgeps_worker import mqtt_open as mo
 from edgeps_worker import mqtt_packets as mp
 from edgeps_worker.mqtt import MQTTClient
 
@@ -145,7 +146,7 @@ try:
 except ValueError:
     check("password_needs_user", True)
 try:
-    mp.connect_packet("c", 60, True, None, None, 1, False, None, "secret")
+    mo.connect_packet("c", 60, True, None, None, 1, False, None, "secret")
     check("connect_packet_refuses", False)
 except ValueError:
     check("connect_packet_refuses", True)

@@ -54,6 +54,7 @@ BOARD_MODULES = (
     "kernels",
     "mqtt",
     "mqtt_link",
+    "mqtt_open",
     "mqtt_packets",
     "params_sink",
     "release_round",
@@ -63,6 +64,7 @@ BOARD_MODULES = (
     "wifi",
     "wire",
     "worker",
+    "worker_link",
 )
 ENTRY_FILES = ("boot.py", "main.py")
 

@@ -1,0 +1,112 @@
+"""The steps a Worker runs now and then: joining, a STOP or REJECT, leaving.
+
+Functions of the worker ``w`` (and one argument), called through
+``Worker._rare``: a board imports this module for the call and unloads it
+after, so its bytecode is on the heap only while it runs (its names stay
+interned). Everything runs once per link, per HELLO or per rare message;
+nothing here is on the path of a release or a push.
+"""
+
+from edgeps_worker import clock, wire
+
+
+def start_link(w, _):
+    """Connect, subscribe, start a new session (Worker.start_link)."""
+    w.nonce = clock.random_u64()
+    bye = wire.encode_bye(w.job, w.wid, w.nonce, "lost", w.key)
+    w.t.connect(w.up, bye)
+    w.t.subscribe(w.down, 1)
+    w.t.subscribe("edgeps/" + w.job + "/params/shared", 1)  # see wire_host
+    w.t.subscribe(w.model_topic, 1)
+    w._note("connected")
+    w._sink.reset()
+    w.session = None
+    w._joined = False
+    if w._unacked is not None:
+        # its session is gone: HELLO first, never resend it
+        w._unacked = None
+        w.stats["dropped_updates"] += 1
+
+
+def hello(w, _):
+    """Ask to join (again): HELLO, then wait for a release."""
+    t = w.trainer
+    w.t.publish(w.up, wire.encode_hello(w.job, w.wid, w.instance, w.nonce, t.model,
+                                 w.max_chunk, w._sink.reads,
+                                 getattr(t, "max_batch", 0), w.key,
+                                 getattr(t, "codecs", 2)), 1)  # fmt: skip
+    w.stats["hellos"] += 1
+    w._sink.reset()  # the PS answers with a release, maybe the last one
+    now = clock.ticks_ms()
+    w._last_hb = now
+    w._waiting = True
+    w._wait_since = now
+
+
+def on_welcome(w, msg):
+    if msg.nonce != w.nonce:
+        w._bad("nonce")  # the answer to a HELLO of an earlier link
+        return
+    if msg.n_params != w.n_params:
+        w._note("job model " + str(msg.model) + " does not fit this trainer")
+        w.stop_reason = "model_mismatch"
+        return
+    if not getattr(w.trainer, "codecs", 2) >> msg.codec & 1:
+        w._note("job update code " + str(msg.codec) + " is not made here")
+        w.stop_reason = "codec"
+        return
+    w.codec, w.codec_arg = msg.codec, msg.codec_arg
+    w._refused = 0
+    if (msg.run, msg.session) != (w.run_id, w.session):
+        w.run_id = msg.run
+        w.session = msg.session
+        w.seq = 0
+        w._sink.reset()
+
+
+def on_stop(w, reason):
+    w._note("stopped by the host: " + reason)
+    if reason == "duplicate_id":
+        # another live process holds this id: ask twice more, then give up
+        w._refused += 1
+        if w._refused > 2:
+            w._note("worker id " + w.wid + " is in use by another process")
+            w.stop_reason = "duplicate_id"
+    else:
+        w.stop_reason = "model_mismatch" if reason == "model" else reason
+
+
+def on_reject(w, msg):
+    reason = str(msg.reason)
+    w.stats["rejects"] += 1
+    w.reject_reasons[reason] = w.reject_reasons.get(reason, 0) + 1
+    w._note("rejected seq " + str(msg.seq) + ": " + reason)
+    if reason in ("unknown_worker", "dead_worker", "stale_session"):
+        hello(w, None)
+
+
+def backoff(w, ms):
+    """Back off for ms, waking early when the stop callback fires."""
+    start = clock.ticks_ms()
+    while clock.ticks_diff(clock.ticks_ms(), start) < ms:
+        if w._should_stop():
+            return
+        clock.sleep_ms(min(50, ms))
+
+
+def leave(w, _):
+    """Say BYE when a link is up; a dead link leaves it to the last will."""
+    try:
+        if w.t.connected:
+            w.t.publish(w.up, wire.encode_bye(w.job, w.wid, w.nonce, "bye", w.key), 1)
+    except (OSError, MemoryError) as exc:
+        w._note("bye failed: " + repr(exc))
+    close(w, None)
+
+
+def close(w, _):
+    """Close the transport; a dead link has nothing left to close."""
+    try:
+        w.t.close()
+    except OSError:
+        pass
