@@ -8,6 +8,7 @@ import math
 from edgeps.core.policy_api import Policy
 from edgeps.core.types import Push
 from edgeps.core.view import ClusterView
+from edgeps.policy.dsp_rounds import RoundBarrier
 
 
 def _positive(name: str, value: object) -> float:
@@ -89,8 +90,14 @@ class DSP(Policy):
         grace: float = 4.0,
         spike: float = 2.0,
         damp: float = 0.0,
+        rounds: float = 0.0,
+        spread: float = 1.25,
     ) -> None:
         self.w = _positive("w", w)
+        self.rounds = _positive("rounds", rounds)
+        self.spread = _positive("spread", spread)
+        if self.spread < 1.0:
+            raise ValueError(f"dsp spread must be >= 1, got {spread!r}")
         self.damp = _positive("damp", damp)
         self.grace = _positive("grace", grace)
         self.spike = _positive("spike", spike)
@@ -107,6 +114,10 @@ class DSP(Policy):
         # (P, worker) of every live worker, sorted: the floor walks it upwards
         self._by_p: list[tuple[float, str]] = []
         self._seen = -1  # monitor generation _meas follows (see _note_time)
+        # rounds: who is computing and when each turns overdue; whether the
+        # barrier is open, fixed for one release pass (releases change it)
+        self._barrier = RoundBarrier(self.spike)
+        self._cached_open: tuple[float, bool] | None = None  # (now, open)
 
     # -- speed ---------------------------------------------------------------
     def _fill(self) -> float:
@@ -227,22 +238,49 @@ class DSP(Policy):
     def refresh(self, view: ClusterView, now: float) -> None:
         # one floor per release pass instead of one per waiting worker
         self._cached_floor = (now, self._effective_floor(view, now))
+        self._cached_open = (now, self._barrier_open(view, now))
+
+    # -- rounds --------------------------------------------------------------
+    def in_rounds(self, view: ClusterView) -> bool:
+        """Release in rounds now? Enough live boards whose measured speeds are close."""
+        if self.rounds <= 0 or len(self._live) < max(2.0, self.rounds):
+            return False
+        known = self._sorted
+        return not known or known[-1] <= self.spread * known[0]
+
+    def _barrier_open(self, view: ClusterView, now: float) -> bool:
+        """Rounds: open once no live worker computes that is not overdue."""
+        if not self.in_rounds(view):
+            return True
+        return self._barrier.pending(now, self._fill()) == 0
+
+    def _open(self, view: ClusterView, now: float) -> bool:
+        cached = self._cached_open
+        if cached is not None and cached[0] == now:
+            return cached[1]
+        return self._barrier_open(view, now)
+
+    def on_released(self, view: ClusterView, worker_id: str, now: float) -> None:
+        if self.rounds > 0:
+            self._barrier.started(worker_id, now, self._meas.get(worker_id))
 
     def on_joined(self, view: ClusterView, worker_id: str, now: float) -> None:
-        self._cached_floor = None
+        self._cached_floor = self._cached_open = None
         self._live.add(worker_id)
         self._set_progress(worker_id, self._floor_of_others(view, worker_id))
         self._note_time(view, worker_id)
 
     def on_left(self, view: ClusterView, worker_id: str, now: float) -> None:
-        self._cached_floor = None
+        self._cached_floor = self._cached_open = None
+        self._barrier.stopped(worker_id)
         self._set_progress(worker_id, None)
         self._live.discard(worker_id)
         self._note_time(view, worker_id)
 
     def on_applied(self, view: ClusterView, push: Push, now: float) -> None:
-        self._cached_floor = None
+        self._cached_floor = self._cached_open = None
         wid = push.worker_id
+        self._barrier.stopped(wid)
         base = self._progress.get(wid)
         if base is None:
             base = self._floor_of_others(view, wid)
@@ -272,6 +310,8 @@ class DSP(Policy):
         return self._progress.get(worker_id, -math.inf)
 
     def release_limit(self, view: ClusterView, now: float) -> float:
+        if not self._open(view, now):
+            return -math.inf
         return self._floor(view, now) + self.w
 
     def _floor(self, view: ClusterView, now: float) -> float:
@@ -283,6 +323,8 @@ class DSP(Policy):
     def may_proceed(self, view: ClusterView, worker_id: str, now: float) -> bool:
         if worker_id not in self._progress:
             return True
+        if not self._open(view, now):
+            return False
         return self._progress[worker_id] <= self._floor(view, now) + self.w
 
     # -- reporting -----------------------------------------------------------
@@ -303,4 +345,6 @@ class DSP(Policy):
 
     def describe(self) -> str:
         damp = f",damp={self.damp:g}" if self.damp > 0 else ""
+        if self.rounds > 0:
+            damp += f",rounds={self.rounds:g},spread={self.spread:g}"
         return f"dsp:w={self.w:g},grace={self.grace:g},spike={self.spike:g}{damp}"

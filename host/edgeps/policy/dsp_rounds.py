@@ -1,0 +1,81 @@
+"""DSP's round barrier: which live workers are computing, and which are overdue.
+
+When the monitor finds the live boards' speeds close, DSP releases in rounds:
+a worker that pushed waits until every live worker still computing is either
+done or overdue (away longer than ``spike`` times its typical iteration, a
+transient spike that the round does not wait for). This module keeps that
+count in O(log N) per event: the computing workers, and a heap of the times
+at which each becomes overdue.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+
+
+class RoundBarrier:
+    """Computing live workers and when each turns overdue; time is passed in.
+
+    A worker released with a typical time T is overdue ``spike`` x T after
+    its release. One not yet measured ("blind") is overdue ``spike`` times
+    the measured median after its release, a median that moves as others
+    push: such workers are kept sorted by release time instead.
+    """
+
+    def __init__(self, spike: float) -> None:
+        self.spike = spike
+        self._computing: dict[str, int] = {}  # worker -> token of its release
+        self._heap: list[tuple[float, int, str]] = []  # (deadline, token, worker)
+        self._overdue: set[str] = set()  # computing, past their deadline
+        self._blind: list[tuple[float, int, str]] = []  # (released, token, worker)
+        self._blind_at: dict[str, tuple[float, int, str]] = {}
+        self._tokens = 0
+
+    def started(self, worker_id: str, now: float, typical: float | None) -> None:
+        """``worker_id`` was released at ``now`` (``typical``: None if unmeasured)."""
+        self.stopped(worker_id)
+        self._tokens += 1
+        self._computing[worker_id] = self._tokens
+        if typical is None:
+            entry = (now, self._tokens, worker_id)
+            bisect.insort(self._blind, entry)
+            self._blind_at[worker_id] = entry
+            return
+        deadline = now + self.spike * typical
+        heapq.heappush(self._heap, (deadline, self._tokens, worker_id))
+        if len(self._heap) > 4 * len(self._computing) + 64:
+            self._heap = [e for e in self._heap if self._current(e)]
+            heapq.heapify(self._heap)
+
+    def stopped(self, worker_id: str) -> None:
+        """``worker_id`` pushed (and waits) or left the live set."""
+        self._computing.pop(worker_id, None)
+        self._overdue.discard(worker_id)
+        entry = self._blind_at.pop(worker_id, None)
+        if entry is not None:
+            del self._blind[bisect.bisect_left(self._blind, entry)]
+
+    def _current(self, entry: tuple[float, int, str]) -> bool:
+        return self._computing.get(entry[2]) == entry[1]
+
+    def pending(self, now: float, fill: float) -> int:
+        """How many computing workers the round still waits for at ``now``
+        (``fill``: the typical time that blind workers are judged by)."""
+        heap = self._heap
+        while heap and heap[0][0] <= now:
+            entry = heapq.heappop(heap)
+            if self._current(entry):
+                self._overdue.add(entry[2])
+        late = bisect.bisect_right(self._blind, (now - self.spike * fill, 1 << 62))
+        return len(self._computing) - len(self._overdue) - late
+
+    def is_computing(self, worker_id: str) -> bool:
+        return worker_id in self._computing
+
+    def clear(self) -> None:
+        self._computing.clear()
+        self._heap.clear()
+        self._overdue.clear()
+        self._blind.clear()
+        self._blind_at.clear()
