@@ -179,7 +179,7 @@ ops = st.lists(
     w=st.sampled_from([0.0, 0.5, 1.0, 2.0, 4.0]),
     grace=st.sampled_from([0.0, 1.0, 4.0]),
     spike=st.sampled_from([1.0, 2.0, 3.0]),
-    rounds=st.sampled_from([(0.0, 1.25), (2.0, 1.25), (2.0, 100.0)]),
+    rounds=st.sampled_from([(0.0, 1.25, 1.3), (2.0, 1.25, 1.3), (2.0, 100.0, 100.0)]),
     steps=ops,
 )
 def test_dsp_invariants_hold_for_random_event_orders(
@@ -187,11 +187,12 @@ def test_dsp_invariants_hold_for_random_event_orders(
     w: float,
     grace: float,
     spike: float,
-    rounds: tuple[float, float],
+    rounds: tuple[float, float, float],
     steps: list[tuple[str, int, float]],
 ) -> None:
     # Prepare (rounds: from 2 live boards, for speeds within 1.25x or any)
-    policy = DSP(w=w, grace=grace, spike=spike, rounds=rounds[0], spread=rounds[1])
+    r, spread, late = rounds
+    policy = DSP(w=w, grace=grace, spike=spike, rounds=r, spread=spread, late=late)
     h = DspHarness(policy, n)
     # Execute / Assert: every step is checked inside the harness
     for kind, idx, dt in steps:

@@ -91,13 +91,17 @@ class DSP(Policy):
         spike: float = 2.0,
         damp: float = 0.0,
         rounds: float = 0.0,
-        spread: float = 1.25,
+        spread: float = 1.5,
+        late: float = 1.3,
     ) -> None:
         self.w = _positive("w", w)
         self.rounds = _positive("rounds", rounds)
         self.spread = _positive("spread", spread)
-        if self.spread < 1.0:
-            raise ValueError(f"dsp spread must be >= 1, got {spread!r}")
+        self.late = _positive("late", late)
+        if self.spread < 1.0 or self.late < 1.0:
+            raise ValueError(
+                f"dsp spread and late must be >= 1, got {spread!r}, {late!r}"
+            )
         self.damp = _positive("damp", damp)
         self.grace = _positive("grace", grace)
         self.spike = _positive("spike", spike)
@@ -116,7 +120,7 @@ class DSP(Policy):
         self._seen = -1  # monitor generation _meas follows (see _note_time)
         # rounds: who is computing and when each turns overdue; whether the
         # barrier is open, fixed for one release pass (releases change it)
-        self._barrier = RoundBarrier(self.spike)
+        self._barrier = RoundBarrier(self.late)
         self._cached_open: tuple[float, bool] | None = None  # (now, open)
 
     # -- speed ---------------------------------------------------------------
@@ -245,14 +249,21 @@ class DSP(Policy):
         """Release in rounds now? Enough live boards whose measured speeds are close."""
         if self.rounds <= 0 or len(self._live) < max(2.0, self.rounds):
             return False
+        if len(self._live) * self._barrier.late_share > 1.0:
+            return False  # more than one late board per round: rounds would wait
         known = self._sorted
         return not known or known[-1] <= self.spread * known[0]
 
+    def _weight(self) -> float:
+        """Weight of one iteration in the late share: about a round's worth."""
+        return 1.0 / (len(self._live) + 8)
+
     def _barrier_open(self, view: ClusterView, now: float) -> bool:
-        """Rounds: open once no live worker computes that is not overdue."""
-        if not self.in_rounds(view):
+        """Rounds: open once no live worker computes that is not late."""
+        if self.rounds <= 0:
             return True
-        return self._barrier.pending(now, self._fill()) == 0
+        pending = self._barrier.pending(now, self._fill(), self._weight())
+        return pending == 0 or not self.in_rounds(view)
 
     def _open(self, view: ClusterView, now: float) -> bool:
         cached = self._cached_open
@@ -280,7 +291,8 @@ class DSP(Policy):
     def on_applied(self, view: ClusterView, push: Push, now: float) -> None:
         self._cached_floor = self._cached_open = None
         wid = push.worker_id
-        self._barrier.stopped(wid)
+        if self.rounds > 0:
+            self._barrier.pushed(wid, now, self._fill(), self._weight())
         base = self._progress.get(wid)
         if base is None:
             base = self._floor_of_others(view, wid)
@@ -346,5 +358,5 @@ class DSP(Policy):
     def describe(self) -> str:
         damp = f",damp={self.damp:g}" if self.damp > 0 else ""
         if self.rounds > 0:
-            damp += f",rounds={self.rounds:g},spread={self.spread:g}"
+            damp += f",rounds={self.rounds:g},spread={self.spread:g},late={self.late:g}"
         return f"dsp:w={self.w:g},grace={self.grace:g},spike={self.spike:g}{damp}"

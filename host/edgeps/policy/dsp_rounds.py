@@ -1,11 +1,12 @@
-"""DSP's round barrier: which live workers are computing, and which are overdue.
+"""DSP's round barrier: which live workers are computing, and which are late.
 
 When the monitor finds the live boards' speeds close, DSP releases in rounds:
 a worker that pushed waits until every live worker still computing is either
-done or overdue (away longer than ``spike`` times its typical iteration, a
-transient spike that the round does not wait for). This module keeps that
-count in O(log N) per event: the computing workers, and a heap of the times
-at which each becomes overdue.
+done or late (away longer than ``late`` times its typical iteration, which the
+round does not wait for). This module keeps that count in O(log N) per event:
+the computing workers, a heap of the times at which each turns late, and how
+often boards turn late, the share DSP reads to leave rounds when late boards
+are common (transient interference, lossy links).
 """
 
 from __future__ import annotations
@@ -15,22 +16,30 @@ import heapq
 
 
 class RoundBarrier:
-    """Computing live workers and when each turns overdue; time is passed in.
+    """Computing live workers and when each turns late; time is passed in.
 
-    A worker released with a typical time T is overdue ``spike`` x T after
-    its release. One not yet measured ("blind") is overdue ``spike`` times
-    the measured median after its release, a median that moves as others
-    push: such workers are kept sorted by release time instead.
+    A worker released with a typical time T is late ``late`` x T after its
+    release. One not yet measured ("blind") is late ``late`` times the
+    measured median after its release, a median that moves as others push:
+    such workers are kept sorted by release time instead.
+
+    ``late_share`` is an exponentially weighted share of iterations that
+    turned late: 1 for each worker when it turns late (or, blind, when its
+    late push lands), 0 for each push on time.
     """
 
-    def __init__(self, spike: float) -> None:
-        self.spike = spike
+    def __init__(self, late: float) -> None:
+        self.late = late
+        self.late_share = 0.0
         self._computing: dict[str, int] = {}  # worker -> token of its release
         self._heap: list[tuple[float, int, str]] = []  # (deadline, token, worker)
         self._overdue: set[str] = set()  # computing, past their deadline
         self._blind: list[tuple[float, int, str]] = []  # (released, token, worker)
         self._blind_at: dict[str, tuple[float, int, str]] = {}
         self._tokens = 0
+
+    def _note(self, was_late: bool, weight: float) -> None:
+        self.late_share += weight * (float(was_late) - self.late_share)
 
     def started(self, worker_id: str, now: float, typical: float | None) -> None:
         """``worker_id`` was released at ``now`` (``typical``: None if unmeasured)."""
@@ -42,14 +51,25 @@ class RoundBarrier:
             bisect.insort(self._blind, entry)
             self._blind_at[worker_id] = entry
             return
-        deadline = now + self.spike * typical
+        deadline = now + self.late * typical
         heapq.heappush(self._heap, (deadline, self._tokens, worker_id))
         if len(self._heap) > 4 * len(self._computing) + 64:
             self._heap = [e for e in self._heap if self._current(e)]
             heapq.heapify(self._heap)
 
+    def pushed(self, worker_id: str, now: float, fill: float, weight: float) -> None:
+        """``worker_id``'s push landed at ``now``; it waits now."""
+        if worker_id not in self._computing:
+            return
+        entry = self._blind_at.get(worker_id)
+        if entry is not None:
+            self._note(now - entry[0] > self.late * fill, weight)
+        elif worker_id not in self._overdue:  # a late one was counted when it was
+            self._note(False, weight)
+        self.stopped(worker_id)
+
     def stopped(self, worker_id: str) -> None:
-        """``worker_id`` pushed (and waits) or left the live set."""
+        """``worker_id`` is no longer computing (pushed, left, or released again)."""
         self._computing.pop(worker_id, None)
         self._overdue.discard(worker_id)
         entry = self._blind_at.pop(worker_id, None)
@@ -59,23 +79,17 @@ class RoundBarrier:
     def _current(self, entry: tuple[float, int, str]) -> bool:
         return self._computing.get(entry[2]) == entry[1]
 
-    def pending(self, now: float, fill: float) -> int:
+    def pending(self, now: float, fill: float, weight: float) -> int:
         """How many computing workers the round still waits for at ``now``
-        (``fill``: the typical time that blind workers are judged by)."""
+        (``fill``: the typical time blind workers are judged by)."""
         heap = self._heap
         while heap and heap[0][0] <= now:
             entry = heapq.heappop(heap)
             if self._current(entry):
                 self._overdue.add(entry[2])
-        late = bisect.bisect_right(self._blind, (now - self.spike * fill, 1 << 62))
-        return len(self._computing) - len(self._overdue) - late
+                self._note(True, weight)
+        blind_late = bisect.bisect_right(self._blind, (now - self.late * fill, 1 << 62))
+        return len(self._computing) - len(self._overdue) - blind_late
 
     def is_computing(self, worker_id: str) -> bool:
         return worker_id in self._computing
-
-    def clear(self) -> None:
-        self._computing.clear()
-        self._heap.clear()
-        self._overdue.clear()
-        self._blind.clear()
-        self._blind_at.clear()
