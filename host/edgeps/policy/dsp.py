@@ -76,6 +76,25 @@ class DSP(Policy):
     up to 3x at 64 workers; w = 8 runs within 5% of the best policy in 41 of
     48 cells against 13 for w = 2, and never binds later on those tasks.
 
+    Rounds (n = ``rounds``, s = ``spread``, l = ``late``; off while n = 0).
+    With at least n live boards whose measured typical times lie within a
+    factor s of each other (a board not yet measured counts as close), and
+    fewer than one board per round turning late (below), DSP releases in
+    rounds: on top of the rule above, a waiting worker goes on only once no
+    live worker is computing that is still on time, where a worker is late
+    once it has been away l times its typical time (a board not yet measured:
+    l times the measured median). The pushes of a round then share a base
+    version, as under BSP, while a late board (transient interference, a lost
+    message, a crash) is not waited for: it pushes when it can and joins the
+    next round. The share of iterations that turn late is an exponentially
+    weighted mean over about a round's worth of iterations (weight
+    1 / (N + 8)); while N times it exceeds 1 the rounds would keep waiting, and
+    DSP releases by the rule above alone. Rounds only add holds, so the bound
+    above is unchanged; a round never holds every live board (when all wait,
+    nobody computes and the barrier is open). The barrier opens at an event
+    (a push, a heartbeat, the core's tick), so a late board costs the others
+    up to l x T plus one tick.
+
     Per-worker state kept here, not in the core's record: ``P_i`` (a dict by
     worker id). It is in this policy's own units, changes by rules only this
     policy knows, and is dropped when the worker leaves; the core's clocks stay
@@ -292,7 +311,7 @@ class DSP(Policy):
         self._cached_floor = self._cached_open = None
         wid = push.worker_id
         if self.rounds > 0:
-            self._barrier.pushed(wid, now, self._fill(), self._weight())
+            self._barrier.pushed(wid, self._weight())
         base = self._progress.get(wid)
         if base is None:
             base = self._floor_of_others(view, wid)

@@ -24,8 +24,8 @@ class RoundBarrier:
     such workers are kept sorted by release time instead.
 
     ``late_share`` is an exponentially weighted share of iterations that
-    turned late: 1 for each worker when it turns late (or, blind, when its
-    late push lands), 0 for each push on time.
+    turned late: 1 for each worker when it turns late, 0 for each push on
+    time.
     """
 
     def __init__(self, late: float) -> None:
@@ -57,14 +57,11 @@ class RoundBarrier:
             self._heap = [e for e in self._heap if self._current(e)]
             heapq.heapify(self._heap)
 
-    def pushed(self, worker_id: str, now: float, fill: float, weight: float) -> None:
-        """``worker_id``'s push landed at ``now``; it waits now."""
+    def pushed(self, worker_id: str, weight: float) -> None:
+        """``worker_id`` pushed (on time unless it turned late); it waits now."""
         if worker_id not in self._computing:
             return
-        entry = self._blind_at.get(worker_id)
-        if entry is not None:
-            self._note(now - entry[0] > self.late * fill, weight)
-        elif worker_id not in self._overdue:  # a late one was counted when it was
+        if worker_id not in self._overdue:  # a late one was counted when it was
             self._note(False, weight)
         self.stopped(worker_id)
 
@@ -82,14 +79,19 @@ class RoundBarrier:
     def pending(self, now: float, fill: float, weight: float) -> int:
         """How many computing workers the round still waits for at ``now``
         (``fill``: the typical time blind workers are judged by)."""
-        heap = self._heap
+        heap, blind = self._heap, self._blind
         while heap and heap[0][0] <= now:
             entry = heapq.heappop(heap)
             if self._current(entry):
                 self._overdue.add(entry[2])
                 self._note(True, weight)
-        blind_late = bisect.bisect_right(self._blind, (now - self.late * fill, 1 << 62))
-        return len(self._computing) - len(self._overdue) - blind_late
+        # blind ones by release time: once late, late for this iteration
+        while blind and blind[0][0] < now - self.late * fill:
+            entry = blind.pop(0)
+            del self._blind_at[entry[2]]
+            self._overdue.add(entry[2])
+            self._note(True, weight)
+        return len(self._computing) - len(self._overdue)
 
     def is_computing(self, worker_id: str) -> bool:
         return worker_id in self._computing
