@@ -67,7 +67,7 @@ def test_close_speeds_release_in_rounds_and_pushes_share_a_base_version() -> Non
     # Prepare: four boards within 10% of each other
     durations = {"a": [0.1], "b": [0.105], "c": [0.095], "d": [0.1]}
     rounds = RoundCluster(DSP(rounds=2), durations)
-    free = RoundCluster(DSP(), durations)
+    free = RoundCluster(DSP(rounds=0), durations)
     # Execute
     rounds.run(5.0)
     free.run(5.0)
@@ -81,6 +81,19 @@ def test_close_speeds_release_in_rounds_and_pushes_share_a_base_version() -> Non
     # without rounds the same boards are released one at a time
     assert _together(free) == []
     assert rounds.max_spread <= rounds.server.policy.bound
+
+
+def test_the_default_releases_a_large_fleet_of_similar_boards_in_rounds() -> None:
+    # Prepare: 50 boards within 10% of each other, the default DSP
+    durations = {f"w{i:02d}": [0.1 + 0.01 * (i % 3) - 0.01] for i in range(50)}
+    c = RoundCluster(DSP(), durations)
+    # Execute
+    c.run(3.0)
+    # Assert: after the start every release names the whole fleet
+    policy = c.server.policy
+    assert isinstance(policy, DSP) and policy.in_rounds(c.server.view)
+    together = _together(c)
+    assert len(together) >= 20 and all(len(ids) == 50 for ids in together[1:])
 
 
 def test_a_transient_spike_does_not_turn_a_round_into_a_wait() -> None:
@@ -136,7 +149,7 @@ def test_rounds_keyed_release_passes_decide_as_full_scans_do(
 ) -> None:
     # Prepare: boards of speeds 0.2-3 s that leave, restart and go silent
     keyed, scan = Driver(policy, seed, keyed=True), Driver(policy, seed, keyed=False)
-    plain = Driver("dsp", seed, keyed=True)
+    plain = Driver("dsp:rounds=0", seed, keyed=True)
     # Execute
     for _ in range(600):
         keyed.step()
@@ -155,14 +168,18 @@ def test_parse_and_describe_rounds() -> None:
     again = parse_policy(p.describe())
     assert isinstance(again, DSP)
     assert (again.rounds, again.spread, again.late) == (48.0, 1.2, 1.5)
+    off = parse_policy("dsp:rounds=0")
+    assert isinstance(off, DSP) and off.rounds == 0
+    assert parse_policy(off.describe()).describe() == off.describe()
     for bad in ("dsp:spread=0.9", "dsp:rounds=-1", "dsp:spread=x", "dsp:late=0.5"):
         with pytest.raises(ValueError):
             parse_policy(bad)
 
 
 def test_below_the_rounds_threshold_dsp_decides_as_without_rounds() -> None:
-    # Prepare: 10 boards, rounds only from 48 live boards
-    with_rounds, without = Driver("dsp:rounds=48", 7, True), Driver("dsp", 7, True)
+    # Prepare: 10 boards; the default has rounds only from 48 live boards
+    assert DSP().rounds == 48
+    with_rounds, without = Driver("dsp", 7, True), Driver("dsp:rounds=0", 7, True)
     # Execute
     for _ in range(600):
         with_rounds.step()
