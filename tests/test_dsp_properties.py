@@ -179,13 +179,21 @@ ops = st.lists(
     w=st.sampled_from([0.0, 0.5, 1.0, 2.0, 4.0]),
     grace=st.sampled_from([0.0, 1.0, 4.0]),
     spike=st.sampled_from([1.0, 2.0, 3.0]),
+    rounds=st.sampled_from([(0.0, 1.25, 1.3), (2.0, 1.25, 1.3), (2.0, 100.0, 100.0)]),
     steps=ops,
 )
 def test_dsp_invariants_hold_for_random_event_orders(
-    n: int, w: float, grace: float, spike: float, steps: list[tuple[str, int, float]]
+    n: int,
+    w: float,
+    grace: float,
+    spike: float,
+    rounds: tuple[float, float, float],
+    steps: list[tuple[str, int, float]],
 ) -> None:
-    # Prepare
-    h = DspHarness(DSP(w=w, grace=grace, spike=spike), n)
+    # Prepare (rounds: from 2 live boards, for speeds within 1.25x or any)
+    r, spread, late = rounds
+    policy = DSP(w=w, grace=grace, spike=spike, rounds=r, spread=spread, late=late)
+    h = DspHarness(policy, n)
     # Execute / Assert: every step is checked inside the harness
     for kind, idx, dt in steps:
         h.step(kind, h.boards[f"w{idx % n}"], dt)
@@ -201,13 +209,14 @@ def test_dsp_invariants_hold_for_random_event_orders(
 @given(
     speeds=st.lists(st.sampled_from([0.05, 0.1, 0.2, 0.4]), min_size=2, max_size=5),
     w=st.sampled_from([0.5, 1.0, 3.0]),
+    rounds=st.sampled_from([0.0, 2.0]),
     order=st.randoms(use_true_random=False),
 )
 def test_measured_speeds_keep_progress_within_the_bound(
-    speeds: list[float], w: float, order: object
+    speeds: list[float], w: float, rounds: float, order: object
 ) -> None:
     # Prepare: boards of different steady speeds push whenever they are released
-    h = DspHarness(DSP(w=w, grace=2.0), len(speeds))
+    h = DspHarness(DSP(w=w, grace=2.0, rounds=rounds), len(speeds))
     due = {f"w{i}": s for i, s in enumerate(speeds)}
     # Execute: always advance to the next board that is due (ties in random order)
     for _ in range(300):

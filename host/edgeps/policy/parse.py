@@ -1,7 +1,7 @@
 """``parse_policy``: the text forms of the sync policies, read at the edges.
 
-Text forms: "bsp", "asp", "ssp:3", "dsp", "dsp:w=8", "kofn:k=6", "kofn:auto"
-(both also take ",cap=N"), "dssp:sl=1,su=6".
+Text forms: "bsp", "asp", "ssp:3", "dsp", "dsp:w=8", "dsp:rounds=48", "kofn:k=6",
+"kofn:auto" (both kofn forms also take ",cap=N"), "dssp:sl=1,su=6".
 """
 
 from __future__ import annotations
