@@ -408,7 +408,11 @@ def run(args: argparse.Namespace) -> int:
             from edgeps.emulate.runner import LoopEmulation
 
             emu = LoopEmulation(
-                connection_options(args), args.job, processes=args.processes, **options
+                connection_options(args),
+                args.job,
+                processes=args.processes,
+                gc_freeze=True,  # this command's process (or its children)
+                **options,
             )
         elif args.processes != 1:
             raise ValueError("--processes needs the loop engine")
