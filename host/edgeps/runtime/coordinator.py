@@ -319,12 +319,14 @@ class Coordinator:
         raw = self.server.snapshot(now, monitor=False)["workers"]
         stats = self.server.stats()
         rows: dict[str, dict[str, Any]] = {}
-        for wid in sorted(set(raw) | set(stats)):
+        charged, drops = self.accounting.rejected, self.accounting.dropped
+        for wid in sorted(raw.keys() | stats.keys()):
             w = raw.get(wid, {})
             s = stats.get(wid)
-            rej = Counter(s.rejected) if s is not None else Counter()
-            rej.update(self.accounting.rejected_of(wid))
-            dropped = self.accounting.dropped_of(wid)
+            rej: dict[str, int] = dict(s.rejected) if s is not None else {}
+            for reason, n in charged.get(wid, {}).items():  # most workers: none
+                rej[reason] = rej.get(reason, 0) + n
+            dropped = dict(drops.get(wid, {}))
             rows[wid] = {
                 "clock": w.get("clock", 0),
                 "staleness": w.get("lag") or 0,  # clocks behind the fastest
