@@ -7,6 +7,7 @@ import threading
 import time
 from typing import Any
 
+import paho.mqtt.client as mqtt
 import pytest
 from edgeps.transport.host_link import HostLink
 from edgeps.transport.options import ConnectionOptions
@@ -81,3 +82,17 @@ def test_stop_closes_the_wake_pair(mosquitto: Any) -> None:
     assert pump is not None
     link.stop()
     assert pump._wake_r.fileno() == -1 and pump._wake_w.fileno() == -1
+
+
+def test_no_release_waits_behind_an_inflight_window(mosquitto: Any) -> None:
+    src = _link(mosquitto, "pump-window", "none/#")
+    try:
+        client = src._client
+        assert client is not None
+        for i in range(1000):  # far more than paho's in-flight windows of 20-200
+            src.publish(f"win/{i}", b"x")
+        states = [m.state for m in list(client._out_messages.values())]
+        assert mqtt.mqtt_ms_queued not in states  # each went to the socket at once
+        assert src.flush(20.0)
+    finally:
+        src.stop()
