@@ -155,7 +155,7 @@ class Coordinator:
         self._rate = 0.0
         self._relink = threading.Event()  # set by `link_up`, on the network thread
         self.model_republished = 0
-        self.gc = GcFreeze(enabled=settings.gc_freeze)
+        self.gc = GcFreeze(enabled=settings.gc_freeze)  # edgeps.runtime.gc_freeze
 
     # ---- outgoing messages: the MQTT ActionSink
     @property
@@ -321,9 +321,8 @@ class Coordinator:
         rows: dict[str, dict[str, Any]] = {}
         charged, drops = self.accounting.rejected, self.accounting.dropped
         for wid in sorted(raw.keys() | stats.keys()):
-            w = raw.get(wid, {})
-            s = stats.get(wid)
-            rej: dict[str, int] = dict(s.rejected) if s is not None else {}
+            w, s = raw.get(wid, {}), stats.get(wid)
+            rej = dict(s.rejected) if s is not None else {}
             for reason, n in charged.get(wid, {}).items():  # most workers: none
                 rej[reason] = rej.get(reason, 0) + n
             dropped = dict(drops.get(wid, {}))
