@@ -19,7 +19,10 @@ warm-up:
 - the sensors' own round trip p50/p95 (an UPDATE sent to the next release
   computed on: serve's inbox wait and the broker included), the emulator's
   CPU per update, and the whole machine's busy cores (other load included:
-  on a shared box, a part starved of CPU shows here, not in its own column).
+  on a shared box, a part starved of CPU shows here, not in its own column);
+- in ``--json`` only: serve's CPU by thread (``serve_threads``: ``main``, the
+  coordinator; ``others``, paho's network thread) and the 1-minute load
+  average at the window's start and end (``load_avg``).
 """
 
 from __future__ import annotations

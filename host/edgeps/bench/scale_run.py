@@ -70,6 +70,38 @@ def cpu_seconds(pid: int) -> float:
     return total
 
 
+def thread_seconds(pid: int) -> dict[int, float]:
+    """CPU seconds of each live thread of ``pid`` (/proc/PID/task), by thread id."""
+    out: dict[int, float] = {}
+    with contextlib.suppress(OSError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                text = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+                rest = text[text.rindex(")") + 2 :].split()
+                out[int(tid)] = (int(rest[11]) + int(rest[12])) / TICKS
+    return out
+
+
+def split_threads(
+    pid: int, before: dict[int, float], after: dict[int, float], dt: float
+) -> dict[str, float]:
+    """Cores used between two `thread_seconds`: the main thread (serve's
+    coordinator, whose id is the pid) and all the others (its network thread)."""
+    if dt <= 0:
+        return {}
+    used = {t: after[t] - before.get(t, 0.0) for t in after}
+    main = used.pop(pid, 0.0)
+    return {"main": round(main / dt, 3), "others": round(sum(used.values()) / dt, 3)}
+
+
+def load_average() -> float | None:
+    """The 1-minute load average (/proc/loadavg), None where there is none."""
+    try:
+        return float(Path("/proc/loadavg").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def box_busy_seconds() -> float:
     """CPU seconds all cores of this machine spent busy since boot (/proc/stat)."""
     with open("/proc/stat") as f:
@@ -113,6 +145,8 @@ class RunResult:
     emulator_cpu: float = 0.0
     broker_cpu: float = 0.0
     box_cpu: float = 0.0  # every process of the machine, others' included
+    serve_threads: dict[str, float] = field(default_factory=dict)  # cores by thread
+    load_avg: list[float | None] = field(default_factory=list)  # window start, end
     inbox_depth_p99: float | None = None
     latency_ms_p50: float | None = None
     latency_ms_p95: float | None = None
@@ -225,11 +259,19 @@ def one_run(spec: RunSpec) -> RunResult:
             t_first = start + min(spec.duration / 2, ramp + spec.warmup)
             t_last = start + spec.duration - 1.0
             time.sleep(max(0.0, t_first - time.monotonic()))
-            box1 = box_busy_seconds()
+            box1, load1, th1 = (
+                box_busy_seconds(),
+                load_average(),
+                thread_seconds(serve.pid),
+            )
             wall1, c1 = time.time(), [cpu_seconds(p.pid) for p in (serve, emu, broker)]
             time.sleep(max(0.0, t_last - time.monotonic()))
             wall2, c2 = time.time(), [cpu_seconds(p.pid) for p in (serve, emu, broker)]
             dt = wall2 - wall1
+            res.serve_threads = split_threads(
+                serve.pid, th1, thread_seconds(serve.pid), dt
+            )
+            res.load_avg = [load1, load_average()]
             res.box_cpu = round((box_busy_seconds() - box1) / dt, 2)
             res.window_s = round(dt, 2)
             res.serve_cpu, res.emulator_cpu, res.broker_cpu = (

@@ -407,9 +407,9 @@ def run(args: argparse.Namespace) -> int:
         if engine == "loop":
             from edgeps.emulate.runner import LoopEmulation
 
-            emu = LoopEmulation(
-                connection_options(args), args.job, processes=args.processes, **options
-            )
+            opts = connection_options(args)  # gc_freeze: this process is ours
+            emu = LoopEmulation(opts, args.job, processes=args.processes,
+                                gc_freeze=True, **options)  # fmt: skip
         elif args.processes != 1:
             raise ValueError("--processes needs the loop engine")
         else:

@@ -177,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         cfg = merge(given(args), getattr(args, "config", None), note=_note)
         setup_logging(cfg.log_level, timestamps=False)
-        job = Job(cfg)
+        job = Job(cfg, gc_freeze=True)  # serve has the process to itself
         summary = job.run()
     except (
         ValueError,

@@ -69,6 +69,8 @@ class EmulationConfig:
     link_loss: float | None = None
     # every sensor's base iteration time (s), instead of the scenario's
     compute_time: float | None = None
+    # loop engine: gc.freeze() once every sensor joined (a process of its own)
+    gc_freeze: bool = False
 
 
 def with_compute(

@@ -7,6 +7,7 @@ resident memory per sensor, measured by each process on itself.
 
 from __future__ import annotations
 
+import gc
 import logging
 import multiprocessing as mp
 import os
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 MAX_LOOP_SENSORS = 10000
 RAMP_PER_SENSOR = 0.002  # seconds between two sensors' first connects
 DRAIN_SECONDS = 3.0  # after the end, to write every BYE and DISCONNECT
+FREEZE_AFTER_RAMP = 2.0  # seconds after the last first connect: gc.freeze()
 
 
 @dataclass
@@ -146,10 +148,14 @@ def run_shard(
     result.rss_base = rss_bytes()
     cpu_start = time.process_time()
     now = loop.now()
-    for s, at in zip(
-        sensors, spread(len(sensors), now, RAMP_PER_SENSOR * len(sensors)), strict=True
-    ):
+    ramp = RAMP_PER_SENSOR * len(sensors)
+    for s, at in zip(sensors, spread(len(sensors), now, ramp), strict=True):
         s.start(at)
+    # once every sensor has joined, its clients, workers and trainers live as
+    # long as the run: keep them out of gen-2 collections (edgeps.runtime.gc_freeze)
+    if cfg.gc_freeze:
+        gc.collect()
+        loop.timers.at(now + ramp + FREEZE_AFTER_RAMP, gc.freeze)
     next_check = [now + 1.0]
 
     def done() -> bool:

@@ -39,6 +39,7 @@ from edgeps.core.types import (
 )
 from edgeps.observe.fields import add_run_fields
 from edgeps.runtime.accounting import Accounting
+from edgeps.runtime.gc_freeze import GcFreeze
 from edgeps.runtime.inbound import Inbound
 from edgeps.runtime.ingest import Ingest
 from edgeps.runtime.metrics import MetricsWriter, Progress
@@ -87,6 +88,7 @@ class Settings:
     compress: str = "f32"  # the UPDATE code workers must use (edgeps.codecs)
     params_code: int = 1  # PARAMS code of releases (--compress-down; 1 = F32)
     shared_releases: bool = True  # one shared PARAMS per multi-worker release
+    gc_freeze: bool = False  # long-lived objects out of gen-2 passes (serve CLI)
 
 
 class Coordinator:
@@ -153,6 +155,7 @@ class Coordinator:
         self._rate = 0.0
         self._relink = threading.Event()  # set by `link_up`, on the network thread
         self.model_republished = 0
+        self.gc = GcFreeze(enabled=settings.gc_freeze)  # edgeps.runtime.gc_freeze
 
     # ---- outgoing messages: the MQTT ActionSink
     @property
@@ -237,6 +240,7 @@ class Coordinator:
             peer = self.peers.get(item.worker_id)
             peer.open_session(item.session, item.nonce)
             self.outbox.welcome(peer, self.server.n_params)
+            self.gc.joined(now)
         carry_out(actions, self)
 
     # ---- periodic work
@@ -249,6 +253,7 @@ class Coordinator:
         oldest_age = getattr(getattr(self.link, "inbox", None), "oldest_age", None)
         age = float(oldest_age()) if oldest_age is not None else 0.0
         carry_out(self.server.handle(Tick(heard_until=now - age), now), self)
+        self.gc.tick(now)
 
     def run_evaluation(self) -> float | None:
         if self.evaluate is None:
@@ -314,12 +319,13 @@ class Coordinator:
         raw = self.server.snapshot(now, monitor=False)["workers"]
         stats = self.server.stats()
         rows: dict[str, dict[str, Any]] = {}
-        for wid in sorted(set(raw) | set(stats)):
-            w = raw.get(wid, {})
-            s = stats.get(wid)
-            rej = Counter(s.rejected) if s is not None else Counter()
-            rej.update(self.accounting.rejected_of(wid))
-            dropped = self.accounting.dropped_of(wid)
+        charged, drops = self.accounting.rejected, self.accounting.dropped
+        for wid in sorted(raw.keys() | stats.keys()):
+            w, s = raw.get(wid, {}), stats.get(wid)
+            rej = dict(s.rejected) if s is not None else {}
+            for reason, n in charged.get(wid, {}).items():  # most workers: none
+                rej[reason] = rej.get(reason, 0) + n
+            dropped = dict(drops.get(wid, {}))
             rows[wid] = {
                 "clock": w.get("clock", 0),
                 "staleness": w.get("lag") or 0,  # clocks behind the fastest
@@ -347,6 +353,7 @@ class Coordinator:
         self._t0 = now
         self._last_rate = (now, 0)
         self._relink.clear()
+        self.gc.start()
         self.publish_model("running")
         next_tick = now + s.tick_interval
         next_eval = now + s.eval_interval

@@ -192,8 +192,10 @@ class Job:
         out: IO[str] | None = None,
         prefer_broker: str = "mosquitto",
         banner: bool = True,
+        gc_freeze: bool = False,
     ) -> None:
         self.cfg = cfg
+        self.gc_freeze = gc_freeze  # edgeps.runtime.gc_freeze: for a process of its own
         if not wire.valid_id(cfg.job):
             raise ValueError(f"--job must match [A-Za-z0-9_-]{{1,32}}, got {cfg.job!r}")
         self.hmac_key = read_hmac_key(cfg.hmac_key_file)
@@ -259,6 +261,7 @@ class Job:
                 compress=cfg.compress,
                 params_code=params_codec.parse_code(cfg.compress_down),
                 shared_releases=cfg.shared_releases,
+                gc_freeze=self.gc_freeze,
             )
             coord = Coordinator(
                 self.server,

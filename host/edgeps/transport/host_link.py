@@ -35,7 +35,11 @@ class HostLink(MqttLink):
     then. It must return at once (it only sets a flag).
     """
 
-    max_inflight = 200
+    # no window on unacknowledged releases (0: paho's "unlimited"). MQTT 3.1.1
+    # has none on the broker's side, and with one paho walks every message in
+    # flight on each PUBACK (``_update_inflight``) while a release beyond it
+    # waits in paho's queue: under a backlog, hundreds of releases each PUBACK
+    max_inflight = 0
 
     def __init__(
         self,

@@ -1,11 +1,14 @@
 """The one paho-mqtt 2.x layer of the CPython side: host, `edgeps worker`, emulator.
 
 `MqttLink` owns one paho client (``CallbackAPIVersion.VERSION2``, MQTT 3.1.1,
-clean session) and one private network thread that drives ``client.loop()``:
+clean session) and one private network thread that turns a `Pump`
+(``edgeps.transport.net_pump``: paho's external-loop API, one wake-up per
+burst of publishes from other threads):
 
 - every socket read and write happens on that thread (with
   ``on_socket_register_write`` set, paho never writes from the publishing
-  thread; an SSL socket must not be read and written from two threads), and
+  thread, it wakes the network thread; an SSL socket must not be read and
+  written from two threads), and
   keepalive pings go on while the caller computes;
 - callbacks return at once: received messages go into a bounded inbox
   (count and bytes) and what does not fit is counted in ``dropped``;
@@ -45,6 +48,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from edgeps.transport.broker import BrokerAddress
 from edgeps.transport.inbox import Inbox
+from edgeps.transport.net_pump import Pump
 from edgeps.transport.options import ConnectionOptions
 
 log = logging.getLogger(__name__)
@@ -96,6 +100,7 @@ class MqttLink:
         self._inbox = Inbox(queue_size, queue_bytes)
         self._client: mqtt.Client | None = None
         self._thread: threading.Thread | None = None
+        self._pump: Pump | None = None
         self._stop = threading.Event()
         self._closing = False
         self._connack = threading.Event()
@@ -165,17 +170,21 @@ class MqttLink:
 
     # -- the network thread --
 
-    def _net_loop(self, client: mqtt.Client) -> None:
-        while not self._stop.is_set():
-            try:
-                rc = client.loop(timeout=0.05)
-            except Exception:  # a broken socket must end this loop, not hang it
-                log.exception("mqtt network loop failed")
-                rc = mqtt.MQTT_ERR_UNKNOWN
-            if rc != mqtt.MQTT_ERR_SUCCESS:
-                self._lost.set()
-                if self._closing or not self._recover(client):
-                    return
+    def _net_loop(self, client: mqtt.Client, pump: Pump) -> None:
+        try:
+            while not self._stop.is_set():
+                try:
+                    rc = pump.turn(client, 0.05)
+                except Exception:  # a broken socket must end this loop, not hang it
+                    log.exception("mqtt network loop failed")
+                    rc = mqtt.MQTT_ERR_UNKNOWN
+                if rc != mqtt.MQTT_ERR_SUCCESS:
+                    self._lost.set()
+                    if self._closing or not self._recover(client):
+                        return
+        finally:
+            if self._pump is not pump:  # shut down from this very thread
+                pump.close()
 
     def _recover(self, client: mqtt.Client) -> bool:
         """After a lost link: True to go on looping. The worker transport stops."""
@@ -200,7 +209,6 @@ class MqttLink:
         client.on_message = self._on_message
         client.on_subscribe = self._on_subscribe
         client.on_socket_open = _nodelay
-        client.on_socket_register_write = _write_on_network_thread
         return client
 
     def _open(self, client: mqtt.Client) -> None:
@@ -212,15 +220,19 @@ class MqttLink:
         self._connack_error = None
         self._lost.clear()
         self._inbox.clear()
+        pump = Pump()
+        client.on_socket_register_write = pump.wake
         try:
             client.connect(
                 self.address.host, self.address.port, keepalive=self.options.keepalive
             )
         except CONNECT_ERRORS as exc:
+            pump.close()
             raise ConnectionError(f"cannot connect to broker {url}: {exc}") from exc
         self._client = client
+        self._pump = pump
         self._thread = threading.Thread(
-            target=self._net_loop, args=(client,), name=f"mqtt-{self.client_id}"
+            target=self._net_loop, args=(client, pump), name=f"mqtt-{self.client_id}"
         )
         self._thread.daemon = True
         self._thread.start()
@@ -375,6 +387,9 @@ class MqttLink:
         thread, self._thread = self._thread, None
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=5)
+        pump, self._pump = self._pump, None
+        if pump is not None and (thread is None or not thread.is_alive()):
+            pump.close()  # (a thread that outlived its join still selects on it)
         try:
             client._sock_close()  # no public API closes without DISCONNECT
         except Exception:
@@ -387,7 +402,3 @@ def _nodelay(client: Any, userdata: Any, sock: Any) -> None:
     if isinstance(sock, socket.socket):
         with contextlib.suppress(OSError):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-
-def _write_on_network_thread(client: Any, userdata: Any, sock: Any) -> None:
-    """Nothing to do: the network thread's select already watches for writes."""
