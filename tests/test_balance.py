@@ -199,3 +199,72 @@ def test_serve_builds_its_core_with_a_balancer_only_when_asked() -> None:
     assert isinstance(server.balancer, Balancer)
     plain, _ = build_server(ServeConfig(), load_model(ServeConfig()))
     assert plain.balancer is None
+
+
+def test_a_push_of_its_assigned_batch_weighs_one_a_short_one_less() -> None:
+    boards = {"slow": Board(0.012)} | {f"f{i}": Board(0.003) for i in range(5)}
+    bal = joined(boards)
+    final = run(bal, boards, 20)[-1]
+    assert final["slow"] < 12
+    # each push is one gradient estimate at the batch it was asked for
+    assert bal.weight(final["slow"], "slow") == 1.0
+    assert bal.weight(32, "f0") == 1.0
+    # fewer rows than asked (a short shard, a cut-off read): less weight
+    assert bal.weight(16, "f0") == 0.5
+    assert bal.weight(final["slow"] // 2, "slow") == pytest.approx(
+        (final["slow"] // 2) / final["slow"]
+    )
+    assert bal.weight(64, "f0") == 1.0  # more than asked earns no bigger step
+    assert bal.weight(16) == 0.5  # a worker it does not know: over the base
+
+
+def test_a_board_slower_only_within_the_tolerance_keeps_its_full_batch() -> None:
+    boards = {f"w{i}": Board(0.003) for i in range(5)}
+    boards["link"] = Board(0.003, fixed=0.03)  # a slower link: +20% per round
+    boards["slow"] = Board(0.0045)  # 1.5x slower compute
+    bal = joined(boards)
+    final = run(bal, boards, 30)[-1]
+    assert final["link"] == 32
+    assert final["slow"] < 32
+    strict = joined(boards, tolerance=0.0)
+    assert run(strict, boards, 30)[-1]["link"] < 32
+    with pytest.raises(ValueError):
+        Balancer(tolerance=-0.1)
+
+
+def test_stragglers_under_interference_settle_and_stay_put() -> None:
+    rng = np.random.default_rng(5)
+    boards = {f"w{i}": Board(0.003) for i in range(6)}
+    boards |= {"s0": Board(0.012), "s1": Board(0.012)}
+    spikes = {(w, r): 5.0 for w in boards for r in range(300) if rng.random() < 0.1}
+    bal = joined(boards)
+    history = run(bal, boards, 300, spikes)
+    assert all(h[w] == 32 for h in history for w in boards if w.startswith("w"))
+    assert all(history[-1][s] == pytest.approx(8, abs=1) for s in ("s0", "s1"))
+    # no oscillation: once settled, spikes (10% of pushes) move nothing
+    assert all(h == history[-1] for h in history[20:])
+    assert bal.changes <= 4
+
+
+def test_eager_assigns_a_straggler_from_its_first_push() -> None:
+    boards = {f"f{i}": Board(0.003) for i in range(5)} | {"slow": Board(0.012)}
+    history = run(joined(boards, eager=True), boards, 3)
+    assert history[0]["slow"] == 32  # nothing known before its first push
+    assert history[1]["slow"] == pytest.approx(8, abs=1)
+    plain = run(joined(boards), boards, 4)
+    assert [h["slow"] for h in plain[:3]] == [32, 32, 32]  # three pushes first
+    assert plain[3]["slow"] == pytest.approx(8, abs=1)
+
+
+def test_eager_a_first_push_spike_costs_one_iteration_then_nothing_moves() -> None:
+    rng = np.random.default_rng(7)
+    boards = {f"w{i}": Board(0.003) for i in range(8)}
+    # after the warmup, every board spikes 5x in 10% of its iterations
+    spikes = {(w, r): 5.0 for w in boards for r in range(3, 200) if rng.random() < 0.1}
+    spikes[("w0", 0)] = 5.0
+    bal = joined(boards, eager=True)
+    history = run(bal, boards, 200, spikes)
+    assert history[1]["w0"] < 32  # its first push only bounded its pace
+    assert all(h["w0"] == 32 for h in history[2:])  # its second push corrected it
+    assert all(b == 32 for h in history for w, b in h.items() if w != "w0")
+    assert bal.changes == 2

@@ -49,7 +49,7 @@ def _check_batch(name: str, value: object) -> int:
 
 
 class _Pace:
-    __slots__ = ("per_sample", "fixed", "cap", "batch", "first")
+    __slots__ = ("per_sample", "fixed", "cap", "batch", "first", "eager")
 
     def __init__(
         self, per_sample: RobustEwma, fixed: RobustEwma, cap: int, batch: int
@@ -59,13 +59,16 @@ class _Pace:
         self.cap = cap
         self.batch = batch
         self.first: list[tuple[float, float]] | None = []  # until warmed up
+        self.eager = False
 
     def fold(self, per_sample: float, fixed: float, warmup: int) -> None:
         """Start from the medians of the first ``warmup`` pushes, then average.
 
         Samples above twice the smallest are left out of that median: spikes
         among the very first iterations would otherwise set the level that the
-        first assignment is computed from.
+        first assignment is computed from. Eager, the levels meanwhile follow
+        the fastest push so far (interference only slows a board, so one push
+        bounds its pace from above and the fastest of a few is its pace).
         """
         if self.first is None:
             self.per_sample.update(per_sample)
@@ -73,6 +76,13 @@ class _Pace:
             return
         self.first.append((per_sample, fixed))
         if len(self.first) < warmup:
+            if self.eager:
+                for series, values in zip(
+                    (self.per_sample, self.fixed),
+                    zip(*self.first, strict=True),
+                    strict=True,
+                ):
+                    series.mean = series.last = min(values)
             return
         for series, values in zip(
             (self.per_sample, self.fixed), zip(*self.first, strict=True), strict=True
@@ -87,7 +97,7 @@ class _Pace:
 
     @property
     def ready(self) -> bool:
-        return self.first is None
+        return self.first is None or (self.eager and bool(self.first))
 
 
 class Balancer:
@@ -101,8 +111,18 @@ class Balancer:
         at least 1, and the base: a board faster than the median keeps its
         batch, as larger batches and steps only cost asynchronous policies).
     hysteresis : relative change below which an assignment stays put.
+    tolerance : how much slower than ``T*`` (relative) a board may be at its
+        full batch before it is given a smaller one: below it, what a smaller
+        batch saves is within the spread of a round and only costs gradient
+        quality (lossy links, a slightly slower link).
     warmup : pushes of a worker before it is assigned anything but the base;
         its levels start from their medians over these.
+    eager : assign from a worker's first push instead, its levels following
+        the fastest of its pushes until ``warmup`` (off by default: a spike on
+        a board's first push then gives it a smaller batch for an iteration or
+        two; it never lengthens a round, as a push only bounds a board's pace
+        from above, but it does change an assignment that a quiet board keeps
+        otherwise).
     alpha, transient_factor, persistent_window : of the robust averages, as in
         ``edgeps.core.monitor.PerformanceMonitor``.
     """
@@ -114,7 +134,9 @@ class Balancer:
         min_batch: int | None = None,
         max_batch: int | None = None,
         hysteresis: float = 0.15,
+        tolerance: float = 0.25,
         warmup: int = 3,
+        eager: bool = False,
         alpha: float = 0.2,
         transient_factor: float = 3.0,
         persistent_window: int = 6,
@@ -134,8 +156,12 @@ class Balancer:
         _check_batch("persistent_window", persistent_window)
         if not 0.0 < alpha <= 1.0 or not transient_factor > 0:
             raise ValueError("alpha must be in (0, 1] and transient_factor > 0")
+        if not (isinstance(tolerance, (int, float)) and tolerance >= 0):
+            raise ValueError(f"tolerance must be >= 0, got {tolerance!r}")
         self.hysteresis = float(hysteresis)
+        self.tolerance = float(tolerance)
         self.warmup = warmup
+        self.eager = bool(eager)
         self._ewma = (float(alpha), float(transient_factor), persistent_window)
         self._paces: dict[str, _Pace] = {}
         self._live: set[str] = set()
@@ -155,6 +181,7 @@ class Balancer:
         pace = self._paces.get(worker_id)
         if pace is None:
             pace = _Pace(self._series(), self._series(), cap, self.base_batch)
+            pace.eager = self.eager
             self._paces[worker_id] = pace
         pace.cap = cap
         pace.batch = self._clamp(pace, pace.batch)
@@ -184,9 +211,24 @@ class Balancer:
             self._target = None
 
     # -- what the core asks ---------------------------------------------------
-    def weight(self, samples: int) -> float:
-        """Step weight of a push of ``samples`` (1 for a base batch, 1 if unknown)."""
-        return samples / self.base_batch if samples > 0 else 1.0
+    def weight(self, samples: int, worker_id: str | None = None) -> float:
+        """Step weight of a push of ``samples``: its samples over those asked.
+
+        A board that did the work it was assigned steps by the full rate, as
+        every push does without balancing: each push is one gradient estimate
+        (its batch's mean), and each board's data keeps the weight it has
+        without balancing, which matters on non-IID shards. Only a push short
+        of its assignment (fewer rows than asked) weighs less, at most 1.
+        Without a worker (or for one never released) the base batch is what
+        was asked. Measured against ``samples / base``: that took the step of
+        every small-batch board, so BSP gained less and asynchronous policies
+        lost time (see the README's "Work assignment").
+        """
+        if samples <= 0:
+            return 1.0
+        pace = self._paces.get(worker_id) if worker_id is not None else None
+        asked = self.base_batch if pace is None else pace.batch
+        return min(1.0, samples / asked) if pace is not None else samples / asked
 
     def batch_for(self, worker_id: str) -> int:
         """The batch this worker should use in its next iteration."""
@@ -201,6 +243,9 @@ class Balancer:
         if math.isnan(target) or rate <= 0:
             return pace.batch
         desired = self._clamp(pace, round((target - pace.fixed.mean) / rate))
+        full = self._clamp(pace, self.base_batch)
+        if desired < full and self._time(pace, full) <= (1 + self.tolerance) * target:
+            desired = full  # not slow enough for a smaller batch to pay
         if abs(desired - pace.batch) > max(1.0, self.hysteresis * pace.batch):
             pace.batch = desired
             self.changes += 1
@@ -221,6 +266,10 @@ class Balancer:
             self._stale_after = max(1, len(self._live) // 4)
         return self._target
 
+    @staticmethod
+    def _time(pace: _Pace, batch: int) -> float:
+        return pace.fixed.mean + batch * pace.per_sample.mean
+
     def _clamp(self, pace: _Pace, batch: int) -> int:
         high = min(self.max_batch, pace.cap) if pace.cap else self.max_batch
         return max(min(self.min_batch, high), min(int(batch), high))
@@ -228,5 +277,6 @@ class Balancer:
     def describe(self) -> str:
         return (
             f"balance:base={self.base_batch},min={self.min_batch},"
-            f"max={self.max_batch},hysteresis={self.hysteresis:g}"
+            f"max={self.max_batch},hysteresis={self.hysteresis:g},"
+            f"tolerance={self.tolerance:g}" + (",eager" if self.eager else "")
         )

@@ -95,6 +95,17 @@ class SimWorker:
         self.link: SimLink | None = None  # a shaped link, else the delay model
         self.encoder: GradEncoder | None = None  # under --compress
 
+    @property
+    def cap(self) -> int:
+        """The batch limit it announces: its memory's, or its shard's if smaller.
+
+        A board never draws more rows than its shard holds, so a shard smaller
+        than the batch is a limit like memory is (0: none).
+        """
+        limits = [m for m in (self.profile.max_batch, len(self.y)) if m > 0]
+        low = min(limits) if limits else 0
+        return low if low < self.default_batch or self.profile.max_batch else 0
+
     def next_batch(self, size: int) -> tuple[np.ndarray, np.ndarray]:
         """The next minibatch of this worker's shard, as ``NativeTrainer`` draws it."""
         idx = self.shuffle.take(min(size, len(self.y)))
@@ -216,7 +227,7 @@ class Simulator:
         # release numbers keep growing across joins: a join delivered twice
         # (its acknowledgement lost) must not restart them below what the
         # board already took, or every later release looks like a redelivery
-        self._ps(Join(w.worker_id, incarnation, max_batch=w.profile.max_batch))
+        self._ps(Join(w.worker_id, incarnation, max_batch=w.cap))
 
     def _ps_tick(self) -> None:
         self._ps(Tick())
