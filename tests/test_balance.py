@@ -268,3 +268,37 @@ def test_eager_a_first_push_spike_costs_one_iteration_then_nothing_moves() -> No
     assert all(h["w0"] == 32 for h in history[2:])  # its second push corrected it
     assert all(b == 32 for h in history for w, b in h.items() if w != "w0")
     assert bal.changes == 2
+
+
+def _round_batches(eager: bool) -> tuple[list[dict[str, int]], list[str]]:
+    from edgeps.sim.simulator import Simulator
+    from edgeps.sim.types import SimConfig
+
+    cfg = SimConfig(
+        policy="bsp",
+        scenario="stragglers",
+        balance=True,
+        balance_eager=eager,
+        max_time=2.0,
+    )
+    sim = Simulator(cfg)
+    rounds: list[dict[str, int]] = []
+    carry = sim.on_release
+
+    def on_release(action: Release) -> None:
+        if len(action.worker_ids) == len(sim.workers):  # a BSP round, not a join
+            rounds.append(dict(action.batches or {}))
+        carry(action)
+
+    sim.on_release = on_release  # type: ignore[method-assign]
+    sim.run()
+    slow = [w for w, p in sim.scenario.profiles.items() if p.straggler_factor > 1]
+    return rounds, slow
+
+
+def test_the_simulator_assigns_from_the_first_push_when_eager() -> None:
+    rounds, slow = _round_batches(eager=True)
+    assert all(rounds[0][w] < 12 for w in slow)  # after one push each
+    plain, slow = _round_batches(eager=False)
+    assert all(plain[r][w] == 32 for r in (0, 1) for w in slow)
+    assert all(plain[2][w] < 12 for w in slow)  # after three

@@ -146,7 +146,11 @@ class Simulator:
             lr=cfg.lr,
             staleness_aware=bool(cfg.staleness_aware),
             liveness_timeout=cfg.liveness_timeout,
-            balancer=Balancer(base_batch=cfg.batch_size) if cfg.balance else None,
+            balancer=(
+                Balancer(base_batch=cfg.batch_size, eager=cfg.balance_eager)
+                if cfg.balance
+                else None
+            ),
         )
         shards = partition(self.data.y_train, cfg.n_workers, cfg.partition, cfg.seed)
         self.workers: dict[str, SimWorker] = {}
