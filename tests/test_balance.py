@@ -302,3 +302,18 @@ def test_the_simulator_assigns_from_the_first_push_when_eager() -> None:
     plain, slow = _round_batches(eager=False)
     assert all(plain[r][w] == 32 for r in (0, 1) for w in slow)
     assert all(plain[2][w] < 12 for w in slow)  # after three
+
+
+def test_eager_does_not_trust_one_slow_link_leg() -> None:
+    boards = {f"w{i}": Board(0.003) for i in range(8)}
+    bal = joined(boards, eager=True)
+    batches = bal.batches(boards)
+    for wid, board in list(boards.items())[1:]:
+        board.push(bal, wid, batches[wid])
+    compute = 32 * 0.003
+    bal.observe("w0", 32, compute, compute + 0.3)  # its first push: one retry
+    assert bal.batches(boards)["w0"] == 32
+    # after its warmup a persistently slow link does count
+    for _ in range(10):
+        bal.observe("w0", 32, compute, compute + 0.3)
+    assert bal.batches(boards)["w0"] < 32

@@ -242,9 +242,12 @@ class Balancer:
         rate = pace.per_sample.mean
         if math.isnan(target) or rate <= 0:
             return pace.batch
-        desired = self._clamp(pace, round((target - pace.fixed.mean) / rate))
+        # before its warmup ends (eager) a board's link legs are not trusted:
+        # one lost message costs a whole retry, far more often than a spike
+        fixed = pace.fixed.mean if pace.first is None else 0.0
+        desired = self._clamp(pace, round((target - fixed) / rate))
         full = self._clamp(pace, self.base_batch)
-        if desired < full and self._time(pace, full) <= (1 + self.tolerance) * target:
+        if desired < full and fixed + full * rate <= (1 + self.tolerance) * target:
             desired = full  # not slow enough for a smaller batch to pay
         if abs(desired - pace.batch) > max(1.0, self.hysteresis * pace.batch):
             pace.batch = desired
@@ -265,10 +268,6 @@ class Balancer:
             self._target = statistics.median(times) if times else math.nan
             self._stale_after = max(1, len(self._live) // 4)
         return self._target
-
-    @staticmethod
-    def _time(pace: _Pace, batch: int) -> float:
-        return pace.fixed.mean + batch * pace.per_sample.mean
 
     def _clamp(self, pace: _Pace, batch: int) -> int:
         high = min(self.max_batch, pace.cap) if pace.cap else self.max_batch
