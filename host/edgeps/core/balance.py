@@ -11,9 +11,12 @@ with the batch (both link legs). Both are robust EWMAs (the monitor's
 ``RobustEwma``): a transient spike (a sample outside the normal band) does
 not move them at all, a run of ``persistent_window`` (6) outliers on one side
 is adopted as a new level; both start from the medians of a worker's first
-``warmup`` pushes.
-So interference barely moves an assignment and a persistent slowdown moves it
-within a few iterations.
+``warmup`` pushes (so neither one nor two spikes at the start set an
+assignment). So interference barely moves an assignment and a persistent
+slowdown moves it within a few iterations. Eager, a worker is assigned from
+its first push: a push bounds its pace from above (interference only slows a
+board), so until ``warmup`` its levels follow its fastest push so far, and
+its link legs are left out (one lost message costs a whole retry).
 
 Target. ``T* = median_i (c_i + base_batch * r_i)`` over the live, measured
 workers: the iteration time of the median board at the default batch.
@@ -22,11 +25,15 @@ Assignment: ``b_i = (T* - c_i) / r_i``, rounded and clamped to
 announced (its memory; 0 = none). A board slower than the median gets a
 smaller batch; a faster one a larger batch only when ``max_batch`` allows it
 (by default it does not: measured, that cost ASP and DSP time on non-IID data
-and never sped BSP up). A new assignment is adopted only when it differs
-from the current one by more than
-``hysteresis`` (relative) and by more than one sample, and never right after a
-transient spike (the last sample an outlier), so noise and the feedback of a
+and never sped BSP up). A board is slowed only if at its full batch it is
+more than ``tolerance`` slower than ``T*``. A new assignment is adopted only
+when it differs from the current one by more than ``hysteresis`` (relative)
+and by more than one sample, and never right after a transient spike (the last sample an outlier), so noise and the feedback of a
 changed batch on the measured times do not make assignments oscillate.
+
+Weight. A push steps by ``lr x min(1, samples / asked)``: a board that did
+the batch it was assigned takes a full step, as without balancing; only a
+push short of its assignment weighs less.
 
 Cost. ``T*`` is a median over live workers, recomputed after every
 ``max(1, n_live // 4)`` observations or a change of membership, so the work
@@ -105,8 +112,8 @@ class Balancer:
 
     Parameters
     ----------
-    base_batch : the batch every worker uses without balancing; a push's
-        weight is its samples over this (see ``weight``).
+    base_batch : the batch every worker uses without balancing (see
+        ``weight`` for a push's step).
     min_batch, max_batch : bounds of any assignment (defaults: base / 16,
         at least 1, and the base: a board faster than the median keeps its
         batch, as larger batches and steps only cost asynchronous policies).
