@@ -261,7 +261,9 @@ class Simulator:
         w.waiting = False
         # a board never goes past its own memory limit, whatever it is told
         w.batch = min(batch, w.profile.max_batch or batch)
-        duration = w.profile.sample_compute(w.compute_rng, w.batch)
+        # it computes the rows it draws: a shard smaller than the batch is
+        # all of it, with balancing or without
+        duration = w.profile.sample_compute(w.compute_rng, min(w.batch, len(w.y)))
         self.loop.after(
             duration, self._on_computed, w, w.epoch, version, params, duration
         )
