@@ -317,3 +317,33 @@ def test_eager_does_not_trust_one_slow_link_leg() -> None:
     for _ in range(10):
         bal.observe("w0", 32, compute, compute + 0.3)
     assert bal.batches(boards)["w0"] < 32
+
+
+@pytest.mark.parametrize("balance", [False, True])
+def test_a_board_with_a_small_shard_computes_its_rows_and_announces_them(
+    balance: bool,
+) -> None:
+    from edgeps.sim.simulator import Simulator
+    from edgeps.sim.types import SimConfig
+    from edgeps.workloads.scenarios import BASE_COMPUTE, FIXED_FRACTION
+
+    cfg = SimConfig(
+        policy="asp",
+        scenario="homogeneous",
+        n_workers=64,
+        dataset="digits",
+        partition="labelmix:0.3",
+        balance=balance,
+        max_time=2.0,
+    )
+    sim = Simulator(cfg)
+    sim.run()
+    w = next(iter(sim.workers.values()))
+    rows = len(w.y)
+    assert rows < cfg.batch_size and w.cap == rows
+    per_push = w.busy_time / w.clock
+    expected = BASE_COMPUTE * (FIXED_FRACTION + (1 - FIXED_FRACTION) * rows / 32)
+    assert per_push == pytest.approx(expected, rel=0.1)
+    if balance:
+        assert sim.server.balancer is not None
+        assert sim.server.balancer.weight(rows, w.worker_id) == 1.0
