@@ -220,14 +220,16 @@ def test_a_push_of_its_assigned_batch_weighs_one_a_short_one_less() -> None:
 
 def test_a_board_slower_only_within_the_tolerance_keeps_its_full_batch() -> None:
     boards = {f"w{i}": Board(0.003) for i in range(5)}
-    boards["link"] = Board(0.003, fixed=0.03)  # a slower link: +20% per round
+    boards["link"] = Board(0.003, fixed=0.3)  # a slow link: a retry every round
     boards["slow"] = Board(0.0045)  # 1.5x slower compute
+    boards["bit"] = Board(0.0036)  # 1.2x slower compute
     bal = joined(boards)
     final = run(bal, boards, 30)[-1]
-    assert final["link"] == 32
+    assert final["link"] == 32  # no batch shortens its link
+    assert final["bit"] == 32  # within the tolerance
     assert final["slow"] < 32
     strict = joined(boards, tolerance=0.0)
-    assert run(strict, boards, 30)[-1]["link"] < 32
+    assert run(strict, boards, 30)[-1]["bit"] < 32
     with pytest.raises(ValueError):
         Balancer(tolerance=-0.1)
 
@@ -313,9 +315,13 @@ def test_eager_does_not_trust_one_slow_link_leg() -> None:
     compute = 32 * 0.003
     bal.observe("w0", 32, compute, compute + 0.3)  # its first push: one retry
     assert bal.batches(boards)["w0"] == 32
-    # after its warmup a persistently slow link does count
+    # nor later: a smaller batch saves compute, not link time
     for _ in range(10):
         bal.observe("w0", 32, compute, compute + 0.3)
+    assert bal.batches(boards)["w0"] == 32
+    bal.observe("w0", 32, 4 * compute, 4 * compute + 0.3)  # but slow compute counts
+    for _ in range(6):
+        bal.observe("w0", 32, 4 * compute, 4 * compute + 0.3)
     assert bal.batches(boards)["w0"] < 32
 
 

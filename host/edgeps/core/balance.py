@@ -25,10 +25,10 @@ Assignment: ``b_i = (T* - c_i) / r_i``, rounded and clamped to
 announced (its memory; 0 = none). A board slower than the median gets a
 smaller batch; a faster one a larger batch only when ``max_batch`` allows it
 (by default it does not: measured, that cost ASP and DSP time on non-IID data
-and never sped BSP up). A board is slowed only if at its full batch it is
-more than ``tolerance`` slower than ``T*``. A new assignment is adopted only
-when it differs from the current one by more than ``hysteresis`` (relative)
-and by more than one sample, and never right after a transient spike (the
+and never sped BSP up). A board is slowed only if its compute at its full
+batch is more than ``tolerance`` above the median board's. A new assignment
+is adopted only when it differs from the current one by more than
+``hysteresis`` (relative) and by more than one sample, and never right after a transient spike (the
 last sample an outlier), so noise and the feedback of a changed batch on the
 measured times do not make assignments oscillate.
 
@@ -119,10 +119,11 @@ class Balancer:
         at least 1, and the base: a board faster than the median keeps its
         batch, as larger batches and steps only cost asynchronous policies).
     hysteresis : relative change below which an assignment stays put.
-    tolerance : how much slower than ``T*`` (relative) a board may be at its
-        full batch before it is given a smaller one: below it, what a smaller
-        batch saves is within the spread of a round and only costs gradient
-        quality (lossy links, a slightly slower link).
+    tolerance : how much more compute than the median board's (relative) a
+        board may need at its full batch before it is given a smaller one:
+        below it, what a smaller batch saves is within the spread of a round
+        and only costs gradient quality; its link never triggers it (a
+        smaller batch does not shorten a retry).
     warmup : pushes of a worker before it is assigned anything but the base;
         its levels start from their medians over these.
     eager : assign from a worker's first push instead, its levels following
@@ -174,6 +175,7 @@ class Balancer:
         self._paces: dict[str, _Pace] = {}
         self._live: set[str] = set()
         self._target: float | None = None
+        self._compute = math.nan  # median compute at the base batch, with T*
         self._stale_after = 0  # observations until the target is recomputed
         self.changes = 0  # assignments changed, for reports and tests
 
@@ -255,8 +257,12 @@ class Balancer:
         fixed = pace.fixed.mean if pace.first is None else 0.0
         desired = self._clamp(pace, round((target - fixed) / rate))
         full = self._clamp(pace, self.base_batch)
-        if desired < full and fixed + full * rate <= (1 + self.tolerance) * target:
-            desired = full  # not slow enough for a smaller batch to pay
+        if desired < full and full * rate <= (1 + self.tolerance) * self._compute:
+            # a smaller batch only saves compute: a board whose compute is
+            # within the tolerance of the median's keeps its batch, however
+            # slow its link (retries on a lossy link come in runs that the
+            # averages adopt, and no batch shortens a retry)
+            desired = full
         if abs(desired - pace.batch) > max(1.0, self.hysteresis * pace.batch):
             pace.batch = desired
             self.changes += 1
@@ -274,6 +280,15 @@ class Balancer:
                 if (p := self._paces[w]).ready
             ]
             self._target = statistics.median(times) if times else math.nan
+            self._compute = (
+                statistics.median(
+                    self.base_batch * self._paces[w].per_sample.mean
+                    for w in self._live
+                    if self._paces[w].ready
+                )
+                if times
+                else math.nan
+            )
             self._stale_after = max(1, len(self._live) // 4)
         return self._target
 
