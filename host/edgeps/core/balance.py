@@ -28,9 +28,9 @@ smaller batch; a faster one a larger batch only when ``max_batch`` allows it
 and never sped BSP up). A board is slowed only if its compute at its full
 batch is more than ``tolerance`` above the median board's. A new assignment
 is adopted only when it differs from the current one by more than
-``hysteresis`` (relative) and by more than one sample, and never right after a transient spike (the
-last sample an outlier), so noise and the feedback of a changed batch on the
-measured times do not make assignments oscillate.
+``hysteresis`` (relative) and by more than one sample, and never right after
+a transient spike (the last sample an outlier), so noise and the feedback of
+a changed batch on the measured times do not make assignments oscillate.
 
 Weight. A push steps by ``lr x min(1, samples / asked)``: a board that did
 the batch it was assigned takes a full step, as without balancing; only a
