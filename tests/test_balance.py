@@ -199,3 +199,157 @@ def test_serve_builds_its_core_with_a_balancer_only_when_asked() -> None:
     assert isinstance(server.balancer, Balancer)
     plain, _ = build_server(ServeConfig(), load_model(ServeConfig()))
     assert plain.balancer is None
+
+
+def test_a_push_of_its_assigned_batch_weighs_one_a_short_one_less() -> None:
+    boards = {"slow": Board(0.012)} | {f"f{i}": Board(0.003) for i in range(5)}
+    bal = joined(boards)
+    final = run(bal, boards, 20)[-1]
+    assert final["slow"] < 12
+    # each push is one gradient estimate at the batch it was asked for
+    assert bal.weight(final["slow"], "slow") == 1.0
+    assert bal.weight(32, "f0") == 1.0
+    # fewer rows than asked (a short shard, a cut-off read): less weight
+    assert bal.weight(16, "f0") == 0.5
+    assert bal.weight(final["slow"] // 2, "slow") == pytest.approx(
+        (final["slow"] // 2) / final["slow"]
+    )
+    assert bal.weight(64, "f0") == 1.0  # more than asked earns no bigger step
+    assert bal.weight(16) == 0.5  # a worker it does not know: over the base
+
+
+def test_a_board_slower_only_within_the_tolerance_keeps_its_full_batch() -> None:
+    boards = {f"w{i}": Board(0.003) for i in range(5)}
+    boards["link"] = Board(0.003, fixed=0.3)  # a slow link: a retry every round
+    boards["slow"] = Board(0.0045)  # 1.5x slower compute
+    boards["bit"] = Board(0.0036)  # 1.2x slower compute
+    bal = joined(boards)
+    final = run(bal, boards, 30)[-1]
+    assert final["link"] == 32  # no batch shortens its link
+    assert final["bit"] == 32  # within the tolerance
+    assert final["slow"] < 32
+    strict = joined(boards, tolerance=0.0)
+    assert run(strict, boards, 30)[-1]["bit"] < 32
+    with pytest.raises(ValueError):
+        Balancer(tolerance=-0.1)
+
+
+def test_stragglers_under_interference_settle_and_stay_put() -> None:
+    rng = np.random.default_rng(5)
+    boards = {f"w{i}": Board(0.003) for i in range(6)}
+    boards |= {"s0": Board(0.012), "s1": Board(0.012)}
+    spikes = {(w, r): 5.0 for w in boards for r in range(300) if rng.random() < 0.1}
+    bal = joined(boards)
+    history = run(bal, boards, 300, spikes)
+    assert all(h[w] == 32 for h in history for w in boards if w.startswith("w"))
+    assert all(history[-1][s] == pytest.approx(8, abs=1) for s in ("s0", "s1"))
+    # no oscillation: once settled, spikes (10% of pushes) move nothing
+    assert all(h == history[-1] for h in history[20:])
+    assert bal.changes <= 4
+
+
+def test_eager_assigns_a_straggler_from_its_first_push() -> None:
+    boards = {f"f{i}": Board(0.003) for i in range(5)} | {"slow": Board(0.012)}
+    history = run(joined(boards, eager=True), boards, 3)
+    assert history[0]["slow"] == 32  # nothing known before its first push
+    assert history[1]["slow"] == pytest.approx(8, abs=1)
+    plain = run(joined(boards), boards, 4)
+    assert [h["slow"] for h in plain[:3]] == [32, 32, 32]  # three pushes first
+    assert plain[3]["slow"] == pytest.approx(8, abs=1)
+
+
+def test_eager_a_first_push_spike_costs_one_iteration_then_nothing_moves() -> None:
+    rng = np.random.default_rng(7)
+    boards = {f"w{i}": Board(0.003) for i in range(8)}
+    # after the warmup, every board spikes 5x in 10% of its iterations
+    spikes = {(w, r): 5.0 for w in boards for r in range(3, 200) if rng.random() < 0.1}
+    spikes[("w0", 0)] = 5.0
+    bal = joined(boards, eager=True)
+    history = run(bal, boards, 200, spikes)
+    assert history[1]["w0"] < 32  # its first push only bounded its pace
+    assert all(h["w0"] == 32 for h in history[2:])  # its second push corrected it
+    assert all(b == 32 for h in history for w, b in h.items() if w != "w0")
+    assert bal.changes == 2
+
+
+def _round_batches(eager: bool) -> tuple[list[dict[str, int]], list[str]]:
+    from edgeps.sim.simulator import Simulator
+    from edgeps.sim.types import SimConfig
+
+    cfg = SimConfig(
+        policy="bsp",
+        scenario="stragglers",
+        balance=True,
+        balance_eager=eager,
+        max_time=2.0,
+    )
+    sim = Simulator(cfg)
+    rounds: list[dict[str, int]] = []
+    carry = sim.on_release
+
+    def on_release(action: Release) -> None:
+        if len(action.worker_ids) == len(sim.workers):  # a BSP round, not a join
+            rounds.append(dict(action.batches or {}))
+        carry(action)
+
+    sim.on_release = on_release  # type: ignore[method-assign]
+    sim.run()
+    slow = [w for w, p in sim.scenario.profiles.items() if p.straggler_factor > 1]
+    return rounds, slow
+
+
+def test_the_simulator_assigns_from_the_first_push_when_eager() -> None:
+    rounds, slow = _round_batches(eager=True)
+    assert all(rounds[0][w] < 12 for w in slow)  # after one push each
+    plain, slow = _round_batches(eager=False)
+    assert all(plain[r][w] == 32 for r in (0, 1) for w in slow)
+    assert all(plain[2][w] < 12 for w in slow)  # after three
+
+
+def test_eager_does_not_trust_one_slow_link_leg() -> None:
+    boards = {f"w{i}": Board(0.003) for i in range(8)}
+    bal = joined(boards, eager=True)
+    batches = bal.batches(boards)
+    for wid, board in list(boards.items())[1:]:
+        board.push(bal, wid, batches[wid])
+    compute = 32 * 0.003
+    bal.observe("w0", 32, compute, compute + 0.3)  # its first push: one retry
+    assert bal.batches(boards)["w0"] == 32
+    # nor later: a smaller batch saves compute, not link time
+    for _ in range(10):
+        bal.observe("w0", 32, compute, compute + 0.3)
+    assert bal.batches(boards)["w0"] == 32
+    bal.observe("w0", 32, 4 * compute, 4 * compute + 0.3)  # but slow compute counts
+    for _ in range(6):
+        bal.observe("w0", 32, 4 * compute, 4 * compute + 0.3)
+    assert bal.batches(boards)["w0"] < 32
+
+
+@pytest.mark.parametrize("balance", [False, True])
+def test_a_board_with_a_small_shard_computes_its_rows_and_announces_them(
+    balance: bool,
+) -> None:
+    from edgeps.sim.simulator import Simulator
+    from edgeps.sim.types import SimConfig
+    from edgeps.workloads.scenarios import BASE_COMPUTE, FIXED_FRACTION
+
+    cfg = SimConfig(
+        policy="asp",
+        scenario="homogeneous",
+        n_workers=64,
+        dataset="digits",
+        partition="labelmix:0.3",
+        balance=balance,
+        max_time=2.0,
+    )
+    sim = Simulator(cfg)
+    sim.run()
+    w = next(iter(sim.workers.values()))
+    rows = len(w.y)
+    assert rows < cfg.batch_size and w.cap == rows
+    per_push = w.busy_time / w.clock
+    expected = BASE_COMPUTE * (FIXED_FRACTION + (1 - FIXED_FRACTION) * rows / 32)
+    assert per_push == pytest.approx(expected, rel=0.1)
+    if balance:
+        assert sim.server.balancer is not None
+        assert sim.server.balancer.weight(rows, w.worker_id) == 1.0

@@ -15,6 +15,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "edgeps.sim.goals",
         "sync policies in the simulator, with DSP's goals checked",
     ),
+    "rounds": (
+        "edgeps.sim.round_bound",
+        "BSP round time: slowest board, balanced or not",
+    ),
     "fw-publish": (
         "edgeps.bench.fw_publish",
         "QoS1 publish rate of the firmware MQTT client under MicroPython",

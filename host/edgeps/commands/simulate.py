@@ -50,6 +50,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=d.balance,
         help="the PS assigns each board its batch from the monitor",
     )
+    parser.add_argument(
+        "--balance-eager",
+        action="store_true",
+        help="with --balance: assign from a board's first push, not its third",
+    )
     parser.add_argument("--target-accuracy", type=float, default=d.target_accuracy)
     parser.add_argument("--max-time", type=float, default=d.max_time, help="seconds")
     add_link_flags(parser)
@@ -78,6 +83,7 @@ def _config(args: argparse.Namespace) -> SimConfig:
         lr=args.lr,
         staleness_aware=aware,
         balance=args.balance,
+        balance_eager=args.balance_eager,
         target_accuracy=args.target_accuracy,
         max_time=args.max_time,
         link_rate=args.link_rate,

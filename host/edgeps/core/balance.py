@@ -11,9 +11,12 @@ with the batch (both link legs). Both are robust EWMAs (the monitor's
 ``RobustEwma``): a transient spike (a sample outside the normal band) does
 not move them at all, a run of ``persistent_window`` (6) outliers on one side
 is adopted as a new level; both start from the medians of a worker's first
-``warmup`` pushes.
-So interference barely moves an assignment and a persistent slowdown moves it
-within a few iterations.
+``warmup`` pushes (so neither one nor two spikes at the start set an
+assignment). So interference barely moves an assignment and a persistent
+slowdown moves it within a few iterations. Eager, a worker is assigned from
+its first push: a push bounds its pace from above (interference only slows a
+board), so until ``warmup`` its levels follow its fastest push so far, and
+its link legs are left out (one lost message costs a whole retry).
 
 Target. ``T* = median_i (c_i + base_batch * r_i)`` over the live, measured
 workers: the iteration time of the median board at the default batch.
@@ -22,11 +25,16 @@ Assignment: ``b_i = (T* - c_i) / r_i``, rounded and clamped to
 announced (its memory; 0 = none). A board slower than the median gets a
 smaller batch; a faster one a larger batch only when ``max_batch`` allows it
 (by default it does not: measured, that cost ASP and DSP time on non-IID data
-and never sped BSP up). A new assignment is adopted only when it differs
-from the current one by more than
-``hysteresis`` (relative) and by more than one sample, and never right after a
-transient spike (the last sample an outlier), so noise and the feedback of a
-changed batch on the measured times do not make assignments oscillate.
+and never sped BSP up). A board is slowed only if its compute at its full
+batch is more than ``tolerance`` above the median board's. A new assignment
+is adopted only when it differs from the current one by more than
+``hysteresis`` (relative) and by more than one sample, and never right after
+a transient spike (the last sample an outlier), so noise and the feedback of
+a changed batch on the measured times do not make assignments oscillate.
+
+Weight. A push steps by ``lr x min(1, samples / asked)``: a board that did
+the batch it was assigned takes a full step, as without balancing; only a
+push short of its assignment weighs less.
 
 Cost. ``T*`` is a median over live workers, recomputed after every
 ``max(1, n_live // 4)`` observations or a change of membership, so the work
@@ -49,7 +57,7 @@ def _check_batch(name: str, value: object) -> int:
 
 
 class _Pace:
-    __slots__ = ("per_sample", "fixed", "cap", "batch", "first")
+    __slots__ = ("per_sample", "fixed", "cap", "batch", "first", "eager")
 
     def __init__(
         self, per_sample: RobustEwma, fixed: RobustEwma, cap: int, batch: int
@@ -59,13 +67,16 @@ class _Pace:
         self.cap = cap
         self.batch = batch
         self.first: list[tuple[float, float]] | None = []  # until warmed up
+        self.eager = False
 
     def fold(self, per_sample: float, fixed: float, warmup: int) -> None:
         """Start from the medians of the first ``warmup`` pushes, then average.
 
         Samples above twice the smallest are left out of that median: spikes
         among the very first iterations would otherwise set the level that the
-        first assignment is computed from.
+        first assignment is computed from. Eager, the levels meanwhile follow
+        the fastest push so far (interference only slows a board, so one push
+        bounds its pace from above and the fastest of a few is its pace).
         """
         if self.first is None:
             self.per_sample.update(per_sample)
@@ -73,6 +84,13 @@ class _Pace:
             return
         self.first.append((per_sample, fixed))
         if len(self.first) < warmup:
+            if self.eager:
+                for series, values in zip(
+                    (self.per_sample, self.fixed),
+                    zip(*self.first, strict=True),
+                    strict=True,
+                ):
+                    series.mean = series.last = min(values)
             return
         for series, values in zip(
             (self.per_sample, self.fixed), zip(*self.first, strict=True), strict=True
@@ -87,7 +105,7 @@ class _Pace:
 
     @property
     def ready(self) -> bool:
-        return self.first is None
+        return self.first is None or (self.eager and bool(self.first))
 
 
 class Balancer:
@@ -95,14 +113,25 @@ class Balancer:
 
     Parameters
     ----------
-    base_batch : the batch every worker uses without balancing; a push's
-        weight is its samples over this (see ``weight``).
+    base_batch : the batch every worker uses without balancing (see
+        ``weight`` for a push's step).
     min_batch, max_batch : bounds of any assignment (defaults: base / 16,
         at least 1, and the base: a board faster than the median keeps its
         batch, as larger batches and steps only cost asynchronous policies).
     hysteresis : relative change below which an assignment stays put.
+    tolerance : how much more compute than the median board's (relative) a
+        board may need at its full batch before it is given a smaller one:
+        below it, what a smaller batch saves is within the spread of a round
+        and only costs gradient quality; its link never triggers it (a
+        smaller batch does not shorten a retry).
     warmup : pushes of a worker before it is assigned anything but the base;
         its levels start from their medians over these.
+    eager : assign from a worker's first push instead, its levels following
+        the fastest of its pushes until ``warmup`` (off by default: a spike on
+        a board's first push then gives it a smaller batch for an iteration or
+        two; it never lengthens a round, as a push only bounds a board's pace
+        from above, but it does change an assignment that a quiet board keeps
+        otherwise).
     alpha, transient_factor, persistent_window : of the robust averages, as in
         ``edgeps.core.monitor.PerformanceMonitor``.
     """
@@ -114,7 +143,9 @@ class Balancer:
         min_batch: int | None = None,
         max_batch: int | None = None,
         hysteresis: float = 0.15,
+        tolerance: float = 0.25,
         warmup: int = 3,
+        eager: bool = False,
         alpha: float = 0.2,
         transient_factor: float = 3.0,
         persistent_window: int = 6,
@@ -134,12 +165,17 @@ class Balancer:
         _check_batch("persistent_window", persistent_window)
         if not 0.0 < alpha <= 1.0 or not transient_factor > 0:
             raise ValueError("alpha must be in (0, 1] and transient_factor > 0")
+        if not (isinstance(tolerance, (int, float)) and tolerance >= 0):
+            raise ValueError(f"tolerance must be >= 0, got {tolerance!r}")
         self.hysteresis = float(hysteresis)
+        self.tolerance = float(tolerance)
         self.warmup = warmup
+        self.eager = bool(eager)
         self._ewma = (float(alpha), float(transient_factor), persistent_window)
         self._paces: dict[str, _Pace] = {}
         self._live: set[str] = set()
         self._target: float | None = None
+        self._compute = math.nan  # median compute at the base batch, with T*
         self._stale_after = 0  # observations until the target is recomputed
         self.changes = 0  # assignments changed, for reports and tests
 
@@ -155,6 +191,7 @@ class Balancer:
         pace = self._paces.get(worker_id)
         if pace is None:
             pace = _Pace(self._series(), self._series(), cap, self.base_batch)
+            pace.eager = self.eager
             self._paces[worker_id] = pace
         pace.cap = cap
         pace.batch = self._clamp(pace, pace.batch)
@@ -184,9 +221,24 @@ class Balancer:
             self._target = None
 
     # -- what the core asks ---------------------------------------------------
-    def weight(self, samples: int) -> float:
-        """Step weight of a push of ``samples`` (1 for a base batch, 1 if unknown)."""
-        return samples / self.base_batch if samples > 0 else 1.0
+    def weight(self, samples: int, worker_id: str | None = None) -> float:
+        """Step weight of a push of ``samples``: its samples over those asked.
+
+        A board that did the work it was assigned steps by the full rate, as
+        every push does without balancing: each push is one gradient estimate
+        (its batch's mean), and each board's data keeps the weight it has
+        without balancing, which matters on non-IID shards. Only a push short
+        of its assignment (fewer rows than asked) weighs less, at most 1.
+        Without a worker (or for one never released) the base batch is what
+        was asked. Measured against ``samples / base``: that took the step of
+        every small-batch board, so BSP gained less and asynchronous policies
+        lost time (see the README's "Work assignment").
+        """
+        if samples <= 0:
+            return 1.0
+        pace = self._paces.get(worker_id) if worker_id is not None else None
+        asked = self.base_batch if pace is None else pace.batch
+        return min(1.0, samples / asked) if pace is not None else samples / asked
 
     def batch_for(self, worker_id: str) -> int:
         """The batch this worker should use in its next iteration."""
@@ -200,7 +252,17 @@ class Balancer:
         rate = pace.per_sample.mean
         if math.isnan(target) or rate <= 0:
             return pace.batch
-        desired = self._clamp(pace, round((target - pace.fixed.mean) / rate))
+        # before its warmup ends (eager) a board's link legs are not trusted:
+        # one lost message costs a whole retry, far more often than a spike
+        fixed = pace.fixed.mean if pace.first is None else 0.0
+        desired = self._clamp(pace, round((target - fixed) / rate))
+        full = self._clamp(pace, self.base_batch)
+        if desired < full and full * rate <= (1 + self.tolerance) * self._compute:
+            # a smaller batch only saves compute: a board whose compute is
+            # within the tolerance of the median's keeps its batch, however
+            # slow its link (retries on a lossy link come in runs that the
+            # averages adopt, and no batch shortens a retry)
+            desired = full
         if abs(desired - pace.batch) > max(1.0, self.hysteresis * pace.batch):
             pace.batch = desired
             self.changes += 1
@@ -218,6 +280,15 @@ class Balancer:
                 if (p := self._paces[w]).ready
             ]
             self._target = statistics.median(times) if times else math.nan
+            self._compute = (
+                statistics.median(
+                    self.base_batch * self._paces[w].per_sample.mean
+                    for w in self._live
+                    if self._paces[w].ready
+                )
+                if times
+                else math.nan
+            )
             self._stale_after = max(1, len(self._live) // 4)
         return self._target
 
@@ -228,5 +299,6 @@ class Balancer:
     def describe(self) -> str:
         return (
             f"balance:base={self.base_batch},min={self.min_batch},"
-            f"max={self.max_batch},hysteresis={self.hysteresis:g}"
+            f"max={self.max_batch},hysteresis={self.hysteresis:g},"
+            f"tolerance={self.tolerance:g}" + (",eager" if self.eager else "")
         )

@@ -322,7 +322,8 @@ class ParameterServer:
         staleness = self.version - int(push.base_version)
         lr = self.lr / (staleness + 1) if self.staleness_aware else self.lr
         lr *= self.policy.step_scale(self.view, push, staleness)
-        lr *= 1.0 if self.balancer is None else self.balancer.weight(push.samples)
+        if self.balancer is not None:
+            lr *= self.balancer.weight(push.samples, rec.worker_id)
         self.optimizer.step(self._params, push.update, lr)
         self.version += 1
         if self.norm_guard is not None:

@@ -95,6 +95,17 @@ class SimWorker:
         self.link: SimLink | None = None  # a shaped link, else the delay model
         self.encoder: GradEncoder | None = None  # under --compress
 
+    @property
+    def cap(self) -> int:
+        """The batch limit it announces: its memory's, or its shard's if smaller.
+
+        A board never draws more rows than its shard holds, so a shard smaller
+        than the batch is a limit like memory is (0: none).
+        """
+        limits = [m for m in (self.profile.max_batch, len(self.y)) if m > 0]
+        low = min(limits) if limits else 0
+        return low if low < self.default_batch or self.profile.max_batch else 0
+
     def next_batch(self, size: int) -> tuple[np.ndarray, np.ndarray]:
         """The next minibatch of this worker's shard, as ``NativeTrainer`` draws it."""
         idx = self.shuffle.take(min(size, len(self.y)))
@@ -135,7 +146,11 @@ class Simulator:
             lr=cfg.lr,
             staleness_aware=bool(cfg.staleness_aware),
             liveness_timeout=cfg.liveness_timeout,
-            balancer=Balancer(base_batch=cfg.batch_size) if cfg.balance else None,
+            balancer=(
+                Balancer(base_batch=cfg.batch_size, eager=cfg.balance_eager)
+                if cfg.balance
+                else None
+            ),
         )
         shards = partition(self.data.y_train, cfg.n_workers, cfg.partition, cfg.seed)
         self.workers: dict[str, SimWorker] = {}
@@ -216,7 +231,7 @@ class Simulator:
         # release numbers keep growing across joins: a join delivered twice
         # (its acknowledgement lost) must not restart them below what the
         # board already took, or every later release looks like a redelivery
-        self._ps(Join(w.worker_id, incarnation, max_batch=w.profile.max_batch))
+        self._ps(Join(w.worker_id, incarnation, max_batch=w.cap))
 
     def _ps_tick(self) -> None:
         self._ps(Tick())
@@ -246,7 +261,9 @@ class Simulator:
         w.waiting = False
         # a board never goes past its own memory limit, whatever it is told
         w.batch = min(batch, w.profile.max_batch or batch)
-        duration = w.profile.sample_compute(w.compute_rng, w.batch)
+        # it computes the rows it draws: a shard smaller than the batch is
+        # all of it, with balancing or without
+        duration = w.profile.sample_compute(w.compute_rng, min(w.batch, len(w.y)))
         self.loop.after(
             duration, self._on_computed, w, w.epoch, version, params, duration
         )
