@@ -151,19 +151,18 @@ class Worker:
         self._waiting = False  # joined and waiting for PARAMS
         self._wait_since = 0
         self._last_hb = 0
+        self._backoff = 0  # the last reconnect delay; 0 once a link came up
 
     # -- public ---------------------------------------------------------
 
     def run(self):
         """Run until done, max_iterations, the stop callback or a model mismatch."""
-        backoff = self.backoff_min_ms
         while self.stop_reason is None:
             if self._should_stop():
                 self.stop_reason = "stopped"
                 break
             try:
                 self._session()
-                backoff = self.backoff_min_ms
             except MemoryError as exc:
                 # a rejoin would fail the same way: stop instead of looping
                 self.stats["memory_errors"] += 1
@@ -176,8 +175,7 @@ class Worker:
                 if self.stop_reason is not None or self._should_stop():
                     break
                 self.stats["reconnects"] += 1
-                self._rare("backoff", backoff)
-                backoff = min(backoff * 2, self.backoff_max_ms)
+                self._rare("backoff")
         if self.stop_reason is None:
             self.stop_reason = "stopped"
         self._leave()

@@ -19,6 +19,7 @@ def start_link(w, _):
     w.t.subscribe("edgeps/" + w.job + "/params/shared", 1)  # see wire_host
     w.t.subscribe(w.model_topic, 1)
     w._note("connected")
+    w._backoff = 0  # a link that came up: the next delay starts from the base
     w._sink.reset()
     w.session = None
     w._joined = False
@@ -85,8 +86,15 @@ def on_reject(w, msg):
         hello(w, None)
 
 
-def backoff(w, ms):
-    """Back off for ms, waking early when the stop callback fires."""
+def backoff(w, _):
+    """Back off before a reconnect, waking early when the stop callback fires.
+
+    The delay doubles from backoff_min_ms to backoff_max_ms over failed
+    connects and starts from backoff_min_ms again after a link came up.
+    """
+    ms = w._backoff
+    ms = w._backoff = min(ms * 2, w.backoff_max_ms) if ms else w.backoff_min_ms
+    w._note("reconnecting in " + str(ms) + " ms")
     start = clock.ticks_ms()
     while clock.ticks_diff(clock.ticks_ms(), start) < ms:
         if w._should_stop():
