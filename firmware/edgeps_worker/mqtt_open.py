@@ -133,7 +133,7 @@ def connect(c, will_topic, will_payload, will_retain, clean):
     c.close_link()
     link = c._opener(c.server, c.port, c.timeout_ms)
     c._link = link
-    c._r0 = c._r1 = 0
+    c._r0 = c._r1 = c._skip = 0
     c._queue = []
     c._ping_sent = None
     c._acked = False

@@ -10,7 +10,8 @@ Transport (the firmware ``MQTTClient`` or a paho adapter)::
     t.subscribe(topic, qos=1)
     t.publish(topic, payload, qos=1, retain=False)   # returns after PUBACK; OSError
     t.publish_frame(topic, n, write, *args)  # optional, QoS 1: write() frames in place
-    t.poll(timeout_ms) -> (topic, payload) | None
+    t.poll(timeout_ms) -> (topic, payload) | None   # payload None: a message
+                                          # too long for it, dropped (oversized)
     t.close()
     t.connected -> bool
 
@@ -234,7 +235,9 @@ class Worker:
 
     def _dispatch(self, topic, payload):
         self._sample()
-        if self._handle(payload):
+        if payload is None:  # oversized: the transport dropped it, the link stays
+            self._rare("oversized", topic)
+        elif self._handle(payload):
             self._release()  # out of _handle: its message is garbage during the step
 
     def _handle(self, payload):  # True when the message completed a release

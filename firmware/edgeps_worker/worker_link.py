@@ -86,6 +86,13 @@ def on_reject(w, msg):
         hello(w, None)
 
 
+def oversized(w, topic):
+    """A message longer than the board's buffers, read off the link and dropped
+    by the transport: counted as a rejection ``oversized``, logged with its topic."""
+    w.reject_reasons["oversized"] = w.reject_reasons.get("oversized", 0) + 1
+    w._bad("oversized on " + topic)
+
+
 def backoff(w, _):
     """Back off before a reconnect, waking early when the stop callback fires.
 
