@@ -117,19 +117,19 @@ class MQTTClient:
         self, will_topic=None, will_payload=None, will_retain=False, clean=True
     ):
         """Open the link, send CONNECT (last will QoS 1), wait for CONNACK."""
-        from edgeps_worker import mqtt_open
-
-        try:
-            mqtt_open.connect(self, will_topic, will_payload, will_retain, clean)
-        finally:
-            unload("mqtt_open")
+        self._rare("connect", will_topic, will_payload, will_retain, clean)
 
     def subscribe(self, topic, qos=1):
         """Subscribe and wait for the SUBACK; OSError if refused or unanswered."""
+        self._rare("subscribe", topic, qos)
+
+    def _rare(self, name, *args):
+        # what runs per connect or per oversized message is in mqtt_open,
+        # which a board unloads after each use
         from edgeps_worker import mqtt_open
 
         try:
-            mqtt_open.subscribe(self, topic, qos)
+            return getattr(mqtt_open, name)(self, *args)
         finally:
             unload("mqtt_open")
 
@@ -295,16 +295,8 @@ class MQTTClient:
         A PUBLISH longer than max_packet comes as its topic and packet id
         only, with ``_skip`` set to the bytes still to discard.
         """
-        while self._skip:  # the rest of an oversized PUBLISH, a buffer at a time
-            n = min(self._skip, self._r1 - self._r0)
-            self._skip -= n
-            self._r0 += n
-            if self._r0 == self._r1:
-                self._r0 = self._r1 = 0
-            if self._skip and not self._fill(
-                min(self._skip, len(self._rbuf)), t0, timeout_ms
-            ):
-                return None
+        if self._skip and not self._rare("drain", t0, timeout_ms):
+            return None
         if not self._fill(2, t0, timeout_ms):
             return None
         while True:
@@ -322,19 +314,9 @@ class MQTTClient:
             self._violation(why)
         # _fill may compact the buffer, moving the packet to index 0
         off = start - self._r0
-        if rl > self.max_packet:
-            # only a PUBLISH gets here (check_header): keep its topic and packet
-            # id, drop the rest off the socket (_skip), keep the link
-            if not self._fill(off + 2, t0, timeout_ms):
-                return None
-            tl = _p.parse_u16(self._rbuf, self._r0 + off) + 4
-            if tl > self.max_packet:
-                self._dead("PUBLISH topic of %d bytes exceeds max_packet" % tl)
-            if not self._fill(off + tl, t0, timeout_ms):
-                return None
-            self._skip = rl - tl
-            rl = tl
-        elif not self._fill(off + rl, t0, timeout_ms):
+        if rl > self.max_packet:  # a PUBLISH (check_header): its head, _skip set
+            rl = self._rare("oversized", off, rl, t0, timeout_ms)
+        if rl is None or not self._fill(off + rl, t0, timeout_ms):
             return None
         start = self._r0 + off
         first = self._rbuf[self._r0]
