@@ -68,11 +68,9 @@ class MQTTClient:
             raise ValueError("a password needs a username [MQTT-3.1.2-22]")
         if isinstance(client_id, str):
             client_id = client_id.encode()
-        self.client_id = client_id
-        self.server = server
-        self.port = port
-        self.user = user
-        self.password = password
+        # read only by mqtt_open.connect: one attribute, not five (the
+        # instance's table then fits 23 slots)
+        self._login = (client_id, server, port, user, password)
         self.keepalive = keepalive
         self.timeout_ms = timeout_ms
         self.retries = retries

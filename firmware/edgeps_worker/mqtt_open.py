@@ -132,7 +132,8 @@ def open_link(host, port, timeout_ms, ssl_context, server_hostname):
 def connect(c, will_topic, will_payload, will_retain, clean):
     """MQTTClient.connect: open the link, send CONNECT, wait for CONNACK."""
     c.close_link()
-    link = c._opener(c.server, c.port, c.timeout_ms)
+    client_id, server, port, user, password = c._login
+    link = c._opener(server, port, c.timeout_ms)
     c._link = link
     c._r0 = c._r1 = c._skip = 0
     c._queue = []
@@ -140,15 +141,15 @@ def connect(c, will_topic, will_payload, will_retain, clean):
     c._acked = False
     try:
         pkt = connect_packet(
-            c.client_id,
+            client_id,
             c.keepalive,
             clean,
             will_topic,
             will_payload,
             1,
             will_retain,
-            c.user,
-            c.password,
+            user,
+            password,
         )
         c._send(memoryview(pkt))
         got = c._wait_for(_p.CONNACK, None, _l.ticks_ms(), c.timeout_ms)
