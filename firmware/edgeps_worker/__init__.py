@@ -5,10 +5,9 @@ import sys
 VERSION = "0.1.0"
 
 
-def unload(*names):
-    """On MicroPython, drop the submodules ``names`` until their next import: a
-    loaded module's code takes heap (its names stay interned)."""
+def unload(name):
+    """On MicroPython, drop submodule ``name`` until its next import: a loaded
+    module's code takes heap (its names stay interned)."""
     if sys.implementation.name == "micropython":
-        for name in names:
-            globals().pop(name, None)
-            sys.modules.pop("edgeps_worker." + name, None)
+        globals().pop(name, None)
+        sys.modules.pop("edgeps_worker." + name, None)

@@ -2,8 +2,9 @@
 fields they carry).
 
 A board sends them once per link or per re-HELLO, from ``worker_link``, so
-they live apart from ``wire``: imported with ``worker_link`` and unloaded with
-it, their code is off the heap between uses. ``wire_host`` re-exports them.
+they live apart from ``wire``: ``worker_link`` imports this module for each
+message and unloads it after (never while ``mqtt_open`` connects), so its
+code is off the heap between uses. ``wire_host`` re-exports them.
 """
 
 from edgeps_worker.wire import BYE, FIELDS, HELLO, MAX_TEXT, _frame, _uint, check_id

@@ -361,7 +361,7 @@ class Worker:
         try:
             return getattr(worker_link, name)(self, arg)
         finally:
-            unload("worker_link", "wire_join")
+            unload("worker_link")
 
     feed = _dispatch  # step API: handle one received message
     leave = _leave  # step API: BYE on a live link, then close it

@@ -7,13 +7,24 @@ interned). Everything runs once per link, per HELLO or per rare message;
 nothing here is on the path of a release or a push.
 """
 
-from edgeps_worker import clock, wire_join
+from edgeps_worker import clock, unload
+
+
+def _encode(name, *args):
+    # HELLO and BYE are encoded by wire_join, loaded for the call only: a
+    # connect then never has it and mqtt_open on the heap at once
+    from edgeps_worker import wire_join
+
+    try:
+        return getattr(wire_join, name)(*args)
+    finally:
+        unload("wire_join")
 
 
 def start_link(w, _):
     """Connect, subscribe, start a new session (Worker.start_link)."""
     w.nonce = clock.random_u64()
-    bye = wire_join.encode_bye(w.job, w.wid, w.nonce, "lost", w.key)
+    bye = _encode("encode_bye", w.job, w.wid, w.nonce, "lost", w.key)
     w.t.connect(w.up, bye)
     w.t.subscribe(w.down, 1)
     w.t.subscribe("edgeps/" + w.job + "/params/shared", 1)  # see wire_host
@@ -32,10 +43,9 @@ def start_link(w, _):
 def hello(w, _):
     """Ask to join (again): HELLO, then wait for a release."""
     t = w.trainer
-    hi = wire_join.encode_hello(w.job, w.wid, w.instance, w.nonce, t.model,
-                                w.max_chunk, w._sink.reads,
-                                getattr(t, "max_batch", 0), w.key,
-                                getattr(t, "codecs", 2))  # fmt: skip
+    hi = _encode("encode_hello", w.job, w.wid, w.instance, w.nonce, t.model,
+                 w.max_chunk, w._sink.reads, getattr(t, "max_batch", 0), w.key,
+                 getattr(t, "codecs", 2))  # fmt: skip
     w.t.publish(w.up, hi, 1)
     w.stats["hellos"] += 1
     w._sink.reset()  # the PS answers with a release, maybe the last one
@@ -114,7 +124,7 @@ def leave(w, _):
     """Say BYE when a link is up; a dead link leaves it to the last will."""
     try:
         if w.t.connected:
-            bye = wire_join.encode_bye(w.job, w.wid, w.nonce, "bye", w.key)
+            bye = _encode("encode_bye", w.job, w.wid, w.nonce, "bye", w.key)
             w.t.publish(w.up, bye, 1)
     except (OSError, MemoryError) as exc:
         w._note("bye failed: " + repr(exc))
