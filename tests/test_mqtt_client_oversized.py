@@ -57,6 +57,24 @@ def test_draining_survives_a_poll_that_times_out_halfway() -> None:
     assert c.connected and c.violations == 0
 
 
+def test_a_head_split_across_reads_is_read_again_whole() -> None:
+    # Prepare: the fixed header and half the topic, then a poll times out
+    link = FakeBrokerLink()
+    c = _client(link, max_packet=256)
+    pkt = mp.publish_packet("edgeps/j/down/w", bytes(3000), qos=1, pid=9)
+    link.inbox += pkt[:8]
+
+    # Execute
+    none = c.poll(0)
+    link.inbox += pkt[8:] + mp.publish_packet("edgeps/j/down/w", b"ok", qos=1, pid=10)
+    got = [c.poll(0), c.poll(0)]
+
+    # Assert
+    assert none is None
+    assert got == [("edgeps/j/down/w", None), ("edgeps/j/down/w", b"ok")]
+    assert mp.puback_packet(9) in link.packets and c.connected
+
+
 def test_a_topic_longer_than_max_packet_still_drops_the_link() -> None:
     # Prepare: no broker forwards it to a board that subscribed to short topics
     link = FakeBrokerLink()

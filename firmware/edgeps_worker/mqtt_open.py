@@ -192,6 +192,8 @@ def oversized(c, off, rl, t0, timeout_ms):
     n = _p.parse_u16(c._rbuf, c._r0 + off) + 4
     if n > c.max_packet:  # a topic no subscription of a board has
         c._dead("PUBLISH topic of %d bytes exceeds max_packet" % n)
+    if not c._fill(off + n, t0, timeout_ms):
+        return None  # nothing consumed: the next read starts at its header again
     c._skip = rl - n
     return n
 
