@@ -14,7 +14,7 @@ from fw_host import write_worker_config
 SCRIPT = str(Path(__file__).parent / "mpy" / "fw_shed.py")
 CHECKS = ["builder_unloaded", "config_unloaded", "worker_init_shed",
           "client_init_shed", "trainer_init_shed", "sink_init_shed", "topics_shed",
-          "step_kept", "connected", "open_unloaded", "link_unloaded",
+          "step_kept", "join_apart", "connected", "open_unloaded", "link_unloaded",
           "reconnected", "left"]  # fmt: skip
 
 

@@ -32,6 +32,8 @@ ONCE = (
     "builder", "", "read_config", "builder", "", "build_source",
     "builder", "", "mqtt_buffers", "worker", "", "STAT_NAMES",
     "app", "", "build", "kernels", "", "KINDS",
+    # never run on a board: whole packets for benches and tests
+    "mqtt_packets", "", "publish_packet", "mqtt_packets", "", "publish_into",
 )  # fmt: skip
 
 
@@ -199,7 +201,7 @@ def build(path, stop=None):
     )
     shed(("worker", "params_sink", "wire", "app"))
     w.t = make_transport(cfg, mqtt_bufs)  # pyright: ignore[reportAttributeAccessIssue]
-    shed(("mqtt",))
+    shed(("mqtt", "mqtt_packets"))
     if cfg["step_heartbeats"]:
         # steps longer than the host's liveness timeout: beat during them
         from edgeps_worker import alive

@@ -9,7 +9,9 @@ broker (``mqtt_packets.check_header``: anything before CONNACK, QoS 2 or 3,
 wrong flags) closes the link with OSError, counted in ``violations``; the
 caller reconnects. The QoS 2 flow is not implemented (the worker subscribes
 at QoS 1). A PUBLISH whose framing is sound but whose topic or packet id is
-malformed is counted in ``dropped`` and skipped. Packet building and parsing
+malformed is counted in ``dropped`` and skipped; one longer than
+``max_packet`` is acked, drained off the socket a buffer at a time and handed
+on as ``(topic, None)``, the link kept. Packet building and parsing
 are pure functions (``mqtt_packets``); the socket sits behind a small link
 object. The caller owns reconnection (the worker loop rejoins its job).
 """
@@ -29,8 +31,9 @@ class MQTTClient:
     user, password: a password needs a user [MQTT-3.1.2-22] (ValueError).
     timeout_ms: bound on one wait for CONNACK, SUBACK or PUBACK, on one send.
     retries: PUBLISH resends (with DUP) before the link is declared dead.
-    max_packet: largest remaining length accepted; the receive buffer is
-        allocated once for it, so it never grows at run time.
+    max_packet: largest remaining length read; the receive buffer is
+        allocated once for it, so it never grows at run time. A longer
+        PUBLISH is discarded: ``poll`` gives ``(topic, None)`` for it.
     max_queue: incoming messages held while waiting for an ack; the oldest
         is dropped (and counted in ``dropped``) beyond it.
     ssl_context: an ``ssl.SSLContext`` (MicroPython or CPython) for TLS, with
@@ -65,11 +68,9 @@ class MQTTClient:
             raise ValueError("a password needs a username [MQTT-3.1.2-22]")
         if isinstance(client_id, str):
             client_id = client_id.encode()
-        self.client_id = client_id
-        self.server = server
-        self.port = port
-        self.user = user
-        self.password = password
+        # read only by mqtt_open.connect: one attribute, not five (the
+        # instance's table then fits 23 slots)
+        self._login = (client_id, server, port, user, password)
         self.keepalive = keepalive
         self.timeout_ms = timeout_ms
         self.retries = retries
@@ -98,6 +99,7 @@ class MQTTClient:
         self._queue = []
         self._last_send = 0
         self._ping_sent = None
+        self._skip = 0  # bytes of an oversized PUBLISH still to discard
         self.dropped = 0
         self.resent = 0
         self.violations = 0
@@ -113,19 +115,19 @@ class MQTTClient:
         self, will_topic=None, will_payload=None, will_retain=False, clean=True
     ):
         """Open the link, send CONNECT (last will QoS 1), wait for CONNACK."""
-        from edgeps_worker import mqtt_open
-
-        try:
-            mqtt_open.connect(self, will_topic, will_payload, will_retain, clean)
-        finally:
-            unload("mqtt_open")
+        self._rare("connect", will_topic, will_payload, will_retain, clean)
 
     def subscribe(self, topic, qos=1):
         """Subscribe and wait for the SUBACK; OSError if refused or unanswered."""
+        self._rare("subscribe", topic, qos)
+
+    def _rare(self, name, *args):
+        # what runs per connect or per oversized message is in mqtt_open,
+        # which a board unloads after each use
         from edgeps_worker import mqtt_open
 
         try:
-            mqtt_open.subscribe(self, topic, qos)
+            return getattr(mqtt_open, name)(self, *args)
         finally:
             unload("mqtt_open")
 
@@ -286,7 +288,13 @@ class MQTTClient:
         return True
 
     def _read_packet(self, t0, timeout_ms):
-        """(first byte, body memoryview) of the next packet, or None on timeout."""
+        """(first byte, body memoryview) of the next packet, or None on timeout.
+
+        A PUBLISH longer than max_packet comes as its topic and packet id
+        only, with ``_skip`` set to the bytes still to discard.
+        """
+        if self._skip and not self._rare("drain", t0, timeout_ms):
+            return None
         if not self._fill(2, t0, timeout_ms):
             return None
         while True:
@@ -302,11 +310,11 @@ class MQTTClient:
         why = _p.check_header(self._rbuf[self._r0], rl, self._acked)
         if why is not None:
             self._violation(why)
-        if rl > self.max_packet:
-            self._dead("packet of %d bytes exceeds max_packet" % rl)
         # _fill may compact the buffer, moving the packet to index 0
         off = start - self._r0
-        if not self._fill(off + rl, t0, timeout_ms):
+        if rl > self.max_packet:  # a PUBLISH (check_header): its head, _skip set
+            rl = self._rare("oversized", off, rl, t0, timeout_ms)
+        if rl is None or not self._fill(off + rl, t0, timeout_ms):
             return None
         start = self._r0 + off
         first = self._rbuf[self._r0]
@@ -349,6 +357,8 @@ class MQTTClient:
             self.dropped += 1
             return
         topic, payload, qos, pid = msg
+        if self._skip:  # oversized: acked and dropped, only its topic is handed on
+            payload = None
         if qos == 1:
             self._send(memoryview(_p.puback_packet(pid)))
         if len(self._queue) >= self.max_queue:

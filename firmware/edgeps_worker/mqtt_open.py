@@ -1,9 +1,10 @@
-"""Connecting an MQTT 3.1.1 link: CONNECT, SUBSCRIBE and their acks.
+"""Connecting an MQTT 3.1.1 link: CONNECT, SUBSCRIBE and their acks; dropping
+a PUBLISH longer than the receive buffer.
 
-Code a board runs only while it (re)connects: ``MQTTClient.connect`` and
-``subscribe`` import this module for the call and, on MicroPython, unload it
-after, so its bytecode is off the heap between connects (its names stay
-interned). Pure packet functions, then the two client steps.
+Code a board runs only while it (re)connects or meets an oversized message:
+``MQTTClient`` imports this module for the call (``_rare``) and, on
+MicroPython, unloads it after, so its bytecode is off the heap between uses
+(its names stay interned). Pure packet functions, then the client steps.
 """
 
 import errno
@@ -131,23 +132,24 @@ def open_link(host, port, timeout_ms, ssl_context, server_hostname):
 def connect(c, will_topic, will_payload, will_retain, clean):
     """MQTTClient.connect: open the link, send CONNECT, wait for CONNACK."""
     c.close_link()
-    link = c._opener(c.server, c.port, c.timeout_ms)
+    client_id, server, port, user, password = c._login
+    link = c._opener(server, port, c.timeout_ms)
     c._link = link
-    c._r0 = c._r1 = 0
+    c._r0 = c._r1 = c._skip = 0
     c._queue = []
     c._ping_sent = None
     c._acked = False
     try:
         pkt = connect_packet(
-            c.client_id,
+            client_id,
             c.keepalive,
             clean,
             will_topic,
             will_payload,
             1,
             will_retain,
-            c.user,
-            c.password,
+            user,
+            password,
         )
         c._send(memoryview(pkt))
         got = c._wait_for(_p.CONNACK, None, _l.ticks_ms(), c.timeout_ms)
@@ -179,3 +181,32 @@ def subscribe(c, topic, qos):
                 c._violation("SUBACK granted QoS %d" % ack[1])
             return
     c._dead("no SUBACK")
+
+
+def oversized(c, off, rl, t0, timeout_ms):
+    """A PUBLISH longer than max_packet at ``c._r0`` (its body at ``off``): the
+    length of its head (topic, packet id) to read as a packet, with the rest
+    left to ``drain`` (``c._skip``); None while the head is incomplete."""
+    if not c._fill(off + 2, t0, timeout_ms):
+        return None
+    n = _p.parse_u16(c._rbuf, c._r0 + off) + 4
+    if n > c.max_packet:  # a topic no subscription of a board has
+        c._dead("PUBLISH topic of %d bytes exceeds max_packet" % n)
+    if not c._fill(off + n, t0, timeout_ms):
+        return None  # nothing consumed: the next read starts at its header again
+    c._skip = rl - n
+    return n
+
+
+def drain(c, t0, timeout_ms):
+    """Discard the rest of an oversized PUBLISH a buffer at a time; False at
+    the deadline (what is left stays in ``c._skip`` for the next read)."""
+    while c._skip:
+        n = min(c._skip, c._r1 - c._r0)
+        c._skip -= n
+        c._r0 += n
+        if c._r0 == c._r1:
+            c._r0 = c._r1 = 0
+        if c._skip and not c._fill(min(c._skip, len(c._rbuf)), t0, timeout_ms):
+            return False
+    return True

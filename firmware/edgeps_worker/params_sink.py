@@ -29,7 +29,6 @@ class ParamsSink:
         self.view = byte_view(buf)[0]
         if len(self.view) != nbytes:
             raise ValueError("params_buffer() must hold exactly n_params float32")
-        self.nbytes = nbytes
         self.trainer = trainer
         # the PARAMS codes it reads (bit 1 << code; F32 only), as HELLO says
         self.reads = getattr(trainer, "reads", 2)
@@ -56,7 +55,7 @@ class ParamsSink:
         d = self.done
         if d is not None and d[0] == msg.version and d[1] == msg.seq:
             return None  # a QoS 1 redelivery of the release already used
-        if msg.total_len != self.nbytes:
+        if msg.total_len != len(self.view):
             return "params_length"  # decode checked the chunk fields against it
         count = msg.chunk_count
         data = msg.data

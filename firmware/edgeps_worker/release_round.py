@@ -20,7 +20,7 @@ def add(s, msg):
     d = msg.dtype
     if not s.reads >> d & 1:
         return "params_dtype"
-    if msg.total_len != encoded_len(d, s.nbytes >> 2):
+    if msg.total_len != encoded_len(d, len(s.view) >> 2):
         return "params_length"
     shared = not msg.wid
     if shared and s.left and s.seq >= 0 and s.version >= 0:

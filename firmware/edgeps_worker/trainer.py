@@ -56,7 +56,6 @@ class KernelTrainer:
         self.X = array("f", bytes(4 * rows * self.net.n_features))
         kind = label_kind(spec)
         self.y = array("i" if kind == LABEL_INT else "f", bytes(4 * rows))
-        self.steps = 0
         self.residual = residual
         self.codec = None  # a codec.GradCodec from the first F16 or I8 step
 
@@ -105,7 +104,6 @@ class KernelTrainer:
         loss = self.net.loss_and_grad(
             self.params, self.X, self.y, n, self.grad, self.source.rows
         )
-        self.steps += 1
         return loss, n, self.grad
 
 

@@ -295,15 +295,6 @@ def _uint(name, v, bits):
     return v
 
 
-def _text(name, s):
-    if not isinstance(s, str):
-        raise TypeError("%s must be a str" % name)
-    b = s.encode()
-    if len(b) > MAX_TEXT:
-        raise ValueError("%s longer than %d bytes" % (name, MAX_TEXT))
-    return b
-
-
 def _frame(mtype, jb, wb, fmt, vals, body, key, out=None, off=0):
     """One framed message: into ``out`` at ``off`` (returns its length), else a
     new bytearray (itself: a copy would double a chunk on a board's heap)."""
@@ -380,20 +371,6 @@ def chunk_frame(out, off, plan, i):
     return _frame(mtype, jb, wb, fmt, vals, mv[a : min(total, a + size)], key, out, off)
 
 
-def encode_hello(job, wid, instance, nonce, model="", max_chunk=4096,
-                 dtypes=None, max_batch=0, key=None, codecs=None):  # fmt: skip
-    """A worker asks to join: ``instance`` names its process, ``nonce`` its link;
-    ``dtypes``/``codecs``: masks (bit ``1 << code``) of the PARAMS codes it reads
-    and the UPDATE codes it makes (None: F32). ``wire_host``'s takes codes too."""
-    vals = (_uint("instance", instance, 64), _uint("nonce", nonce, 64),
-            _uint("max_chunk", max_chunk, 32), _uint("dtypes", dtypes or 2, 8),
-            _uint("max_batch", max_batch, 16),
-            _uint("codecs", codecs or 2, 8))  # fmt: skip
-    jb, wb = check_id("job", job), check_id("wid", wid)
-    body = _text("model", model)
-    return _frame(HELLO, jb, wb, FIELDS[HELLO][0], vals, body, key)
-
-
 def update_plan(job, wid, session, seq, clock, base_version, compute_time,
                 samples, loss, data, dtype=DTYPE_F32, max_chunk=4096,
                 key=None):  # fmt: skip
@@ -417,10 +394,3 @@ def encode_heartbeat(job, wid, session, clock, key=None):
     vals = (_uint("session", session, 64), _uint("clock", clock, 32))
     jb, wb = check_id("job", job), check_id("wid", wid)
     return _frame(HEARTBEAT, jb, wb, FIELDS[HEARTBEAT][0], vals, b"", key)
-
-
-def encode_bye(job, wid, nonce, reason, key=None):
-    """A worker leaves ("bye") or its last will fires ("lost"); ``nonce``: its link."""
-    vals = (_uint("nonce", nonce, 64),)
-    jb, wb = check_id("job", job), check_id("wid", wid)
-    return _frame(BYE, jb, wb, FIELDS[BYE][0], vals, _text("reason", reason), key)

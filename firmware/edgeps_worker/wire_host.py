@@ -40,12 +40,10 @@ from edgeps_worker.wire import (
     WireError,
     _frame,
     _plan,
-    _text,
     _uint,
     check_id,
     chunk_frame,
     decode,
-    encode_bye,
     encode_heartbeat,
     encoded_len,
     hmac_sha256,
@@ -55,7 +53,8 @@ from edgeps_worker.wire import (
     update_plan,
     valid_id,
 )
-from edgeps_worker.wire import encode_hello as _encode_hello
+from edgeps_worker.wire_join import _text, encode_bye
+from edgeps_worker.wire_join import encode_hello as _encode_hello
 
 DEFAULT_CHUNK = 4096
 MAX_ID = 32

@@ -10,7 +10,8 @@ Transport (the firmware ``MQTTClient`` or a paho adapter)::
     t.subscribe(topic, qos=1)
     t.publish(topic, payload, qos=1, retain=False)   # returns after PUBACK; OSError
     t.publish_frame(topic, n, write, *args)  # optional, QoS 1: write() frames in place
-    t.poll(timeout_ms) -> (topic, payload) | None
+    t.poll(timeout_ms) -> (topic, payload) | None   # payload None: a message
+                                          # too long for it, dropped (oversized)
     t.close()
     t.connected -> bool
 
@@ -151,19 +152,18 @@ class Worker:
         self._waiting = False  # joined and waiting for PARAMS
         self._wait_since = 0
         self._last_hb = 0
+        self._backoff = 0  # the last reconnect delay; 0 once a link came up
 
     # -- public ---------------------------------------------------------
 
     def run(self):
         """Run until done, max_iterations, the stop callback or a model mismatch."""
-        backoff = self.backoff_min_ms
         while self.stop_reason is None:
             if self._should_stop():
                 self.stop_reason = "stopped"
                 break
             try:
                 self._session()
-                backoff = self.backoff_min_ms
             except MemoryError as exc:
                 # a rejoin would fail the same way: stop instead of looping
                 self.stats["memory_errors"] += 1
@@ -176,8 +176,7 @@ class Worker:
                 if self.stop_reason is not None or self._should_stop():
                     break
                 self.stats["reconnects"] += 1
-                self._rare("backoff", backoff)
-                backoff = min(backoff * 2, self.backoff_max_ms)
+                self._rare("backoff")
         if self.stop_reason is None:
             self.stop_reason = "stopped"
         self._leave()
@@ -236,7 +235,9 @@ class Worker:
 
     def _dispatch(self, topic, payload):
         self._sample()
-        if self._handle(payload):
+        if payload is None:  # oversized: the transport dropped it, the link stays
+            self._rare("oversized", topic)
+        elif self._handle(payload):
             self._release()  # out of _handle: its message is garbage during the step
 
     def _handle(self, payload):  # True when the message completed a release

@@ -7,18 +7,30 @@ interned). Everything runs once per link, per HELLO or per rare message;
 nothing here is on the path of a release or a push.
 """
 
-from edgeps_worker import clock, wire
+from edgeps_worker import clock, unload
+
+
+def _encode(name, *args):
+    # HELLO and BYE are encoded by wire_join, loaded for the call only: a
+    # connect then never has it and mqtt_open on the heap at once
+    from edgeps_worker import wire_join
+
+    try:
+        return getattr(wire_join, name)(*args)
+    finally:
+        unload("wire_join")
 
 
 def start_link(w, _):
     """Connect, subscribe, start a new session (Worker.start_link)."""
     w.nonce = clock.random_u64()
-    bye = wire.encode_bye(w.job, w.wid, w.nonce, "lost", w.key)
+    bye = _encode("encode_bye", w.job, w.wid, w.nonce, "lost", w.key)
     w.t.connect(w.up, bye)
     w.t.subscribe(w.down, 1)
     w.t.subscribe("edgeps/" + w.job + "/params/shared", 1)  # see wire_host
     w.t.subscribe(w.model_topic, 1)
     w._note("connected")
+    w._backoff = 0  # a link that came up: the next delay starts from the base
     w._sink.reset()
     w.session = None
     w._joined = False
@@ -31,10 +43,10 @@ def start_link(w, _):
 def hello(w, _):
     """Ask to join (again): HELLO, then wait for a release."""
     t = w.trainer
-    w.t.publish(w.up, wire.encode_hello(w.job, w.wid, w.instance, w.nonce, t.model,
-                                 w.max_chunk, w._sink.reads,
-                                 getattr(t, "max_batch", 0), w.key,
-                                 getattr(t, "codecs", 2)), 1)  # fmt: skip
+    hi = _encode("encode_hello", w.job, w.wid, w.instance, w.nonce, t.model,
+                 w.max_chunk, w._sink.reads, getattr(t, "max_batch", 0), w.key,
+                 getattr(t, "codecs", 2))  # fmt: skip
+    w.t.publish(w.up, hi, 1)
     w.stats["hellos"] += 1
     w._sink.reset()  # the PS answers with a release, maybe the last one
     now = clock.ticks_ms()
@@ -85,8 +97,22 @@ def on_reject(w, msg):
         hello(w, None)
 
 
-def backoff(w, ms):
-    """Back off for ms, waking early when the stop callback fires."""
+def oversized(w, topic):
+    """A message longer than the board's buffers, read off the link and dropped
+    by the transport: counted as a rejection ``oversized``, logged with its topic."""
+    w.reject_reasons["oversized"] = w.reject_reasons.get("oversized", 0) + 1
+    w._bad("oversized on " + topic)
+
+
+def backoff(w, _):
+    """Back off before a reconnect, waking early when the stop callback fires.
+
+    The delay doubles from backoff_min_ms to backoff_max_ms over failed
+    connects and starts from backoff_min_ms again after a link came up.
+    """
+    ms = w._backoff
+    ms = w._backoff = min(ms * 2, w.backoff_max_ms) if ms else w.backoff_min_ms
+    w._note("reconnecting in " + str(ms) + " ms")
     start = clock.ticks_ms()
     while clock.ticks_diff(clock.ticks_ms(), start) < ms:
         if w._should_stop():
@@ -98,7 +124,8 @@ def leave(w, _):
     """Say BYE when a link is up; a dead link leaves it to the last will."""
     try:
         if w.t.connected:
-            w.t.publish(w.up, wire.encode_bye(w.job, w.wid, w.nonce, "bye", w.key), 1)
+            bye = _encode("encode_bye", w.job, w.wid, w.nonce, "bye", w.key)
+            w.t.publish(w.up, bye, 1)
     except (OSError, MemoryError) as exc:
         w._note("bye failed: " + repr(exc))
     close(w, None)

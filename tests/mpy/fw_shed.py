@@ -23,7 +23,18 @@ say("trainer_init_shed", "__init__" not in trainer.KernelTrainer.__dict__)
 say("sink_init_shed", "__init__" not in params_sink.ParamsSink.__dict__)
 say("topics_shed", not hasattr(wire, "topic_up"))
 say("step_kept", "step" in trainer.KernelTrainer.__dict__)
+seen = []  # was wire_join (HELLO, BYE) loaded while the client connected?
+real_connect = w.t.connect
+
+
+def connect(*args):
+    seen.append("edgeps_worker.wire_join" in sys.modules)
+    return real_connect(*args)
+
+
+w.t.connect = connect
 w.start_link()  # connect, subscribe: mqtt_open and worker_link load and go
+say("join_apart", seen == [False] and "edgeps_worker.wire_join" not in sys.modules)
 say("connected", w.t.connected)
 say("open_unloaded", "edgeps_worker.mqtt_open" not in sys.modules)
 say("link_unloaded", "edgeps_worker.worker_link" not in sys.modules)

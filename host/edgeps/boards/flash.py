@@ -63,6 +63,7 @@ BOARD_MODULES = (
     "trainer",
     "wifi",
     "wire",
+    "wire_join",
     "worker",
     "worker_link",
 )
