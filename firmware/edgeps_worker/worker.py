@@ -314,7 +314,9 @@ class Worker:
         self._unacked = (self.seq, self.clock, self.version, compute_time, samples)
         self._grad = grad
         self._waiting = True
-        self._wait_since = clock.ticks_ms()
+        # the UPDATE tells the PS the worker lives: no HEARTBEAT due until
+        # heartbeat_ms after it
+        self._wait_since = self._last_hb = clock.ticks_ms()
         self._send_update()
 
     def _send_update(self):
