@@ -1,4 +1,4 @@
-"""Heap of the board worker training with each UPDATE codec (issue 10's heap goal).
+"""Heap of the board worker training with each UPDATE codec (the board's 96K heap goal).
 
 The mlp:64-32-10 worker is built as the board builds it, from .mpy files
 (as `edgeps flash --mpy` leaves them), inside ``micropython -X heapsize=112K``
@@ -26,7 +26,7 @@ from fw_host import write_worker_config
 from test_fw_memory import MLP_PEAK_LIMIT, compile_firmware, stop
 
 pytestmark = [pytest.mark.firmware]
-# the heap test_fw_memory gives this worker (issue 10's 96K), though step.py is
+# the heap test_fw_memory gives this worker (96K), though step.py is
 # compiled from source here (compiler RAM): built 78.9 KB, i8 peak 86.6 KB
 HEAP = os.environ.get("EDGEPS_FW_HEAP", "96K")
 MODEL = "mlp:64-32-10"

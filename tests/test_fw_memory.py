@@ -41,7 +41,7 @@ MODELS = {
 # wire_join and the bench-only packet builders were shed, 80,352-80,448 B
 # with the oversized PUBLISH drain and the backoff reset before those trims);
 # 90,304-90,624 B in 112K before the in-place UPDATE framing and the run-once
-# code off the heap, with the number formats of issue 11 (about 0.4 KB for
+# code off the heap, with the compressed number formats (about 0.4 KB for
 # the wire's code tables, 0.6 KB for the trainer's encode_grad/write_params,
 # 0.2 KB for the PARAMS sink's decoding call; the codec modules load only for
 # F16/I8 jobs, see test_fw_codec_memory), 88,736-88,864 B under protocol v2

@@ -4,7 +4,7 @@ One definition for the CPython trainers (``edgeps.worker.trainer``) and the
 simulator's boards (``edgeps.sim.simulator``), so a simulated board seeded as
 an emulated sensor draws the same samples in the same order: the sequence of
 minibatches decides when a run crosses its target accuracy as much as timing
-does (issue 11: topk:0.01 took 4.0 s simulated against 5.6 s real for this
+does (topk:0.01 took 4.0 s simulated against 5.6 s real for this
 reason alone).
 
 ``numpy.random.default_rng(seed)`` draws a permutation of the n samples; a
