@@ -163,3 +163,37 @@ def test_without_a_barrier_a_first_push_spike_moves_nothing(spec: str) -> None:
     assert not bal.eager
     assert all(b == 32 for h in history for b in h.values())
     assert bal.changes == 0
+
+
+@pytest.mark.parametrize(
+    ("mode", "bsp_eager", "asp_eager"),
+    [(None, True, False), (True, True, True), (False, False, False)],
+)
+def test_the_matrix_runs_each_cell_in_the_mode_asked(
+    mode: bool | None, bsp_eager: bool, asp_eager: bool
+) -> None:
+    from edgeps.sim import matrix
+    from edgeps.sim.simulator import Simulator
+
+    cell = matrix.Cell("sensors", 8, "stragglers", True)
+    for spec, want in (("bsp", bsp_eager), ("asp", asp_eager)):
+        sim = Simulator(matrix.config(cell, spec, 0, 1.0, mode))
+        assert sim.server.balancer is not None and sim.server.balancer.eager is want
+
+
+def test_the_matrix_command_takes_and_reports_the_mode(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import json
+
+    from edgeps.cli import main
+
+    tiny = ["bench", "policies", "--matrix", "--scenarios", "stragglers"]
+    tiny += ["--datasets", "sensors", "--sizes", "4", "--seeds", "1"]
+    tiny += ["--max-time", "1", "--policies", "bsp", "--balance", "on", "--jobs", "1"]
+    assert main([*tiny, "--balance-mode", "warmup", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["config"]["balance_mode"] == "warmup"
+    assert main([*tiny, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["config"]["balance_mode"] == "policy"
+    with pytest.raises(SystemExit):
+        main([*tiny, "--balance-mode", "sometimes"])
