@@ -125,7 +125,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         p,
         "--balance",
         "assign each worker its batch from the monitor so iteration times even "
-        "out, and weight each push by its samples (base batch 32)",
+        "out, and weight each push by its samples (base batch 32); from a "
+        "board's first push for policies that wait at a barrier (bsp, ssp, "
+        "kofn, dssp), after its third for asp and dsp",
         action=on_off,
     )
     _flag(p, "--eval-interval", "seconds between test-set evaluations", type=float)

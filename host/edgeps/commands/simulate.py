@@ -52,8 +52,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--balance-eager",
-        action="store_true",
-        help="with --balance: assign from a board's first push, not its third",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="with --balance: assign from a board's first push (on) or its "
+        "third (off); default: eager for policies that wait at a barrier "
+        "(bsp, ssp, kofn, dssp), not for asp and dsp",
     )
     parser.add_argument("--target-accuracy", type=float, default=d.target_accuracy)
     parser.add_argument("--max-time", type=float, default=d.max_time, help="seconds")

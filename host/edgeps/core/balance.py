@@ -17,6 +17,9 @@ slowdown moves it within a few iterations. Eager, a worker is assigned from
 its first push: a push bounds its pace from above (interference only slows a
 board), so until ``warmup`` its levels follow its fastest push so far, and
 its link legs are left out (one lost message costs a whole retry).
+``Balancer.for_policy`` is eager for the policies that wait at a barrier
+(BSP, SSP, K-of-N, DSSP), where every round before the first assignment
+waits for the stragglers, and warms up for ASP and DSP.
 
 Target. ``T* = median_i (c_i + base_batch * r_i)`` over the live, measured
 workers: the iteration time of the median board at the default batch.
@@ -46,8 +49,10 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable
+from typing import Any
 
 from edgeps.core.monitor import RobustEwma
+from edgeps.core.policy_api import Policy
 
 
 def _check_batch(name: str, value: object) -> int:
@@ -131,7 +136,8 @@ class Balancer:
         a board's first push then gives it a smaller batch for an iteration or
         two; it never lengthens a round, as a push only bounds a board's pace
         from above, but it does change an assignment that a quiet board keeps
-        otherwise).
+        otherwise). ``Balancer.for_policy`` turns it on for policies that
+        wait at a barrier and leaves it off for ASP and DSP.
     alpha, transient_factor, persistent_window : of the robust averages, as in
         ``edgeps.core.monitor.PerformanceMonitor``.
     """
@@ -178,6 +184,21 @@ class Balancer:
         self._compute = math.nan  # median compute at the base batch, with T*
         self._stale_after = 0  # observations until the target is recomputed
         self.changes = 0  # assignments changed, for reports and tests
+
+    @classmethod
+    def for_policy(
+        cls, policy: Policy, *, eager: bool | None = None, **options: Any
+    ) -> Balancer:
+        """A balancer in the mode that suits ``policy``, unless ``eager`` is given.
+
+        Eager for a policy whose releases wait at a barrier
+        (``policy.waits_at_barrier``: BSP, SSP, K-of-N, DSSP), where every round
+        before the first assignment waits for the stragglers; the warm-up mode
+        for ASP and DSP, which never wait for a straggler's first pushes (eager
+        measured up to 1.18x slower there). ``options`` go to the constructor.
+        """
+        mode = eager_for(policy) if eager is None else bool(eager)
+        return cls(eager=mode, **options)
 
     def _series(self) -> RobustEwma:
         a, f, w = self._ewma
@@ -302,3 +323,8 @@ class Balancer:
             f"max={self.max_batch},hysteresis={self.hysteresis:g},"
             f"tolerance={self.tolerance:g}" + (",eager" if self.eager else "")
         )
+
+
+def eager_for(policy: Policy) -> bool:
+    """Whether balancing under ``policy`` assigns from a board's first push."""
+    return bool(policy.waits_at_barrier)

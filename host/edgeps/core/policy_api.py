@@ -60,6 +60,13 @@ class Policy(ABC):
 
     keyed_release: bool = False
 
+    #: True when a release waits for other workers by a fixed rule (a clock
+    #: bound or a round), so the slowest boards set everyone's pace: BSP,
+    #: SSP, K-of-N, DSSP. The balancer then assigns batches from a board's
+    #: first push (``Balancer.for_policy``); for ASP and DSP, which do not
+    #: wait for a straggler's first pushes, it waits for its warm-up.
+    waits_at_barrier: bool = False
+
     def release_key(self, view: ClusterView, worker_id: str) -> float:
         """The key of a worker that starts waiting (only with ``keyed_release``).
 

@@ -15,6 +15,7 @@ class BSP(Policy):
     """
 
     name = "bsp"
+    waits_at_barrier = True
 
     @property
     def bound_description(self) -> str:

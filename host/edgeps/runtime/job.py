@@ -97,7 +97,7 @@ def build_server(cfg: ServeConfig, model: Model) -> tuple[ParameterServer, str]:
         liveness_timeout=cfg.liveness_timeout,
         max_update_norm=cfg.max_update_norm,
         norm_guard=NormGuard(cfg.norm_guard) if cfg.norm_guard > 0 else None,
-        balancer=Balancer() if cfg.balance else None,
+        balancer=Balancer.for_policy(policy) if cfg.balance else None,
     )
     if ckpt is not None:
         restore(server, ckpt)

@@ -41,6 +41,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     m.add_argument("--datasets", default=None, help="default: sensors,digits")
     m.add_argument("--sizes", default="8,64", help="worker counts")
     m.add_argument("--balance", choices=("off", "on", "both"), default="both")
+    m.add_argument(
+        "--balance-mode",
+        choices=("policy", "eager", "warmup"),
+        default="policy",
+        help="balancing from a board's first push or its third; policy: eager "
+        "for those that wait at a barrier",
+    )
     m.add_argument("--max-time", type=float, default=None, help="virtual s per run")
     m.add_argument("--jobs", type=int, default=None, help="processes (default 2)")
     scale_rows.configure(parser)

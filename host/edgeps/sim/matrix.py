@@ -121,7 +121,13 @@ def cells(
     return out
 
 
-def config(cell: Cell, policy: str, seed: int, max_time: float) -> SimConfig:
+def config(
+    cell: Cell,
+    policy: str,
+    seed: int,
+    max_time: float,
+    balance_eager: bool | None = None,
+) -> SimConfig:
     partition, target = DATASETS[cell.dataset]
     if cell.workers > LARGE:
         partition = LARGE_PARTITION.get(partition, partition)
@@ -133,6 +139,7 @@ def config(cell: Cell, policy: str, seed: int, max_time: float) -> SimConfig:
         dataset=cell.dataset,
         partition=partition,
         balance=cell.balance,
+        balance_eager=balance_eager,  # None: the mode by policy
         target_accuracy=target,
         max_time=max_time,
     )
@@ -151,13 +158,14 @@ def run_matrix(
     first_seed: int = 0,
     max_time: float = MAX_TIME,
     jobs: int | None = None,
+    balance_eager: bool | None = None,
 ) -> list[CellResult]:
     """Every policy in every cell over ``seeds`` seeds, on ``jobs`` processes."""
     policies = list(policies)
     if seeds < 1 or not policies or not grid:
         raise ValueError("need at least one seed, one policy and one cell")
     configs = [
-        (cell, pol, config(cell, pol, first_seed + s, max_time))
+        (cell, pol, config(cell, pol, first_seed + s, max_time, balance_eager))
         for cell in grid
         for pol in policies
         for s in range(seeds)

@@ -31,6 +31,9 @@ def _json_safe(x: Any) -> Any:
     return x
 
 
+_EAGER = {"policy": None, "eager": True, "warmup": False}
+
+
 def run_matrix_command(args: argparse.Namespace) -> int:
     try:
         policies = (
@@ -54,6 +57,7 @@ def run_matrix_command(args: argparse.Namespace) -> int:
             first_seed=args.seed,
             max_time=max_time,
             jobs=args.jobs,
+            balance_eager=_EAGER[args.balance_mode],
         )
         wall = time.monotonic() - started
     except (ValueError, TypeError) as exc:
@@ -67,6 +71,7 @@ def run_matrix_command(args: argparse.Namespace) -> int:
                 "seeds": args.seeds,
                 "first_seed": args.seed,
                 "max_time": max_time,
+                "balance_mode": args.balance_mode,
                 "datasets": {d: matrix.DATASETS[d] for d in {c.dataset for c in grid}},
                 "wall_seconds": wall,
             },

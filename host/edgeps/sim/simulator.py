@@ -147,7 +147,9 @@ class Simulator:
             staleness_aware=bool(cfg.staleness_aware),
             liveness_timeout=cfg.liveness_timeout,
             balancer=(
-                Balancer(base_batch=cfg.batch_size, eager=cfg.balance_eager)
+                Balancer.for_policy(
+                    self.policy, eager=cfg.balance_eager, base_batch=cfg.batch_size
+                )
                 if cfg.balance
                 else None
             ),

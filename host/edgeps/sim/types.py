@@ -23,7 +23,8 @@ class SimConfig:
     lr: float = 0.03
     staleness_aware: bool | None = None  # None ("auto"): off, as no policy asks for it
     balance: bool = False  # the PS assigns each worker its batch (Balancer)
-    balance_eager: bool = False  # ... from a board's first push (Balancer eager)
+    # ... from a board's first push (Balancer eager); None: by the policy
+    balance_eager: bool | None = None
     target_accuracy: float = 0.91
     max_time: float = 60.0  # virtual seconds
     eval_interval: float = 0.1
