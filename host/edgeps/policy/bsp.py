@@ -15,7 +15,7 @@ class BSP(Policy):
     """
 
     name = "bsp"
-    waits_at_barrier = True
+    waits_for_rounds = True
 
     @property
     def bound_description(self) -> str:

@@ -34,7 +34,6 @@ class DSSP(Policy):
     """
 
     name = "dssp"
-    waits_at_barrier = True
 
     def __init__(self, sl: int = 1, su: int = 6) -> None:
         for label, v in (("sl", sl), ("su", su)):

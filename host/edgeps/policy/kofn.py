@@ -48,7 +48,7 @@ class KofN(Policy):
     """
 
     name = "kofn"
-    waits_at_barrier = True
+    waits_for_rounds = True
 
     def __init__(self, k: int | str = "auto", *, cap: int = 1) -> None:
         if k != "auto" and (isinstance(k, bool) or not isinstance(k, int) or k < 1):

@@ -19,7 +19,6 @@ class SSP(Policy):
     """
 
     name = "ssp"
-    waits_at_barrier = True
 
     def __init__(self, s: int = 3) -> None:
         if isinstance(s, bool) or not isinstance(s, int) or s < 0:
