@@ -55,8 +55,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="with --balance: assign from a board's first push (on) or its "
-        "third (off); default: eager for policies that wait at a barrier "
-        "(bsp, ssp, kofn, dssp), not for asp and dsp",
+        "third (off); default: eager for policies that wait for whole rounds "
+        "(bsp, kofn), not for asp, dsp, ssp and dssp",
     )
     parser.add_argument("--target-accuracy", type=float, default=d.target_accuracy)
     parser.add_argument("--max-time", type=float, default=d.max_time, help="seconds")

@@ -17,9 +17,9 @@ slowdown moves it within a few iterations. Eager, a worker is assigned from
 its first push: a push bounds its pace from above (interference only slows a
 board), so until ``warmup`` its levels follow its fastest push so far, and
 its link legs are left out (one lost message costs a whole retry).
-``Balancer.for_policy`` is eager for the policies that wait at a barrier
-(BSP, SSP, K-of-N, DSSP), where every round before the first assignment
-waits for the stragglers, and warms up for ASP and DSP.
+``Balancer.for_policy`` is eager for the policies that wait for whole rounds
+(BSP, K-of-N), where every round before the first assignment waits for the
+stragglers, and warms up for the others.
 
 Target. ``T* = median_i (c_i + base_batch * r_i)`` over the live, measured
 workers: the iteration time of the median board at the default batch.
