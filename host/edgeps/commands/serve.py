@@ -126,8 +126,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--balance",
         "assign each worker its batch from the monitor so iteration times even "
         "out, and weight each push by its samples (base batch 32); from a "
-        "board's first push for policies that wait at a barrier (bsp, ssp, "
-        "kofn, dssp), after its third for asp and dsp",
+        "board's first push for policies that wait for whole rounds (bsp, "
+        "kofn), after its third for asp, dsp, ssp and dssp",
         action=on_off,
     )
     _flag(p, "--eval-interval", "seconds between test-set evaluations", type=float)

@@ -137,7 +137,7 @@ class Balancer:
         two; it never lengthens a round, as a push only bounds a board's pace
         from above, but it does change an assignment that a quiet board keeps
         otherwise). ``Balancer.for_policy`` turns it on for policies that
-        wait at a barrier and leaves it off for ASP and DSP.
+        wait for whole rounds (BSP, K-of-N) and leaves it off for the others.
     alpha, transient_factor, persistent_window : of the robust averages, as in
         ``edgeps.core.monitor.PerformanceMonitor``.
     """

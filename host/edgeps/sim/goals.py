@@ -46,7 +46,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         choices=("policy", "eager", "warmup"),
         default="policy",
         help="balancing from a board's first push or its third; policy: eager "
-        "for those that wait at a barrier",
+        "for those that wait for whole rounds (bsp, kofn)",
     )
     m.add_argument("--max-time", type=float, default=None, help="virtual s per run")
     m.add_argument("--jobs", type=int, default=None, help="processes (default 2)")
