@@ -8,7 +8,7 @@ from edgeps.observe.prometheus import Exporter
 from edgeps.observe.state import LatestState
 from edgeps.runtime.accounting import UNKNOWN, Accounting
 from edgeps.runtime.summary import summary_dict, summary_table
-from edgeps_worker import wire
+from edgeps_worker import wire_host as wire
 from test_host_coordinator import JOB, _coordinator, _push
 
 

@@ -54,7 +54,7 @@ def message_bytes(
     params = wire_host.encode_params(SIM_JOB, wid, 1, 1, 1,
                                      params_codec.encode(zeros, down_code),
                                      max_chunk=max_chunk, dtype=down_code)  # fmt: skip
-    hello = wire.encode_hello(SIM_JOB, wid, 1, 1, model, max_chunk)
+    hello = wire_host.encode_hello(SIM_JOB, wid, 1, 1, model, max_chunk)
     heartbeat = wire.encode_heartbeat(SIM_JOB, wid, 1, 1)
     return {
         "update": _publishes(up, update),
