@@ -83,10 +83,10 @@ def test_close_speeds_release_in_rounds_and_pushes_share_a_base_version() -> Non
     assert rounds.max_spread <= rounds.server.policy.bound
 
 
-def test_the_default_releases_a_large_fleet_of_similar_boards_in_rounds() -> None:
-    # Prepare: 50 boards within 10% of each other, the default DSP
+def test_rounds_48_release_a_large_fleet_of_similar_boards_in_rounds() -> None:
+    # Prepare: 50 boards within 10% of each other, DSP with rounds from 48
     durations = {f"w{i:02d}": [0.1 + 0.01 * (i % 3) - 0.01] for i in range(50)}
-    c = RoundCluster(DSP(), durations)
+    c = RoundCluster(DSP(rounds=48), durations)
     # Execute
     c.run(3.0)
     # Assert: after the start every release names the whole fleet
@@ -177,9 +177,10 @@ def test_parse_and_describe_rounds() -> None:
 
 
 def test_below_the_rounds_threshold_dsp_decides_as_without_rounds() -> None:
-    # Prepare: 10 boards; the default has rounds only from 48 live boards
-    assert DSP().rounds == 48
-    with_rounds, without = Driver("dsp", 7, True), Driver("dsp:rounds=0", 7, True)
+    # Prepare: 10 boards; rounds=48 has rounds only from 48 live boards
+    assert DSP().rounds == 0  # off by default
+    with_rounds = Driver("dsp:rounds=48", 7, True)
+    without = Driver("dsp:rounds=0", 7, True)
     # Execute
     for _ in range(600):
         with_rounds.step()
