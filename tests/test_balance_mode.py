@@ -7,30 +7,10 @@ import pytest
 from edgeps.core import Join, ParameterServer, Push, Release
 from edgeps.core.balance import Balancer, eager_for
 from edgeps.policy import parse_policy
+from test_balance import Board, run
 
 BARRIER = ("bsp", "kofn:k=6", "kofn:auto")
 NO_BARRIER = ("asp", "dsp", "dsp:w=2", "dsp:rounds=48", "ssp:3", "ssp:0", "dssp")
-
-
-class Board:
-    """A board whose iteration at batch b takes fixed + b * per_sample seconds."""
-
-    def __init__(self, per_sample: float, fixed: float = 0.01) -> None:
-        self.per_sample = per_sample
-        self.fixed = fixed
-
-
-def run(bal: Balancer, boards: dict[str, Board], rounds: int, spikes=None):
-    """Each round every board runs at its assigned batch; the batches per round."""
-    spikes = spikes or {}
-    history = []
-    for r in range(rounds):
-        batches = bal.batches(boards)
-        history.append(batches)
-        for wid, b in boards.items():
-            compute = batches[wid] * b.per_sample * spikes.get((wid, r), 1.0)
-            bal.observe(wid, batches[wid], compute, compute + b.fixed)
-    return history
 
 
 def joined(policy: str, boards: dict[str, Board], caps=None, **kw) -> Balancer:
