@@ -76,11 +76,14 @@ def test_stragglers_push_less_and_the_run_ends_after_its_duration(  # type: igno
     assert len(slow) == 1
     assert all(ps.updates[w] > 0 for w in emu.scenario.profiles)
     assert max(ps.updates[w] for w in slow) * 2 < min(ps.updates[w] for w in fast)
+    # a sensor's BYE follows its last UPDATE on the same topic, so once every
+    # BYE is in the PS has also had every UPDATE (the last may still be on
+    # its way when the emulation has ended)
+    everyone = sorted((w, "bye") for w in emu.scenario.profiles)
+    assert wait_until(lambda: sorted(ps.byes) == everyone), ps.byes
     for wid, r in emu.reports.items():
         assert r.lives == 1 and r.stop_reason == "stopped"
         assert r.clock == ps.updates[wid]  # every computed update applied once
-    everyone = sorted((w, "bye") for w in emu.scenario.profiles)
-    assert wait_until(lambda: sorted(ps.byes) == everyone), ps.byes
 
 
 @pytest.mark.integration
