@@ -18,7 +18,9 @@ from edgeps.sim.plan import (
     message_sizes,
     parse_per_second,
     plan,
+    release_bytes,
 )
+from edgeps.sim.plan_costs import beats_per_s
 from edgeps_worker import wire
 
 # simple round costs, so every expected figure below is easy to check by hand
@@ -107,11 +109,10 @@ def test_direct_plan_charges_every_update_to_the_host_and_the_broker() -> None:
     assert host.cpu_cores == pytest.approx(0.2)
     assert host.need == 1 and not p.warnings
     packets = sz.update_packets + sz.params_packets
-    beats = 1000 / inp.heartbeat_s
-    assert broker.msgs_in == pytest.approx(2000 * packets + beats)
-    assert broker.cpu_cores == pytest.approx((2000 * packets + beats) * 10e-6)
+    # a sensor pushing twice a second never goes a heartbeat period quiet
+    assert broker.msgs_in == pytest.approx(2000 * packets)
+    assert broker.cpu_cores == pytest.approx(2000 * packets * 10e-6)
     up = 2 * (sz.update_bytes + PUBACK * sz.params_packets)
-    up += sz.heartbeat_bytes / inp.heartbeat_s
     assert p.link["up_bytes_per_s"] == pytest.approx(up)
     assert p.link["up_utilisation"] == pytest.approx(8 * up / 250_000)
 
@@ -256,3 +257,38 @@ def test_a_real_job_at_a_set_rate_runs_the_loop_emulator() -> None:
     assert job["rate"] == 2.0
     assert job["updates_per_s"] > 0
     assert job["serve_cores"] is not None and job["serve_cores"] > 0
+
+
+@pytest.mark.parametrize(
+    ("rate", "beats"),
+    [(2.0, 0.0), (0.2, 0.0), (0.1, 0.1), (1 / 12, 2 / 12), (0.0, 0.2)],
+)
+def test_a_sensor_beats_only_in_gaps_longer_than_a_heartbeat(
+    rate: float, beats: float
+) -> None:
+    # a 5 s heartbeat: a 10 s gap carries one beat, a 12 s gap two, none
+    # when it pushes at least every 5 s, and one per period when it never pushes
+    assert beats_per_s(rate, 5.0) == pytest.approx(beats)
+
+
+def test_slow_sensors_heartbeats_reach_the_broker() -> None:
+    # 1000 sensors pushing once in 12 s beat twice between pushes
+    p = plan(_inp(rate=1 / 12), CAL)
+    sz = message_sizes(_inp(rate=1 / 12))
+    packets = sz.update_packets + sz.params_packets
+    updates = 1000 / 12
+    want = updates * packets + 1000 * 2 / 12
+    assert p.tier("central broker").msgs_in == pytest.approx(want)
+    assert p.tier("host").msgs_in == pytest.approx(
+        updates * sz.update_packets + 1000 * 2 / 12
+    )
+
+
+def test_a_round_released_together_costs_the_host_one_params_copy() -> None:
+    # 1000 workers in one round: UPDATEs in, one shared PARAMS and a RELEASE each out
+    p = plan(_inp(), CAL)
+    sz, rb = message_sizes(_inp()), p.round_bytes
+    one = 1000 * (sz.update_bytes + release_bytes()) + sz.params_bytes
+    assert rb["host_link_one_publish_per_round"] == one
+    assert rb["host_link_per_round"] == 1000 * (sz.update_bytes + sz.params_bytes)
+    assert 0 < release_bytes() < sz.params_bytes

@@ -160,8 +160,12 @@ def test_jobs_give_serve_and_broker_points() -> None:
     host, broker = plan_calibrate.job_points(jobs, heartbeat_s=5.0)
 
     assert host == [(99.0, 0.09), (480.0, 0.3)]
-    # each update and its release go in, plus 100 sensors' beats every 5 s
-    assert broker == [(2 * 99.0 + 20.0, 0.02)]
+    # each update and its release go in; sensors pushing about once a second
+    # send no heartbeat, ones pushing once in 12 s two between pushes
+    assert broker == [(2 * 99.0, 0.02)]
+    slow = [{**jobs[0], "updates_per_s": 100 / 12}]
+    ((msgs, _),) = plan_calibrate.job_points(slow, heartbeat_s=5.0)[1]
+    assert msgs == pytest.approx(2 * 100 / 12 + 100 * 2 / 12)
     with pytest.raises(RuntimeError):
         plan_calibrate.job_points([{**jobs[0], "updates_per_s": 0.0}], 5.0)
 

@@ -78,9 +78,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--calibrate-sensors",
-        default="60,250,1000",
+        default="60,250,1000,2000",
         help="sensors of the calibration's real jobs, each at --rate updates/s "
-        "(default 60,250,1000; '': bursts only)",
+        "(default 60,250,1000,2000; '': bursts only)",
     )
     parser.add_argument(
         "--calibration", metavar="PATH", help="where costs are stored (JSON)"
@@ -187,7 +187,8 @@ def _text(p: object) -> str:
         "",
         "per round of every worker (Alqahtani & Demirbas 2019): the host is one PS,"
         f" its broker link moves {_si(rb['host_link_per_round'], 'B')} (2NM);",
-        f"  one release publish per round would cut it to "
+        "  a round released together (BSP, K-of-N: one shared PARAMS publish and"
+        f" a RELEASE per worker) cuts it to "
         f"{_si(rb['host_link_one_publish_per_round'], 'B')} while the broker still "
         f"delivers every copy ({_si(rb['broker_per_round'], 'B')} through it); "
         f"each board moves {_si(rb['per_board_per_round'], 'B')}, as a ring "

@@ -58,7 +58,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from edgeps.sim.plan_costs import DEFAULT_CALIBRATION, Calibration
+from edgeps.sim.plan_costs import DEFAULT_CALIBRATION, Calibration, beats_per_s
 
 __all__ = ["DEFAULT_CALIBRATION", "Calibration", "PlanInput", "plan"]
 
@@ -175,6 +175,15 @@ def message_sizes(inp: PlanInput, wid: str = "s000001") -> Sizes:
     )
 
 
+def release_bytes(wid: str = "s000001") -> int:
+    """One RELEASE (type 10) naming a shared PARAMS copy, as the PS sends it."""
+    from edgeps_worker import wire_host
+
+    from edgeps.sim.links import SIM_JOB
+
+    return len(wire_host.encode_release(SIM_JOB, wid, 1, 1, 1, bytes(16)))
+
+
 def _room(chunk: int, fmt: str, wid: str) -> int:
     """Data bytes per chunk: the chunk minus its prefix, ids and fixed fields."""
     import struct
@@ -230,7 +239,7 @@ def _need(load: float, capacity: float) -> int:
 
 def _link(inp: PlanInput, sz: Sizes) -> dict[str, float]:
     """One sensor's link: bytes/s each way, utilisation, the rate that fits."""
-    r, hb = inp.rate, 1.0 / inp.heartbeat_s
+    r, hb = inp.rate, beats_per_s(inp.rate, inp.heartbeat_s)
     up_one = sz.update_bytes + PUBACK * sz.params_packets
     down_one = sz.params_bytes + PUBACK * sz.update_packets
     up = r * up_one + hb * sz.heartbeat_bytes
@@ -250,7 +259,7 @@ def plan(inp: PlanInput, cal: Calibration) -> Plan:
     inp.check()
     sz = message_sizes(inp)
     s, r, util = inp.sensors, inp.rate, inp.utilisation
-    hb = 1.0 / inp.heartbeat_s
+    hb = beats_per_s(r, inp.heartbeat_s)  # each sensor's
     out = Plan(inp, sz, cal, _link(inp, sz))
     link = out.link
     if max(link["up_utilisation"], link["down_utilisation"]) > 1:
@@ -322,8 +331,10 @@ def plan(inp: PlanInput, cal: Calibration) -> Plan:
                 f"a relay would need {relay_cpu:.2f} cores: about {most:.0f} boards "
                 f"per relay fit, so at least {math.ceil(s / most)} relays"
             )
-    # the central broker: updates in and on to the host, releases in and out
-    central_in = updates * (up_p + down_p) + workers * hb
+    # the central broker: updates in and on to the host, releases in and out;
+    # a relay upstream beats at its own push rate
+    beats = workers * beats_per_s(updates / workers, inp.heartbeat_s)
+    central_in = updates * (up_p + down_p) + beats
     central_cpu = cal.broker_cores(central_in)
     broker_need = max(
         _need(central_in, broker_cap),
@@ -347,7 +358,7 @@ def plan(inp: PlanInput, cal: Calibration) -> Plan:
         Tier(
             "host",
             1,
-            updates * up_p + workers * hb,
+            updates * up_p + beats,
             updates * down_p,
             updates * both,
             host_cpu,
@@ -377,7 +388,9 @@ def plan(inp: PlanInput, cal: Calibration) -> Plan:
     m = sz.update_bytes + sz.params_bytes
     out.round_bytes = {
         "host_link_per_round": workers * m,  # the single-PS 2 N M
-        "host_link_one_publish_per_round": workers * sz.update_bytes + sz.params_bytes,
+        # a round released together: one shared PARAMS and a RELEASE each
+        "host_link_one_publish_per_round": workers * (sz.update_bytes + release_bytes())
+        + sz.params_bytes,
         "broker_per_round": 2 * workers * m,  # every message in, then out
         "per_board_per_round": m,
         "ring_per_worker_per_round": 2 * (s - 1) / s * 4 * inp.n_params,

@@ -15,6 +15,23 @@ from edgeps.sim import plan_curve
 from edgeps.sim.plan_curve import Points
 
 
+def beats_per_s(rate: float, heartbeat_s: float) -> float:
+    """HEARTBEATs one worker sends per second when it pushes ``rate`` updates/s.
+
+    A worker sends none within ``heartbeat_s`` of its last UPDATE (PROTOCOL.md,
+    HEARTBEAT), so a gap of ``1/rate`` between updates carries
+    ``ceil(gap / heartbeat_s) - 1`` beats, and none at all once a worker
+    pushes at least once a heartbeat period. A worker held at a barrier
+    longer than that beats too; at the rates planned here rounds are shorter.
+    """
+    if heartbeat_s <= 0:
+        raise ValueError("heartbeat_s must be > 0")
+    if rate <= 0:
+        return 1.0 / heartbeat_s
+    per_gap = max(0, math.ceil(1.0 / (rate * heartbeat_s) - 1e-9) - 1)
+    return rate * per_gap
+
+
 @dataclass(frozen=True)
 class Calibration:
     """Per-update costs measured on one machine (``edgeps plan --calibrate``).
