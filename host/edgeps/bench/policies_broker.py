@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -43,6 +44,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="first seed")
     parser.add_argument("--balance", choices=("off", "on", "both"), default="both")
     parser.add_argument("--max-time", type=float, default=40.0, help="s per run")
+    parser.add_argument(
+        "--target-accuracy",
+        type=float,
+        default=None,
+        help=f"default: the matrix's for {DATASET}, {matrix.DATASETS[DATASET][1]:g}; "
+        "another target leaves the simulator out (the matrix runs at its own)",
+    )
+    parser.add_argument("--serve-args", default="", help="more flags for every serve")
+    parser.add_argument("--emulate-args", default="", help="more flags for emulate")
     parser.add_argument("--no-sim", action="store_true", help="skip the simulator")
     parser.add_argument("--json", action="store_true", help="print JSON instead")
 
@@ -74,15 +84,22 @@ def serve_command(
 ) -> list[str]:
     """`edgeps serve` for one run, with the simulator's lr and evaluation interval."""
     cell = matrix.Cell(DATASET, args.workers, "homogeneous", balance)
-    sim = matrix.config(cell, policy, seed, args.max_time)
+    sim = matrix.config(cell, policy, seed, args.max_time)  # for lr and eval interval
     cmd = _edgeps(
         "serve", "--broker", url, "--job", job, "--policy", policy,
         "--dataset", DATASET, "--seed", str(seed), "--lr", str(sim.lr),
         "--eval-interval", str(sim.eval_interval),
-        "--target-accuracy", str(sim.target_accuracy),
+        "--target-accuracy", str(target_of(args)),
         "--max-time", str(args.max_time), "--json", "--quiet",
+        *shlex.split(getattr(args, "serve_args", "")),
     )  # fmt: skip
     return [*cmd, "--balance"] if balance else cmd
+
+
+def target_of(args: Any) -> float:
+    """The target accuracy of the runs: the matrix's for the dataset, unless given."""
+    given = getattr(args, "target_accuracy", None)
+    return matrix.DATASETS[DATASET][1] if given is None else float(given)
 
 
 def emulate_command(
@@ -92,6 +109,7 @@ def emulate_command(
         "emulate", "--broker", url, "--job", job, "--workers", str(args.workers),
         "--scenario", scenario, "--dataset", DATASET, "--seed", str(seed),
         "--max-time", str(args.max_time + 30), "--json",
+        *shlex.split(getattr(args, "emulate_args", "")),
     )  # fmt: skip
 
 
@@ -119,7 +137,8 @@ def run_once(url: str, job: str, run: BrokerRun, args: Any, workdir: Path) -> Br
                 serve.kill()
                 out, _ = serve.communicate(timeout=10)
                 run.error = "serve did not end in --max-time + 60 s (killed)"
-            emu_code = _stop(emu, 60)
+            # a serve that failed never publishes the MODEL the sensors wait for
+            emu_code = _stop(emu, 60 if serve.returncode == 0 else 0.5)
         if not run.error and serve.returncode != 0:
             run.error = f"serve exited {serve.returncode}"
         elif not run.error and emu_code != 0:
@@ -153,6 +172,7 @@ def _fill(run: BrokerRun, summary: dict[str, Any], sniff: Any) -> None:
     run.updates = int(summary.get("updates", 0))
     run.stop_reason = str(summary.get("stop_reason", ""))
     run.elapsed = summary.get("elapsed")
+    run.updates_per_s = float(summary.get("updates_per_s", 0.0))
     run.max_staleness = int(summary.get("max_staleness", 0))
     with sniff.lock:
         t0, done = sniff.first_hello, sniff.done_at
@@ -162,6 +182,11 @@ def _fill(run: BrokerRun, summary: dict[str, Any], sniff: Any) -> None:
         run.error = "the broker client saw no HELLO or no MODEL done"
     else:
         run.time_to_target = done - t0
+
+
+def with_sim(args: Any) -> bool:
+    """The simulator column: unless --no-sim, and only at the matrix's target."""
+    return not args.no_sim and target_of(args) == matrix.DATASETS[DATASET][1]
 
 
 def grid_of(args: Any) -> list[matrix.Cell]:
@@ -188,7 +213,7 @@ def measure(args: Any, progress: Any = None) -> tuple[list[Any], dict[str, Any]]
     from edgeps.transport.broker import start_mosquitto
 
     policies, grid = _split(args.policies), grid_of(args)
-    sim = {} if args.no_sim else sim_times(grid, policies, args)
+    sim = sim_times(grid, policies, args) if with_sim(args) else {}
     runs: list[BrokerRun] = []
     started = time.monotonic()
     with (
@@ -243,11 +268,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"edgeps bench policies-broker: {exc}", file=sys.stderr)
         return 2
     policies = _split(args.policies)
-    target = matrix.DATASETS[DATASET][1]
+    target = target_of(args)
     if args.json:
         config = {k: v for k, v in vars(args).items() if not k.startswith("_")}
         config.update(dataset=DATASET, target_accuracy=target,
-                      sim_max_time=matrix.MAX_TIME)  # fmt: skip
+                      sim=with_sim(args), sim_max_time=matrix.MAX_TIME)  # fmt: skip
         out = {"config": config, "rows": [r.to_dict(policies) for r in rows], **info}
         print(json.dumps(out, default=lambda x: None))
         return 0
@@ -257,7 +282,7 @@ def run(args: argparse.Namespace) -> int:
         f"(max {args.max_time:g} s), medians of {args.seeds} seeds, * = best in "
         f"the row; sim s = the policy matrix's virtual seconds for the same cell"
     )
-    print(table(rows, policies, with_sim=not args.no_sim))
+    print(table(rows, policies, with_sim=with_sim(args)))
     for line in failure_lines(rows):
         print(line)
     print(f"\n{len(info['runs'])} runs in {info['wall_seconds']:.0f} s wall")

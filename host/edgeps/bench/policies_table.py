@@ -31,6 +31,7 @@ class BrokerRun:
     updates: int = 0
     stop_reason: str = ""
     elapsed: float | None = None  # serve's own elapsed time
+    updates_per_s: float = 0.0
     max_staleness: int = 0
     error: str = ""  # empty: the run produced serve's JSON and both exited 0
     stderr_tail: str = ""
