@@ -133,3 +133,22 @@ def test_one_real_cell_on_mosquitto(capsys: pytest.CaptureFixture[str]) -> None:
     assert cell["sim_time_to_target"] is not None
     if run["time_to_target"] is not None:  # on a busy box it may miss in 20 s
         assert run["stop_reason"] == "target_accuracy" and run["time_to_target"] > 0
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(mosquitto_path() is None, reason="mosquitto not installed")
+def test_a_serve_that_fails_is_a_failed_cell_with_its_stderr(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Execute: serve refuses a flag it does not know and exits 2 at once
+    code = main(["bench", "policies-broker", "--policies", "bsp", "--scenarios",
+                 "stragglers", "--seeds", "1", "--balance", "off", "--max-time",
+                 "10", "--no-sim", "--serve-args=--no-such-flag"])  # fmt: skip
+
+    # Assert: the bench ends normally and shows the run as failed, with why
+    out = capsys.readouterr().out
+    assert code == 0
+    row = out.splitlines()[3]
+    assert row.startswith("stragglers") and "failed" in row
+    assert "FAILED bsp stragglers balance off seed 0: serve exited 2" in out
+    assert "unrecognized arguments: --no-such-flag" in out
