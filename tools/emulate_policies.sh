@@ -1,15 +1,17 @@
 #!/bin/sh
-# Sync policies on real MQTT: for each POLICY, a fresh `edgeps serve` and
-# emulated sensors (scenario "stragglers": 2 of 8 are 4x slower) on one local
-# mosquitto; prints time to the target accuracy and updates/s per policy.
+# Sync policies on real MQTT: a thin front of `edgeps bench policies-broker`
+# (a private mosquitto, a fresh `edgeps serve` and emulated sensors per
+# POLICY); prints time to the target accuracy and updates/s per policy, one
+# run each, balancing off, no simulator. For the full slice with medians,
+# balancing and the simulator's times, run `edgeps bench policies-broker`.
 #   tools/emulate_policies.sh [-s SCENARIO] [-t TARGET] [-m MAX_TIME] [-w WORKERS]
 #                             [-a SERVE_ARGS] [-e EMULATE_ARGS] POLICY...
-#   e.g. tools/emulate_policies.sh -t 0.93 bsp ssp:3 dsp asp kofn:auto
+#   e.g. tools/emulate_policies.sh -t 0.93 bsp dsp asp kofn:auto
 #        tools/emulate_policies.sh -a --staleness-aware dsp
 #        tools/emulate_policies.sh -e "--link-rate 250kbit --link-delay 20ms" dsp
 # Defaults: -s stragglers -t 0.93 -m 60 -w 8. It runs the edgeps of this
 # checkout's .venv, else the one on PATH (EDGEPS=/path/to/edgeps overrides),
-# and stops at the first failure with the failing command's errors.
+# and exits 1 if any run failed, with the failing command's errors.
 set -eu
 die() {
     echo "emulate_policies: $*" >&2
@@ -17,7 +19,7 @@ die() {
 }
 usage() {
     echo "usage:" >&2
-    sed -n '5,6p' "$0" | sed 's/^#//' >&2
+    sed -n '7,8p' "$0" | sed 's/^#//' >&2
     exit 2
 }
 SCENARIO=stragglers
@@ -52,84 +54,35 @@ if [ -z "${EDGEPS:-}" ]; then
     fi
 fi
 [ -x "$EDGEPS" ] || die "EDGEPS=$EDGEPS is not an executable file"
-# the interpreter edgeps runs on, for the port pick and the JSON summary
 PY=$(dirname "$EDGEPS")/python
 [ -x "$PY" ] || PY=$(command -v python3) || die "python3 not found"
-MOSQUITTO=$(command -v mosquitto || echo /usr/sbin/mosquitto)
-[ -x "$MOSQUITTO" ] || die "mosquitto not found (apt-get install mosquitto)"
 
-TMP=$(mktemp -d)
-BROKER=""
-SERVE=""
-EMULATE=""
-cleanup() {
-    for pid in $EMULATE $SERVE $BROKER; do
-        kill "$pid" 2>/dev/null || true
-    done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-PORT=$("$PY" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])") ||
-    die "$PY could not pick a free port"
-printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\nset_tcp_nodelay true\n' \
-    "$PORT" > "$TMP/mosquitto.conf"
-"$MOSQUITTO" -c "$TMP/mosquitto.conf" > "$TMP/mosquitto.log" 2>&1 &
-BROKER=$!
-if ! "$PY" - "$PORT" <<'EOF'
-import socket, sys, time
-deadline = time.monotonic() + 10
-while time.monotonic() < deadline:
-    try:
-        socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=0.2).close()
-        sys.exit(0)
-    except OSError:
-        time.sleep(0.05)
-sys.exit(1)
-EOF
-then
-    cat "$TMP/mosquitto.log" >&2
-    die "mosquitto did not start listening on 127.0.0.1:$PORT"
+OUT=$(mktemp)
+ERR=$(mktemp)
+trap 'rm -f "$OUT" "$ERR"' EXIT
+POLICIES=$(printf '%s,' "$@")
+if ! "$EDGEPS" bench policies-broker --policies "${POLICIES%,}" \
+    --scenarios "$SCENARIO" --workers "$WORKERS" --seeds 1 --balance off --no-sim \
+    --target-accuracy "$TARGET" --max-time "$MAX_TIME" --serve-args="$EXTRA" \
+    --emulate-args="$EMULATE_EXTRA" --json > "$OUT" 2> "$ERR"; then
+    cat "$ERR" >&2
+    die "edgeps serve failed: edgeps bench policies-broker refused the run"
 fi
-URL=mqtt://127.0.0.1:$PORT
-
-show() {  # show the errors of a failed step, then stop
-    echo "---- $1 (stderr) ----" >&2
-    cat "$2" >&2
-    die "$3"
-}
-
-for POLICY in "$@"; do
-    JOB=p$(printf '%s' "$POLICY" | tr -dc 'a-z0-9' | cut -c1-30)
-    # shellcheck disable=SC2086  # SERVE_ARGS is a list of flags
-    "$EDGEPS" serve --broker "$URL" --job "$JOB" --policy "$POLICY" \
-        --target-accuracy "$TARGET" --max-time "$MAX_TIME" --json --quiet $EXTRA \
-        > "$TMP/serve.json" 2> "$TMP/serve.err" &
-    SERVE=$!
-    # the sensors wait for the job's MODEL, so no head start is needed; the
-    # time limit keeps them from waiting forever for a serve that failed
-    # shellcheck disable=SC2086  # EMULATE_ARGS is a list of flags
-    "$EDGEPS" emulate --broker "$URL" --job "$JOB" --workers "$WORKERS" \
-        --scenario "$SCENARIO" --max-time "$((${MAX_TIME%.*} + 30))" --json $EMULATE_EXTRA \
-        > "$TMP/emulate.json" 2> "$TMP/emulate.err" &
-    EMULATE=$!
-    if ! wait "$SERVE"; then
-        SERVE=""
-        show "edgeps serve --policy $POLICY" "$TMP/serve.err" \
-            "edgeps serve failed for policy $POLICY"
-    fi
-    SERVE=""
-    if ! wait "$EMULATE"; then
-        EMULATE=""
-        show "edgeps emulate" "$TMP/emulate.err" "edgeps emulate failed for policy $POLICY"
-    fi
-    EMULATE=""
-    "$PY" - "$POLICY" "$TMP/serve.json" <<'EOF' || show "edgeps serve --policy $POLICY" "$TMP/serve.err" "no summary from edgeps serve for $POLICY"
+"$PY" - "$OUT" <<'PYEOF'
 import json, sys
-d = json.load(open(sys.argv[2]))
-print(f"{sys.argv[1]:8s} accuracy {d['accuracy']:.3f}  elapsed {d['elapsed']:6.2f} s  "
-      f"{d['updates_per_s']:6.1f} updates/s  max staleness {d['max_staleness']}  "
-      f"({d['stop_reason']})")
-EOF
-done
+runs = json.load(open(sys.argv[1]))["runs"]
+failed = False
+for r in runs:
+    if r["error"]:
+        failed = True
+        print(f"---- edgeps serve --policy {r['policy']} ----\n{r['stderr_tail']}",
+              file=sys.stderr)
+        print(f"emulate_policies: edgeps serve failed for policy {r['policy']}: "
+              f"{r['error']}", file=sys.stderr)
+        continue
+    acc = r["final_accuracy"]
+    print(f"{r['policy']:8s} accuracy {acc if acc is not None else float('nan'):.3f}  "
+          f"elapsed {r['elapsed']:6.2f} s  {r['updates_per_s']:6.1f} updates/s  "
+          f"max staleness {r['max_staleness']}  ({r['stop_reason']})")
+sys.exit(1 if failed else 0)
+PYEOF

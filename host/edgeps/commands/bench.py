@@ -29,6 +29,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "relay": ("edgeps.bench.relay", "central message rate with and without relays"),
     "compression": ("edgeps.bench.compression", "uplink codecs on 250 kbit/s links"),
     "scale": ("edgeps.bench.scale", "N emulated sensors at 1 update/s: rates, CPU"),
+    "policies-broker": (
+        "edgeps.bench.policies_broker",
+        "a slice of the policy matrix on a real broker, next to the simulator",
+    ),
 }
 
 
