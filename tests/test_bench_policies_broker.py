@@ -7,7 +7,7 @@ import json
 
 import pytest
 from conftest import mosquitto_path
-from edgeps.bench.policies_broker import emulate_command, serve_command
+from edgeps.bench.policies_broker import _fill, emulate_command, serve_command
 from edgeps.bench.policies_table import BrokerRun, build_rows, failure_lines, table
 from edgeps.cli import main
 from edgeps.sim.matrix import DATASETS, Cell
@@ -152,3 +152,32 @@ def test_a_serve_that_fails_is_a_failed_cell_with_its_stderr(
     assert row.startswith("stragglers") and "failed" in row
     assert "FAILED bsp stragglers balance off seed 0: serve exited 2" in out
     assert "unrecognized arguments: --no-such-flag" in out
+
+
+class _Seen:
+    """What the compression bench's broker client saw: a HELLO, then done."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.lock = threading.Lock()
+        self.first_hello, self.done_at = 1.0, 4.5
+
+
+@pytest.mark.parametrize("acc", [None, "0.9", float("nan")])
+def test_a_run_whose_serve_gave_no_accuracy_is_failed_not_a_nan(acc: object) -> None:
+    run = _run("asp", None)
+    run.final_accuracy = None
+    summary = {"accuracy": acc, "stop_reason": "target_accuracy", "updates": 9}
+    _fill(run, summary, _Seen())
+    assert run.failed and "no final accuracy" in run.error
+    assert run.time_to_target is None
+
+
+def test_a_run_that_reached_its_target_times_from_the_first_hello() -> None:
+    run = _run("asp", None)
+    summary = {"accuracy": 0.915, "stop_reason": "target_accuracy", "updates": 9}
+    _fill(run, summary, _Seen())
+    assert not run.failed
+    assert run.time_to_target == pytest.approx(3.5)
+    assert run.final_accuracy == pytest.approx(0.915)

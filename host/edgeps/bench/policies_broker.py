@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import shlex
 import subprocess
 import sys
@@ -174,6 +175,9 @@ def _fill(run: BrokerRun, summary: dict[str, Any], sniff: Any) -> None:
     run.elapsed = summary.get("elapsed")
     run.updates_per_s = float(summary.get("updates_per_s", 0.0))
     run.max_staleness = int(summary.get("max_staleness", 0))
+    if run.final_accuracy is None or not math.isfinite(run.final_accuracy):
+        run.error = f"serve's JSON gave no final accuracy ({acc!r})"
+        return
     with sniff.lock:
         t0, done = sniff.first_hello, sniff.done_at
     if run.stop_reason != "target_accuracy":
