@@ -95,6 +95,14 @@ def on_reject(w, msg):
     w._note("rejected seq " + str(msg.seq) + ": " + reason)
     if reason in ("unknown_worker", "dead_worker", "stale_session"):
         hello(w, None)
+    elif reason in _NO_RELEASE and w._waiting and w._unacked and msg.seq == w.seq:
+        # the PS refused our UPDATE before its core saw it, so no release
+        # follows: a HELLO on the same link brings one at once
+        hello(w, None)
+
+
+# UPDATE rejections made at the PS's ingest (PROTOCOL.md, "Checks of an UPDATE body")
+_NO_RELEASE = ("codec", "bad_length", "bad_index")
 
 
 def oversized(w, topic):
