@@ -52,6 +52,8 @@ def read_config(path):
     from edgeps_worker import config
 
     cfg = config.load(path, sys.platform == "esp32")
+    # one host, or the nodes of a broker cluster, tried in turn
+    cfg["broker_host"] = config.broker_nodes(cfg["broker_host"], cfg["broker_port"])
     unload("config")
     return cfg
 
@@ -106,14 +108,14 @@ def make_transport(cfg, buffers):
     return cls(
         # an unguessable suffix per start, so no client can aim a takeover
         cfg["worker_id"] + "-" + hexlify(os.urandom(6)).decode(),
-        cfg["broker_host"],
+        cfg["broker_host"],  # one host, or a cluster's (host, port) nodes
         cfg["broker_port"],
         cfg["username"] or None,
         cfg["password"] or None,
         cfg["keepalive"],
         max_packet=cfg["max_chunk"] + mqtt_extra(cfg),
         ssl_context=ctx,
-        server_hostname=cfg["tls_hostname"] or cfg["broker_host"],
+        server_hostname=cfg["tls_hostname"] or None,  # None: the node's host
         # the worker is done with a payload before it calls the client again
         payload_views=True,
         buffers=buffers,

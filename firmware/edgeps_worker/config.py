@@ -92,8 +92,11 @@ def validate(raw, board=False):
             parse_spec(cfg["model"])
         except ValueError as exc:
             problems.append(str(exc))
-    if cfg.get("broker_host") == "":
-        problems.append("broker_host must not be empty")
+    if type(cfg.get("broker_host")) is str:
+        try:
+            broker_nodes(cfg["broker_host"], cfg["broker_port"])
+        except ValueError as exc:
+            problems.append(str(exc))
     if cfg.get("password") and not cfg.get("username"):
         # MQTT 3.1.1 has no password without a user name [MQTT-3.1.2-22]:
         # brokers drop such a CONNECT, and the board would retry forever
@@ -114,6 +117,36 @@ def validate(raw, board=False):
     if problems:
         raise ValueError("bad config: " + "; ".join(problems))
     return cfg
+
+
+def broker_nodes(text, port):
+    """The MQTT client's server: ``text`` as one host, or a tuple of (host,
+    port) for the comma-separated nodes of one broker cluster, tried in turn
+    (``host`` or ``host:port``; ``port`` where none is given)."""
+    nodes = []
+    for part in text.split(","):
+        host, p = part.strip(), ""
+        if ":" in host:
+            host, _, p = host.rpartition(":")
+            p = p or "0"  # "host:" names no port
+        if not host:
+            raise ValueError(
+                "broker_host must name a host in every entry: " + repr(text)
+            )
+        n = port
+        if p:
+            try:
+                n = int(p)
+            except ValueError:
+                n = 0
+            if not 1 <= n <= 65535:
+                raise ValueError(
+                    "broker_host port must be in [1, 65535]: " + repr(part)
+                )
+        nodes.append((host, n))
+    if len(nodes) == 1 and nodes[0][1] == port:
+        return nodes[0][0]
+    return tuple(nodes)
 
 
 def load(path, board=False):

@@ -79,7 +79,8 @@ class MQTTClient:
         self.payload_views = payload_views
 
         def tcp(host, port, timeout_ms):
-            return _l.SocketLink(host, port, timeout_ms, ssl_context, server_hostname)
+            name = server_hostname or host
+            return _l.SocketLink(host, port, timeout_ms, ssl_context, name)
 
         self._opener = opener or tcp
         self._link = None

@@ -133,13 +133,18 @@ def connect(c, will_topic, will_payload, will_retain, clean):
     """MQTTClient.connect: open the link, send CONNECT, wait for CONNACK."""
     c.close_link()
     client_id, server, port, user, password = c._login
-    link = c._opener(server, port, c.timeout_ms)
-    c._link = link
+    nodes = None
+    if not isinstance(server, str):
+        # the nodes of one broker cluster, ((host, port), ...): a connect tries
+        # the first; a failed one moves it last, so the next try is the next node
+        nodes = server
+        server, port = nodes[0]
     c._r0 = c._r1 = c._skip = 0
     c._queue = []
     c._ping_sent = None
     c._acked = False
     try:
+        c._link = c._opener(server, port, c.timeout_ms)
         pkt = connect_packet(
             client_id,
             c.keepalive,
@@ -163,6 +168,8 @@ def connect(c, will_topic, will_payload, will_retain, clean):
             raise OSError(_l.ECONNRESET, "broker refused connection: rc=%d" % rc)
     except BaseException:
         c.close_link()
+        if nodes is not None and len(nodes) > 1:
+            c._login = (client_id, nodes[1:] + nodes[:1], port, user, password)
         raise
 
 

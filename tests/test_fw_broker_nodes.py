@@ -1,0 +1,110 @@
+"""A board config naming the nodes of a broker cluster: parsed and checked by
+the one validator, tried in turn by the client, and on the real MicroPython
+binary a board whose first node is down trains through the second."""
+
+from __future__ import annotations
+
+import errno
+import json
+import subprocess
+
+import pytest
+from conftest import FIRMWARE, free_port
+from edgeps_worker import config
+from edgeps_worker.mqtt import MQTTClient
+from fw_host import write_worker_config
+from test_fw_train_serve import MPY_ENV, start_serve, write_board_data
+from test_mqtt_client_fake import FakeBrokerLink
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("10.0.0.5", "10.0.0.5"),
+        ("10.0.0.5:1884", (("10.0.0.5", 1884),)),
+        ("a,b", (("a", 1883), ("b", 1883))),
+        (" a:1 , b:2 ", (("a", 1), ("b", 2))),
+    ],
+)
+def test_broker_host_is_one_host_or_the_nodes_of_a_cluster(text, want) -> None:
+    assert config.broker_nodes(text, 1883) == want
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("", "every entry"),
+        ("a,,b", "every entry"),
+        (":5", "every entry"),
+        ("a:", "port must be in"),
+        ("a:x", "port must be in"),
+        ("a:0", "port must be in"),
+        ("a:65536", "port must be in"),
+    ],
+)
+def test_a_bad_node_list_is_a_config_error_naming_it(text, why) -> None:
+    raw = {"job": "j", "worker_id": "w", "model": "linear:4", "broker_host": text,
+           "data": "d.bin"}  # fmt: skip
+    with pytest.raises(ValueError, match=why):
+        config.validate(raw)
+
+
+def test_a_failed_connect_moves_on_to_the_next_node() -> None:
+    # Prepare: node a refuses connections, node b is a broker
+    tried: list[tuple[str, int]] = []
+    link = FakeBrokerLink()
+
+    def opener(host: str, port: int, timeout_ms: int) -> FakeBrokerLink:
+        tried.append((host, port))
+        if host == "a":
+            raise OSError(errno.ECONNREFUSED, "refused")
+        return link
+
+    nodes = (("a", 1883), ("b", 1884))
+    c = MQTTClient("c1", nodes, opener=opener)  # type: ignore[arg-type]
+
+    # Execute: the first connect fails on a, the next goes to b
+    with pytest.raises(OSError):
+        c.connect("w/t", b"bye")
+    c.connect("w/t", b"bye")
+    # b stays first while it works: a later reconnect goes to b again
+    c.close_link()
+    c.connect("w/t", b"bye")
+
+    # Assert
+    assert tried == [("a", 1883), ("b", 1884), ("b", 1884)]
+    assert c.connected
+
+
+@pytest.mark.integration
+@pytest.mark.firmware
+def test_a_board_whose_first_broker_node_is_down_trains_through_the_next(
+    micropython, mosquitto, tmp_path
+) -> None:
+    # Prepare: nothing listens on the first node's port
+    write_board_data(tmp_path, 0)
+    dead = free_port()
+    nodes = f"127.0.0.1:{dead},127.0.0.1:{mosquitto.port}"
+    cfg = write_worker_config(
+        tmp_path, mosquitto.port, job="digits", model="mlp:64-32-10", batch=16,
+        max_iterations=0, verbose=True, broker_host=nodes,
+    )  # fmt: skip
+    serve = start_serve(mosquitto.port, "digits", "asp", "0.8")
+    try:
+        # Execute
+        worker = subprocess.run(
+            [micropython, str(FIRMWARE / "main.py"), str(cfg)], capture_output=True,
+            text=True, timeout=180, env=MPY_ENV, cwd=tmp_path,
+        )  # fmt: skip
+        out, err = serve.communicate(timeout=60)
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+            serve.wait(timeout=10)
+
+    # Assert: it trained to the host's target through the live node
+    assert worker.returncode == 0, worker.stdout + worker.stderr
+    assert "stopped: done" in worker.stdout
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["stop_reason"] == "target_accuracy", err
+    assert summary["workers"]["mpy-1"]["rejected"] == 0
