@@ -50,6 +50,7 @@ from edgeps.commands.model_forms import EXAMPLES, complete_model
 from edgeps.emulate.common import (
     EmulationConfig,
     SensorReport,
+    add_compute_flags,
     profile_class,
     with_compute,
 )
@@ -336,12 +337,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--max-iterations", type=int, default=0, help="per sensor (default 0: never)"
     )
     add_link_flags(parser)
-    parser.add_argument(
-        "--compute-time",
-        type=float,
-        metavar="S",
-        help="base seconds per iteration of every sensor (default: the scenario's)",
-    )
+    add_compute_flags(parser)
     parser.add_argument(
         "--processes",
         type=int,
@@ -401,7 +397,7 @@ def run(args: argparse.Namespace) -> int:
             iid=args.iid, duration=args.duration, batch=args.batch,
             model=args.model, max_iterations=args.max_iterations,
             hmac_key=read_key(args.hmac_key_file), **link_overrides(args),
-            compute_time=args.compute_time,
+            compute_time=args.compute_time, compute_jitter=args.compute_jitter,
         )  # fmt: skip
         emu: Any
         if engine == "loop":
