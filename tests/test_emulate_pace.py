@@ -11,6 +11,8 @@ from edgeps.bench import scale
 from edgeps.bench.scale_run import RunResult, jitter_args
 from edgeps.commands import emulate as emulate_cmd
 from edgeps.emulate.common import EmulationConfig, with_compute
+from edgeps.emulate.runner import LoopEmulation
+from edgeps.emulate.timers import paced_rest
 from edgeps.transport.options import ConnectionOptions
 from edgeps.worker.trainer import EmulatedTrainer
 from edgeps.workloads.scenarios import BASE_BATCH, WorkerProfile, make_scenario
@@ -122,3 +124,41 @@ def test_bench_scale_passes_the_jitter_on_and_shows_it() -> None:
     assert head.split()[:3] == ["sensors", "policy", "jitter"]
     assert paced.split()[:3] == ["100", "bsp", "0"]
     assert spread.split()[:3] == ["100", "bsp", "0.05"]
+
+
+def test_a_paced_step_counts_its_wait_for_the_loop_in_its_time() -> None:
+    # a release that arrived at 10.0, handled at 10.3: 0.3 s of its 1 s went
+    assert paced_rest(0.9, started=10.3, arrived=10.0) == pytest.approx(0.6)
+    # handled as it arrived: the whole rest
+    assert paced_rest(0.9, started=10.0, arrived=10.0) == 0.9
+    # a wait longer than the step: no sleep, never a negative one
+    assert paced_rest(0.2, started=11.5, arrived=10.0) == 0.0
+    # a clock that reads an arrival after the start changes nothing
+    assert paced_rest(0.5, started=10.0, arrived=10.1) == 0.5
+
+
+def test_pace_is_a_loop_engine_option() -> None:
+    parser = argparse.ArgumentParser()
+    emulate_cmd.configure(parser)
+    assert parser.parse_args([*BROKER, "--pace"]).pace is True
+    assert parser.parse_args(BROKER).pace is False
+
+    loop = LoopEmulation("mqtt://127.0.0.1:9", "j", n_workers=2, pace=True)
+    assert loop.config.pace is True
+    with pytest.raises(ValueError, match="loop engine"):
+        emulate_cmd.Emulation("mqtt://127.0.0.1:9", "j", n_workers=2, pace=True)
+
+
+def test_bench_scale_passes_pace_on_and_shows_it() -> None:
+    parser = argparse.ArgumentParser()
+    scale.configure(parser)
+    assert parser.parse_args([]).pace is False
+    assert parser.parse_args(["--pace"]).pace is True
+    assert parser.parse_args(["--jitter", "0,0.05"]).jitter == "0,0.05"
+
+    text = scale.table([RunResult(100, "bsp", 0.0, True), RunResult(100, "bsp")])
+
+    head, paced, unpaced = (line.split()[:4] for line in text.splitlines()[:3])
+    assert head == ["sensors", "policy", "jitter", "pace"]
+    assert paced == ["100", "bsp", "0", "yes"]
+    assert unpaced == ["100", "bsp", "0", "no"]

@@ -78,6 +78,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="lognormal sigma(s) of each 1 s iteration, comma separated; 0: every "
         "step ends 1 s after it started (default: 0; the scenario's own: 0.05)",
     )
+    parser.add_argument(
+        "--pace",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="emulate --pace: each step ends 1 s after its release reached the "
+        "emulator, its wait for the loop to get to the sensor included",
+    )
     parser.add_argument("--model", default="softmax", help="model (default: softmax)")
     parser.add_argument("--lr", type=float, default=0.02, help="learning rate")
 
@@ -100,7 +107,7 @@ def _fmt(v: Any, spec: str = ".0f") -> str:
 
 
 def table(rows: list[RunResult]) -> str:
-    cols = ("sensors", "policy", "jitter", "offered/s", "applied/s", "rejected",
+    cols = ("sensors", "policy", "jitter", "pace", "offered/s", "applied/s", "rejected",
             "serve_cpu", "emu_cpu", "broker_cpu", "inbox_p99", "lat_p50_ms",
             "lat_p95_ms", "broker_dropped", "rtt_p50_ms", "rtt_p95_ms", "emu_ms/upd",
             "box_cpu")  # fmt: skip
@@ -108,7 +115,8 @@ def table(rows: list[RunResult]) -> str:
     for r in rows:
         dropped = r.broker_dropped if r.broker_dropped is not None else 0
         out.append((
-            str(r.sensors), r.policy, _fmt(r.jitter, "g"), _fmt(r.offered_per_s),
+            str(r.sensors), r.policy, _fmt(r.jitter, "g"), "yes" if r.pace else "no",
+            _fmt(r.offered_per_s),
             _fmt(r.applied_per_s),
             str(r.rejected), _fmt(r.serve_cpu, ".2f"), _fmt(r.emulator_cpu, ".2f"),
             _fmt(r.broker_cpu, ".2f"), _fmt(r.inbox_depth_p99),
@@ -124,7 +132,8 @@ def table(rows: list[RunResult]) -> str:
              for row in out]  # fmt: skip
     lines.append(
         "jitter: lognormal sigma of each sensor's 1 s iteration (0: each step "
-        "ends 1 s after it started, the real gradient included); "
+        "ends 1 s after it started, the real gradient included); pace: that "
+        "second counts from the release's arrival at the emulator; "
         "CPU in cores (1.00 = one core busy) over the measuring window; "
         "latency: host side, UPDATE complete -> its release published; "
         "broker_dropped: $SYS publish/messages/dropped + log lines; rtt: sensor "
@@ -156,7 +165,14 @@ def run(args: argparse.Namespace) -> int:
         for n, policy in plan(sizes, policies):
             procs = args.processes or (1 if n <= 500 else 2)
             spec = RunSpec(
-                n, policy, args.duration, args.model, args.lr, procs, jitter=jitter
+                n,
+                policy,
+                args.duration,
+                args.model,
+                args.lr,
+                procs,
+                jitter=jitter,
+                pace=args.pace,
             )
             rows.append(one_run(spec))
             if not args.json:

@@ -132,6 +132,7 @@ class RunSpec:
     warmup: float = 5.0  # seconds after the ramp before CPU and rates are read
     # lognormal sigma of each sensor's 1 s iteration; None: the scenario's (0.05)
     jitter: float | None = 0.0
+    pace: bool = False  # emulate --pace: a step's time counts from its arrival
 
 
 @dataclass
@@ -139,6 +140,7 @@ class RunResult:
     sensors: int
     policy: str
     jitter: float | None = 0.0  # the sensors' compute_jitter (None: scenario's)
+    pace: bool = False  # the emulator ran with --pace
     window_s: float = 0.0
     offered_per_s: float = 0.0
     applied_per_s: float = 0.0
@@ -183,7 +185,7 @@ def _applied_between(metrics: Path, t1: float, t2: float) -> tuple[float, float]
 
 def one_run(spec: RunSpec) -> RunResult:
     """Start broker, serve and emulator; measure; stop all; return the row."""
-    res = RunResult(spec.sensors, spec.policy, spec.jitter)
+    res = RunResult(spec.sensors, spec.policy, spec.jitter, spec.pace)
     port = free_port()
     url = f"mqtt://127.0.0.1:{port}"
     job = f"scale{spec.sensors}"
@@ -249,6 +251,7 @@ def one_run(spec: RunSpec) -> RunResult:
                     "--compute-time",
                     "1.0",
                     *jitter_args(spec.jitter),
+                    *(["--pace"] if spec.pace else []),
                     "--max-time",
                     str(spec.duration),
                     "--json",

@@ -115,6 +115,8 @@ class Emulation:
             raise ValueError("duration must be > 0 seconds (or None)")
         if cfg.batch < 1 or cfg.max_iterations < 0:
             raise ValueError("batch >= 1 and max_iterations >= 0 required")
+        if cfg.pace:
+            raise ValueError("pace needs the loop engine (--engine loop)")
         if not 256 <= cfg.max_chunk <= wire.MAX_MESSAGE // 2:
             raise ValueError(f"max_chunk must be in 256..{wire.MAX_MESSAGE // 2}")
         from edgeps.worker.localdata import load_emulated
@@ -398,6 +400,7 @@ def run(args: argparse.Namespace) -> int:
             model=args.model, max_iterations=args.max_iterations,
             hmac_key=read_key(args.hmac_key_file), **link_overrides(args),
             compute_time=args.compute_time, compute_jitter=args.compute_jitter,
+            pace=args.pace,
         )  # fmt: skip
         emu: Any
         if engine == "loop":

@@ -75,6 +75,9 @@ class EmulationConfig:
     # every sensor's lognormal sigma of that time, instead of the scenario's
     # (0: each step ends exactly its base time after it started)
     compute_jitter: float | None = None
+    # loop engine: each step ends its drawn time after its message arrived, the
+    # loop's wait to get to the sensor included (edgeps.emulate.timers.paced_rest)
+    pace: bool = False
     # loop engine: gc.freeze() once every sensor joined (a process of its own)
     gc_freeze: bool = False
 
@@ -119,4 +122,10 @@ def add_compute_flags(parser: argparse.ArgumentParser) -> None:
         help="lognormal sigma of every sensor's iteration time; 0: each step ends "
         "exactly its base time after it started (default: the scenario's; "
         "homogeneous: 0.05)",
+    )
+    parser.add_argument(
+        "--pace",
+        action="store_true",
+        help="loop engine: each step ends its time after its release arrived, "
+        "the emulator's own wait to get to the sensor included",
     )

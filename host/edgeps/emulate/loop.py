@@ -45,6 +45,9 @@ class EventLoop:
         self._writers: set[LoopLink] = set()
         self._next_misc = 0.0
         self.turns = 0
+        # when the last select returned: what it found readable had arrived by
+        # then, however long the loop then takes to get to each socket
+        self.selected_at = 0.0
 
     def add(self, link: LoopLink, fd: int) -> None:
         self._sel.register(fd, selectors.EVENT_READ, link)
@@ -78,7 +81,9 @@ class EventLoop:
         timeout = 0.2 if nxt is None else min(0.2, max(0.0, nxt - now))
         if deadline is not None:
             timeout = min(timeout, max(0.0, deadline - now))
-        for key, mask in self._sel.select(timeout):
+        events = self._sel.select(timeout)
+        self.selected_at = self.now()
+        for key, mask in events:
             link: LoopLink = key.data
             if mask & selectors.EVENT_READ:
                 link.on_readable()
