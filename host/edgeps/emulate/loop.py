@@ -32,6 +32,10 @@ from edgeps.transport.paho_link import fresh_client_id
 log = logging.getLogger(__name__)
 
 MISC_PERIOD = 1.0  # seconds between loop_misc passes (keepalive pings)
+# sockets handled between two runs of the due timers within one turn: a turn
+# over a thousand readable sensors lasts a few hundred ms, and the UPDATEs due
+# meanwhile (held for their compute) should not all wait for its end
+TIMERS_EVERY = 32
 
 
 class EventLoop:
@@ -83,12 +87,14 @@ class EventLoop:
             timeout = min(timeout, max(0.0, deadline - now))
         events = self._sel.select(timeout)
         self.selected_at = self.now()
-        for key, mask in events:
+        for i, (key, mask) in enumerate(events, 1):
             link: LoopLink = key.data
             if mask & selectors.EVENT_READ:
                 link.on_readable()
             if mask & selectors.EVENT_WRITE:
                 link.on_writable()
+            if i % TIMERS_EVERY == 0:
+                self.timers.run_due(self.now())
         now = self.now()
         self.timers.run_due(now)
         if now >= self._next_misc:

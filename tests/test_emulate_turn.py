@@ -1,0 +1,58 @@
+"""One turn of the loop emulator over real sockets, with a fake clock."""
+
+from __future__ import annotations
+
+import socket
+
+from edgeps.emulate.loop import TIMERS_EVERY, EventLoop
+
+
+class Clock:
+    """Time that moves only when a handler says it took some."""
+
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+class BusySensor:
+    """A readable socket whose handling takes 1 ms of the fake clock."""
+
+    def __init__(self, sock: socket.socket, clock: Clock, seen: list[str]) -> None:
+        self.sock, self.clock, self.seen = sock, clock, seen
+
+    def on_readable(self) -> None:
+        self.sock.recv(16)
+        self.clock.t += 0.001
+        self.seen.append("sensor")
+
+    def misc(self) -> None:
+        """Keepalive pass: nothing to keep alive here."""
+
+
+def test_timers_due_during_a_long_turn_run_within_it_not_at_its_end() -> None:
+    # Prepare: twice TIMERS_EVERY readable sockets, a timer due 5 ms in
+    clock = Clock()
+    loop = EventLoop(clock)
+    seen: list[str] = []
+    pairs = [socket.socketpair() for _ in range(2 * TIMERS_EVERY)]
+    try:
+        for a, b in pairs:
+            a.send(b"x")
+            loop.add(BusySensor(b, clock, seen), b.fileno())  # type: ignore[arg-type]
+        loop.timers.at(100.005, lambda: seen.append("timer"))
+
+        # Execute
+        loop.turn(clock())
+
+        # Assert: it ran after the first TIMERS_EVERY sockets, before the rest
+        assert seen.count("sensor") == 2 * TIMERS_EVERY
+        assert seen.index("timer") == TIMERS_EVERY
+        assert loop.selected_at == 100.0  # what the select found had arrived by then
+    finally:
+        loop.close()
+        for a, b in pairs:
+            a.close()
+            b.close()
