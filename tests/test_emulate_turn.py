@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from edgeps.emulate.loop import TIMERS_EVERY, EventLoop
+from edgeps.emulate.loop import TIMERS_EVERY, EventLoop, _has_more
 
 
 class Clock:
@@ -56,3 +56,22 @@ def test_timers_due_during_a_long_turn_run_within_it_not_at_its_end() -> None:
         for a, b in pairs:
             a.close()
             b.close()
+
+
+def test_has_more_peeks_without_taking_and_never_blocks() -> None:
+    a, b = socket.socketpair()
+    try:
+        b.setblocking(False)
+        assert _has_more(b) is False  # nothing yet, and no wait for it
+
+        a.send(b"xy")
+
+        assert _has_more(b) is True
+        assert b.recv(16) == b"xy"  # the peek took nothing
+        assert _has_more(b) is False
+        a.close()
+        assert _has_more(b) is False  # end of stream: the next read reports it
+        assert _has_more(None) is False
+    finally:
+        a.close()
+        b.close()

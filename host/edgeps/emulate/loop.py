@@ -36,6 +36,24 @@ MISC_PERIOD = 1.0  # seconds between loop_misc passes (keepalive pings)
 # over a thousand readable sensors lasts a few hundred ms, and the UPDATEs due
 # meanwhile (held for their compute) should not all wait for its end
 TIMERS_EVERY = 32
+# packets one readable event reads at most: paho's loop_read reads one packet
+# when nothing is in flight, so a release (shared PARAMS + RELEASE) took two
+# turns over every sensor, the second read a whole turn after it arrived
+READS_PER_EVENT = 16
+
+
+def _has_more(sock: Any) -> bool:
+    """Whether a socket has bytes still to read, without blocking or taking them."""
+    if isinstance(sock, ssl.SSLSocket):
+        return sock.pending() > 0
+    if not isinstance(sock, socket.socket):
+        return False
+    try:
+        return bool(sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+    except (BlockingIOError, InterruptedError):
+        return False
+    except OSError:
+        return False  # the next read (the next select) reports it
 
 
 class EventLoop:
@@ -264,13 +282,17 @@ class LoopLink:
     # -- driven by the loop --
 
     def on_readable(self) -> None:
-        client = self._client
-        if client is None:
-            return
-        rc = client.loop_read()
-        if rc != mqtt.MQTT_ERR_SUCCESS:
-            self._broken(f"read: {mqtt.error_string(rc)}")
-            return
+        """Read what the socket holds (up to READS_PER_EVENT packets)."""
+        for _ in range(READS_PER_EVENT):
+            client = self._client
+            if client is None:
+                return
+            rc = client.loop_read()
+            if rc != mqtt.MQTT_ERR_SUCCESS:
+                self._broken(f"read: {mqtt.error_string(rc)}")
+                return
+            if self._client is not client or not _has_more(client.socket()):
+                break
         self._after_io()
 
     def on_writable(self) -> None:
