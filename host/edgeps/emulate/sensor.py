@@ -4,10 +4,13 @@ A `Sensor` drives the shared ``Worker`` through its step API. Emulated
 compute never blocks the loop: the trainer computes the real gradient, then
 its "sleep" (the rest of the profile's iteration time) becomes a hold on the
 link, so the UPDATE goes out when the board would have finished; messages
-that arrive meanwhile wait, as on a board busy computing. A lost link is
-retried with the worker's backoff; at the profile's ``crash_at`` the TCP link
-is cut without DISCONNECT (the broker fires the last will) and at
-``rejoin_at`` a new process (a new Worker instance, a new session) joins.
+that arrive meanwhile wait, as on a board busy computing. With ``pace``
+that time counts from the select that found the message readable, not from
+when the loop got to this sensor (`edgeps.emulate.timers.paced_rest`). A
+lost link is retried with the worker's backoff; at the profile's
+``crash_at`` the TCP link is cut without DISCONNECT (the broker fires the
+last will) and at ``rejoin_at`` a new process (a new Worker instance, a new
+session) joins.
 """
 
 from __future__ import annotations
