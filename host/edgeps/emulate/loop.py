@@ -161,6 +161,7 @@ class LoopLink:
         self.on_lost = on_lost
         self.impair = impair
         self.sendq = SendQueue()
+        self.arrived_by = 0.0  # see on_readable
         self._client: mqtt.Client | None = None
         self._fd = -1
         self._live = False
@@ -282,11 +283,17 @@ class LoopLink:
     # -- driven by the loop --
 
     def on_readable(self) -> None:
-        """Read what the socket holds (up to READS_PER_EVENT packets)."""
-        for _ in range(READS_PER_EVENT):
+        """Read what the socket holds (up to READS_PER_EVENT packets).
+
+        ``arrived_by`` is when what ``on_message`` gets had surely arrived: the
+        select's time for the first packet, which made the socket readable;
+        the time of reading for each further one, which may have come since.
+        """
+        for n in range(READS_PER_EVENT):
             client = self._client
             if client is None:
                 return
+            self.arrived_by = self.loop.selected_at if n == 0 else self.loop.now()
             rc = client.loop_read()
             if rc != mqtt.MQTT_ERR_SUCCESS:
                 self._broken(f"read: {mqtt.error_string(rc)}")

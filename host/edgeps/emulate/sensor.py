@@ -5,12 +5,12 @@ compute never blocks the loop: the trainer computes the real gradient, then
 its "sleep" (the rest of the profile's iteration time) becomes a hold on the
 link, so the UPDATE goes out when the board would have finished; messages
 that arrive meanwhile wait, as on a board busy computing. With ``pace``
-that time counts from the select that found the message readable, not from
-when the loop got to this sensor (`edgeps.emulate.timers.paced_rest`). A
-lost link is retried with the worker's backoff; at the profile's
-``crash_at`` the TCP link is cut without DISCONNECT (the broker fires the
-last will) and at ``rejoin_at`` a new process (a new Worker instance, a new
-session) joins.
+that time counts from when the message had surely arrived (the select that
+found it readable), not from when the loop got to this sensor
+(`edgeps.emulate.timers.paced_rest`). A lost link is retried with the
+worker's backoff; at the profile's ``crash_at`` the TCP link is cut without
+DISCONNECT (the broker fires the last will) and at ``rejoin_at`` a new
+process (a new Worker instance, a new session) joins.
 """
 
 from __future__ import annotations
@@ -240,7 +240,7 @@ class Sensor:
 
     def _deliver(self, topic: str, payload: bytes) -> None:
         assert self.link is not None
-        arrived = self.env.loop.selected_at
+        arrived = self.link.arrived_by
         if self._inbox or self.link.busy():
             self._inbox.append((topic, payload, arrived))
             return
