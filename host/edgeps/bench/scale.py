@@ -20,6 +20,10 @@ warm-up:
   computed on: serve's inbox wait and the broker included), the emulator's
   CPU per update, and the whole machine's busy cores (other load included:
   on a shared box, a part starved of CPU shows here, not in its own column);
+- the sensors' compute: each iteration lasts 1 s from its start, the real
+  gradient included, times a lognormal draw of sigma ``--jitter`` (default 0:
+  the issue's sensor, which samples once a second and sleeps the rest; 0.05 is
+  the homogeneous scenario's own spread; ``--jitter 0,0.05`` runs both);
 - in ``--json`` only: serve's CPU by thread (``serve_threads``: ``main``, the
   coordinator; ``others``, paho's network thread) and the 1-minute load
   average at the window's start and end (``load_avg``).
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import signal
 import sys
 from dataclasses import asdict
@@ -67,6 +72,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=0,
         help="emulator processes (default: 1 up to 500 sensors, else 2)",
     )
+    parser.add_argument(
+        "--jitter",
+        default="0",
+        help="lognormal sigma(s) of each 1 s iteration, comma separated; 0: every "
+        "step ends 1 s after it started (default: 0; the scenario's own: 0.05)",
+    )
+    parser.add_argument(
+        "--pace",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="emulate --pace: each step ends 1 s after its release reached the "
+        "emulator, its wait for the loop to get to the sensor included",
+    )
     parser.add_argument("--model", default="softmax", help="model (default: softmax)")
     parser.add_argument("--lr", type=float, default=0.02, help="learning rate")
 
@@ -76,20 +94,30 @@ def plan(sizes: list[int], policies: list[str]) -> list[tuple[int, str]]:
     return [(n, p) for n in sizes for p in policies if p != "bsp" or n <= BSP_UP_TO]
 
 
+def parse_jitters(text: str) -> list[float]:
+    """``--jitter``'s comma-separated sigmas, each a finite number >= 0."""
+    out = [float(x) for x in text.split(",") if x.strip()]
+    if not out or not all(math.isfinite(j) and j >= 0 for j in out):
+        raise ValueError("--jitter takes sigmas >= 0, comma separated")
+    return out
+
+
 def _fmt(v: Any, spec: str = ".0f") -> str:
     return "-" if v is None else format(v, spec)
 
 
 def table(rows: list[RunResult]) -> str:
-    cols = ("sensors", "policy", "offered/s", "applied/s", "rejected", "serve_cpu",
-            "emu_cpu", "broker_cpu", "inbox_p99", "lat_p50_ms", "lat_p95_ms",
-            "broker_dropped", "rtt_p50_ms", "rtt_p95_ms", "emu_ms/upd",
+    cols = ("sensors", "policy", "jitter", "pace", "offered/s", "applied/s", "rejected",
+            "serve_cpu", "emu_cpu", "broker_cpu", "inbox_p99", "lat_p50_ms",
+            "lat_p95_ms", "broker_dropped", "rtt_p50_ms", "rtt_p95_ms", "emu_ms/upd",
             "box_cpu")  # fmt: skip
     out: list[tuple[str, ...]] = [cols]
     for r in rows:
         dropped = r.broker_dropped if r.broker_dropped is not None else 0
         out.append((
-            str(r.sensors), r.policy, _fmt(r.offered_per_s), _fmt(r.applied_per_s),
+            str(r.sensors), r.policy, _fmt(r.jitter, "g"), "yes" if r.pace else "no",
+            _fmt(r.offered_per_s),
+            _fmt(r.applied_per_s),
             str(r.rejected), _fmt(r.serve_cpu, ".2f"), _fmt(r.emulator_cpu, ".2f"),
             _fmt(r.broker_cpu, ".2f"), _fmt(r.inbox_depth_p99),
             _fmt(r.latency_ms_p50, ".1f"), _fmt(r.latency_ms_p95, ".1f"),
@@ -103,6 +131,9 @@ def table(rows: list[RunResult]) -> str:
     lines = ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True))
              for row in out]  # fmt: skip
     lines.append(
+        "jitter: lognormal sigma of each sensor's 1 s iteration (0: each step "
+        "ends 1 s after it started, the real gradient included); pace: that "
+        "second counts from the release's arrival at the emulator; "
         "CPU in cores (1.00 = one core busy) over the measuring window; "
         "latency: host side, UPDATE complete -> its release published; "
         "broker_dropped: $SYS publish/messages/dropped + log lines; rtt: sensor "
@@ -119,18 +150,33 @@ def run(args: argparse.Namespace) -> int:
     except ValueError:
         print("edgeps bench scale: --sizes takes integers", flush=True)
         return 2
+    try:
+        jitters = parse_jitters(args.jitter)
+    except ValueError as exc:
+        print(f"edgeps bench scale: {exc}", flush=True)
+        return 2
     if not sizes or min(sizes) < 1 or not 5.0 <= args.duration <= MAX_DURATION:
         print(f"edgeps bench scale: sizes >= 1, duration in 5..{MAX_DURATION:g} s")
         return 2
     # a SIGTERM unwinds like Ctrl-C, so each run's finally stops its processes
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     rows = []
-    for n, policy in plan(sizes, policies):
-        procs = args.processes or (1 if n <= 500 else 2)
-        spec = RunSpec(n, policy, args.duration, args.model, args.lr, procs)
-        rows.append(one_run(spec))
-        if not args.json:
-            print(table(rows[-1:]).splitlines()[1], flush=True)
+    for jitter in jitters:
+        for n, policy in plan(sizes, policies):
+            procs = args.processes or (1 if n <= 500 else 2)
+            spec = RunSpec(
+                n,
+                policy,
+                args.duration,
+                args.model,
+                args.lr,
+                procs,
+                jitter=jitter,
+                pace=args.pace,
+            )
+            rows.append(one_run(spec))
+            if not args.json:
+                print(table(rows[-1:]).splitlines()[1], flush=True)
     if args.json:
         out = {"broker_conf": BROKER_CONF, "rows": [asdict(r) for r in rows]}
         print(json.dumps(out, indent=2))

@@ -130,12 +130,17 @@ class RunSpec:
     lr: float = 0.02
     processes: int = 1  # emulator processes
     warmup: float = 5.0  # seconds after the ramp before CPU and rates are read
+    # lognormal sigma of each sensor's 1 s iteration; None: the scenario's (0.05)
+    jitter: float | None = 0.0
+    pace: bool = False  # emulate --pace: a step's time counts from its arrival
 
 
 @dataclass
 class RunResult:
     sensors: int
     policy: str
+    jitter: float | None = 0.0  # the sensors' compute_jitter (None: scenario's)
+    pace: bool = False  # the emulator ran with --pace
     window_s: float = 0.0
     offered_per_s: float = 0.0
     applied_per_s: float = 0.0
@@ -180,7 +185,7 @@ def _applied_between(metrics: Path, t1: float, t2: float) -> tuple[float, float]
 
 def one_run(spec: RunSpec) -> RunResult:
     """Start broker, serve and emulator; measure; stop all; return the row."""
-    res = RunResult(spec.sensors, spec.policy)
+    res = RunResult(spec.sensors, spec.policy, spec.jitter, spec.pace)
     port = free_port()
     url = f"mqtt://127.0.0.1:{port}"
     job = f"scale{spec.sensors}"
@@ -245,6 +250,8 @@ def one_run(spec: RunSpec) -> RunResult:
                     str(spec.processes),
                     "--compute-time",
                     "1.0",
+                    *jitter_args(spec.jitter),
+                    *(["--pace"] if spec.pace else []),
                     "--max-time",
                     str(spec.duration),
                     "--json",
@@ -303,6 +310,11 @@ def one_run(spec: RunSpec) -> RunResult:
                     p.wait(10)
             broker_log.close()
     return res
+
+
+def jitter_args(jitter: float | None) -> list[str]:
+    """The emulator's flags for one jitter reading (None: the scenario's own)."""
+    return [] if jitter is None else ["--compute-jitter", repr(float(jitter))]
 
 
 def _offered(emu_json: dict[str, Any], active: float) -> float:

@@ -50,6 +50,7 @@ from edgeps.commands.model_forms import EXAMPLES, complete_model
 from edgeps.emulate.common import (
     EmulationConfig,
     SensorReport,
+    add_compute_flags,
     profile_class,
     with_compute,
 )
@@ -114,6 +115,8 @@ class Emulation:
             raise ValueError("duration must be > 0 seconds (or None)")
         if cfg.batch < 1 or cfg.max_iterations < 0:
             raise ValueError("batch >= 1 and max_iterations >= 0 required")
+        if cfg.pace:
+            raise ValueError("pace needs the loop engine (--engine loop)")
         if not 256 <= cfg.max_chunk <= wire.MAX_MESSAGE // 2:
             raise ValueError(f"max_chunk must be in 256..{wire.MAX_MESSAGE // 2}")
         from edgeps.worker.localdata import load_emulated
@@ -336,12 +339,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--max-iterations", type=int, default=0, help="per sensor (default 0: never)"
     )
     add_link_flags(parser)
-    parser.add_argument(
-        "--compute-time",
-        type=float,
-        metavar="S",
-        help="base seconds per iteration of every sensor (default: the scenario's)",
-    )
+    add_compute_flags(parser)
     parser.add_argument(
         "--processes",
         type=int,
@@ -401,7 +399,8 @@ def run(args: argparse.Namespace) -> int:
             iid=args.iid, duration=args.duration, batch=args.batch,
             model=args.model, max_iterations=args.max_iterations,
             hmac_key=read_key(args.hmac_key_file), **link_overrides(args),
-            compute_time=args.compute_time,
+            compute_time=args.compute_time, compute_jitter=args.compute_jitter,
+            pace=args.pace,
         )  # fmt: skip
         emu: Any
         if engine == "loop":

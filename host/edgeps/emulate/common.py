@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
+import math
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from edgeps.transport.options import ConnectionOptions
 from edgeps.transport.units import format_rate
@@ -69,6 +72,12 @@ class EmulationConfig:
     link_loss: float | None = None
     # every sensor's base iteration time (s), instead of the scenario's
     compute_time: float | None = None
+    # every sensor's lognormal sigma of that time, instead of the scenario's
+    # (0: each step ends exactly its base time after it started)
+    compute_jitter: float | None = None
+    # loop engine: each step ends its drawn time after its message arrived, the
+    # loop's wait to get to the sensor included (edgeps.emulate.timers.paced_rest)
+    pace: bool = False
     # loop engine: gc.freeze() once every sensor joined (a process of its own)
     gc_freeze: bool = False
 
@@ -76,10 +85,47 @@ class EmulationConfig:
 def with_compute(
     profiles: dict[str, WorkerProfile], cfg: EmulationConfig
 ) -> dict[str, WorkerProfile]:
-    """The profiles with ``cfg.compute_time`` as every sensor's base time, if set."""
-    t = cfg.compute_time
-    if t is None:
+    """The profiles with ``cfg.compute_time`` as every sensor's base time and
+    ``cfg.compute_jitter`` as its spread, each where set.
+
+    A step lasts its drawn time from the moment it starts, the real gradient
+    included (`edgeps.worker.trainer.EmulatedTrainer` sleeps the rest), so a
+    sigma of 0 is a sensor that samples once a period and sleeps the rest of it.
+    """
+    t, sigma = cfg.compute_time, cfg.compute_jitter
+    changes: dict[str, Any] = {}
+    if t is not None:
+        if not t > 0:
+            raise ValueError("compute_time must be > 0 seconds")
+        changes["compute_time"] = t
+    if sigma is not None:
+        if not (math.isfinite(sigma) and sigma >= 0):
+            raise ValueError("compute_jitter must be a finite sigma >= 0")
+        changes["compute_jitter"] = sigma
+    if not changes:
         return profiles
-    if not t > 0:
-        raise ValueError("compute_time must be > 0 seconds")
-    return {w: replace(p, compute_time=t) for w, p in profiles.items()}
+    return {w: replace(p, **changes) for w, p in profiles.items()}
+
+
+def add_compute_flags(parser: argparse.ArgumentParser) -> None:
+    """`edgeps emulate`'s flags for every sensor's iteration time and its spread."""
+    parser.add_argument(
+        "--compute-time",
+        type=float,
+        metavar="S",
+        help="base seconds per iteration of every sensor (default: the scenario's)",
+    )
+    parser.add_argument(
+        "--compute-jitter",
+        type=float,
+        metavar="SIGMA",
+        help="lognormal sigma of every sensor's iteration time; 0: each step ends "
+        "exactly its base time after it started (default: the scenario's; "
+        "homogeneous: 0.05)",
+    )
+    parser.add_argument(
+        "--pace",
+        action="store_true",
+        help="loop engine: each step ends its time after its release arrived, "
+        "the emulator's own wait to get to the sensor included",
+    )

@@ -32,6 +32,28 @@ from edgeps.transport.paho_link import fresh_client_id
 log = logging.getLogger(__name__)
 
 MISC_PERIOD = 1.0  # seconds between loop_misc passes (keepalive pings)
+# sockets handled between two runs of the due timers within one turn: a turn
+# over a thousand readable sensors lasts a few hundred ms, and the UPDATEs due
+# meanwhile (held for their compute) should not all wait for its end
+TIMERS_EVERY = 32
+# packets one readable event reads at most: paho's loop_read reads one packet
+# when nothing is in flight, so a release (shared PARAMS + RELEASE) took two
+# turns over every sensor, the second read a whole turn after it arrived
+READS_PER_EVENT = 16
+
+
+def _has_more(sock: Any) -> bool:
+    """Whether a socket has bytes still to read, without blocking or taking them."""
+    if isinstance(sock, ssl.SSLSocket):
+        return sock.pending() > 0
+    if not isinstance(sock, socket.socket):
+        return False
+    try:
+        return bool(sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+    except (BlockingIOError, InterruptedError):
+        return False
+    except OSError:
+        return False  # the next read (the next select) reports it
 
 
 class EventLoop:
@@ -45,6 +67,9 @@ class EventLoop:
         self._writers: set[LoopLink] = set()
         self._next_misc = 0.0
         self.turns = 0
+        # when the last select returned: what it found readable had arrived by
+        # then, however long the loop then takes to get to each socket
+        self.selected_at = 0.0
 
     def add(self, link: LoopLink, fd: int) -> None:
         self._sel.register(fd, selectors.EVENT_READ, link)
@@ -78,12 +103,16 @@ class EventLoop:
         timeout = 0.2 if nxt is None else min(0.2, max(0.0, nxt - now))
         if deadline is not None:
             timeout = min(timeout, max(0.0, deadline - now))
-        for key, mask in self._sel.select(timeout):
+        events = self._sel.select(timeout)
+        self.selected_at = self.now()
+        for i, (key, mask) in enumerate(events, 1):
             link: LoopLink = key.data
             if mask & selectors.EVENT_READ:
                 link.on_readable()
             if mask & selectors.EVENT_WRITE:
                 link.on_writable()
+            if i % TIMERS_EVERY == 0:
+                self.timers.run_due(self.now())
         now = self.now()
         self.timers.run_due(now)
         if now >= self._next_misc:
@@ -132,6 +161,7 @@ class LoopLink:
         self.on_lost = on_lost
         self.impair = impair
         self.sendq = SendQueue()
+        self.arrived_by = 0.0  # see on_readable
         self._client: mqtt.Client | None = None
         self._fd = -1
         self._live = False
@@ -253,13 +283,23 @@ class LoopLink:
     # -- driven by the loop --
 
     def on_readable(self) -> None:
-        client = self._client
-        if client is None:
-            return
-        rc = client.loop_read()
-        if rc != mqtt.MQTT_ERR_SUCCESS:
-            self._broken(f"read: {mqtt.error_string(rc)}")
-            return
+        """Read what the socket holds (up to READS_PER_EVENT packets).
+
+        ``arrived_by`` is when what ``on_message`` gets had surely arrived: the
+        select's time for the first packet, which made the socket readable;
+        the time of reading for each further one, which may have come since.
+        """
+        for n in range(READS_PER_EVENT):
+            client = self._client
+            if client is None:
+                return
+            self.arrived_by = self.loop.selected_at if n == 0 else self.loop.now()
+            rc = client.loop_read()
+            if rc != mqtt.MQTT_ERR_SUCCESS:
+                self._broken(f"read: {mqtt.error_string(rc)}")
+                return
+            if self._client is not client or not _has_more(client.socket()):
+                break
         self._after_io()
 
     def on_writable(self) -> None:

@@ -139,7 +139,7 @@ def run_shard(
         loop, cfg.connection, cfg.job, model, t0, batch=cfg.batch, seed=cfg.seed,
         max_iterations=cfg.max_iterations, heartbeat_ms=cfg.heartbeat_ms,
         release_timeout_ms=cfg.release_timeout_ms, max_chunk=cfg.max_chunk,
-        hmac_key=cfg.hmac_key,
+        hmac_key=cfg.hmac_key, pace=cfg.pace,
     )  # fmt: skip
     sensors = [
         Sensor(env, i, wid, p, d, r)

@@ -4,10 +4,13 @@ A `Sensor` drives the shared ``Worker`` through its step API. Emulated
 compute never blocks the loop: the trainer computes the real gradient, then
 its "sleep" (the rest of the profile's iteration time) becomes a hold on the
 link, so the UPDATE goes out when the board would have finished; messages
-that arrive meanwhile wait, as on a board busy computing. A lost link is
-retried with the worker's backoff; at the profile's ``crash_at`` the TCP link
-is cut without DISCONNECT (the broker fires the last will) and at
-``rejoin_at`` a new process (a new Worker instance, a new session) joins.
+that arrive meanwhile wait, as on a board busy computing. With ``pace``
+that time counts from when the message had surely arrived (the select that
+found it readable), not from when the loop got to this sensor
+(`edgeps.emulate.timers.paced_rest`). A lost link is retried with the
+worker's backoff; at the profile's ``crash_at`` the TCP link is cut without
+DISCONNECT (the broker fires the last will) and at ``rejoin_at`` a new
+process (a new Worker instance, a new session) joins.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from edgeps.emulate.loop import EventLoop, LoopLink
+from edgeps.emulate.timers import paced_rest
 from edgeps.transport.impair import ImpairedTransport, LinkProfile
 from edgeps.transport.options import ConnectionOptions
 from edgeps.worker.localdata import LocalData
@@ -47,6 +51,9 @@ class SensorEnv:
     release_timeout_ms: int = 15000
     max_chunk: int = 1 << 16
     hmac_key: bytes | None = None
+    # each step ends its drawn time after its message arrived, the loop's own
+    # wait to get to this sensor included (edgeps.emulate.timers.paced_rest)
+    pace: bool = False
     ending: bool = False
     # seconds from an UPDATE leaving a sensor to the next release it computes on
     round_trips: deque[float] = field(default_factory=lambda: deque(maxlen=1 << 15))
@@ -76,10 +83,11 @@ class Sensor:
         self.gen = 0  # life/link generation: stale timers check it
         self.alive = False
         self.crash_at = profile.crash_at
-        self._inbox: deque[tuple[str, bytes]] = deque()
+        self._inbox: deque[tuple[str, bytes, float]] = deque()  # and its arrival
         self._backoff = 0.25
         self._resume_at: float | None = None
         self._sent_at: float | None = None  # when the last UPDATE left (held)
+        self._fed = (0.0, 0.0)  # (arrived, started) of the message being handled
 
     # -- scheduling helpers --
 
@@ -206,8 +214,13 @@ class Sensor:
         """The trainer's rest-of-iteration "sleep": hold the link, resume after."""
         assert self.link is not None
         now = self.env.loop.now()
+        if self.env.pace:
+            arrived, started = self._fed
+            seconds = paced_rest(seconds, started, arrived)
+            now = arrived if arrived > 0 else now  # the round trip ends on arrival
         if self._sent_at is not None and now > self._sent_at:
             self.env.round_trips.append(now - self._sent_at)
+        self._fed = (0.0, 0.0)
         self.link.hold(seconds)
         at = self.link.sendq.hold_until
         self._sent_at = at
@@ -216,22 +229,25 @@ class Sensor:
             self._later(at, self._resume)
 
     def _resume(self) -> None:
+        done = self._resume_at or self.env.loop.now()  # when the compute ended
         self._resume_at = None
         while self._inbox and self.alive:
             assert self.link is not None
             if self.link.busy():
                 return  # a message started another compute: it resumes us
-            topic, payload = self._inbox.popleft()
-            self._feed(topic, payload)
+            topic, payload, arrived = self._inbox.popleft()
+            self._feed(topic, payload, max(arrived, done))
 
     def _deliver(self, topic: str, payload: bytes) -> None:
         assert self.link is not None
+        arrived = self.link.arrived_by
         if self._inbox or self.link.busy():
-            self._inbox.append((topic, payload))
+            self._inbox.append((topic, payload, arrived))
             return
-        self._feed(topic, payload)
+        self._feed(topic, payload, arrived)
 
-    def _feed(self, topic: str, payload: bytes) -> None:
+    def _feed(self, topic: str, payload: bytes, arrived: float) -> None:
+        self._fed = (arrived, self.env.loop.now())
         try:
             self.worker.feed(topic, payload)
             self.worker.run_timers()
@@ -257,6 +273,7 @@ class Sensor:
         self._later(now + TICK, self._tick)
         if self.link.busy() or not self.link.connected:
             return
+        self._fed = (0.0, 0.0)
         try:
             self.worker.run_timers()
         except OSError:

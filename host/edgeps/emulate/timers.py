@@ -97,6 +97,19 @@ class SendQueue:
         self.last_at = 0.0
 
 
+def paced_rest(rest: float, started: float, arrived: float) -> float:
+    """What a paced sensor sleeps: the step's ``rest`` less the time its
+    message waited (``arrived`` to ``started``) for the emulator to get to it.
+
+    On a board, a step starts when its release arrives; on a loop with a
+    thousand sensors, a release read in one select waits behind the others
+    read with it. Pacing counts that wait in the step, so each step ends its
+    drawn time after its release arrived (never before the real gradient is
+    done: the rest is at least 0).
+    """
+    return max(0.0, rest - max(0.0, started - arrived))
+
+
 def spread(n: int, start: float, span: float) -> list[float]:
     """``n`` start times evenly over ``span`` seconds from ``start`` (a ramp)."""
     if n <= 0:

@@ -19,6 +19,7 @@ from edgeps_worker import wire_host as wire
 from edgeps.core.types import Release
 from edgeps.kernels import params_codec
 from edgeps.runtime.peers import Peer, Peers
+from edgeps.runtime.release_frames import ReleaseFrames
 
 log = logging.getLogger(__name__)
 
@@ -190,19 +191,22 @@ class Outbox:
         self.shared_rounds += 1
         digest = params_codec.digest(params_codec.decoded(release.params, code))
         batches = release.batches or {}
+        frames = ReleaseFrames(self.job, self.run, version, digest)
+        publish = self.link.publish
         for (wid, answer), peer in zip(targets, peers, strict=True):
-            payload = wire.encode_release(
-                self.job,
-                wid,
-                self.run,
-                peer.session,
-                version,
-                digest,
-                seq=0 if answer is None else answer,
-                batch=int(batches.get(wid, 0)),
-                key=peer.key,
-            )
-            self.link.publish(peer.down_topic, payload, 1, False)
+            try:
+                payload = frames.encode(
+                    wid,
+                    peer.session,
+                    0 if answer is None else answer,
+                    int(batches.get(wid, 0)),
+                    peer.key,
+                )
+            except (ValueError, TypeError) as exc:
+                self.errors += 1
+                log.error("cannot encode a release for %r: %s", wid, exc)
+                continue
+            publish(peer.down_topic, payload, 1, False)
             self.release_bytes += len(payload)
             self.releases_sent += 1
 
