@@ -22,7 +22,7 @@ warm-up:
   on a shared box, a part starved of CPU shows here, not in its own column);
 - the sensors' compute: each iteration lasts 1 s from its start, the real
   gradient included, times a lognormal draw of sigma ``--jitter`` (default 0:
-  the issue's sensor, which samples once a second and sleeps the rest; 0.05 is
+  a sensor that samples once a second and sleeps the rest; 0.05 is
   the homogeneous scenario's own spread; ``--jitter 0,0.05`` runs both);
 - in ``--json`` only: serve's CPU by thread (``serve_threads``: ``main``, the
   coordinator; ``others``, paho's network thread) and the 1-minute load

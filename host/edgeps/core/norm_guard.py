@@ -6,9 +6,9 @@ stage of training; this guard needs none. It keeps the L2 norms of the last
 exceeds ``k`` times their median, once ``warmup`` norms are known. The median
 ignores a few outliers of its own window, so one outsized push neither gets
 in nor raises the bar for the next one: a finite gradient 10^4 times the usual
-size, from anyone, is refused instead of wrecking the model (issue 9,
-observation 2). Honest gradients shrink as training converges and the bar
-follows them, ``window`` applied updates behind.
+size, from anyone, is refused instead of wrecking the model. Honest
+gradients shrink as training converges and the bar follows them, ``window``
+applied updates behind.
 
 Defaults: k = 10, window = 64, warmup = 8. The window is counted in applied
 updates rather than seconds, so it follows training at any update rate; the
