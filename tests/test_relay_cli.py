@@ -117,3 +117,14 @@ def test_keys_the_relay_own_central_key_and_the_site_master(tmp_path: Path) -> N
     assert got.site_key == site_master
     with pytest.raises(ValueError):  # another worker's key is refused
         build_config(p.parse_args([*base[:-1], "r2", "--hmac-key-file", str(own)]))
+
+
+def test_balance_is_off_unless_asked_and_reaches_the_relay_config() -> None:
+    from edgeps.commands.relay import configure
+
+    p = argparse.ArgumentParser()
+    configure(p)
+    base = ["--broker", "mqtt://127.0.0.1:1", "--job", "j", "--id", "r1"]
+
+    assert build_config(p.parse_args(base)).balance is False
+    assert build_config(p.parse_args([*base, "--balance"])).balance is True

@@ -74,6 +74,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--policy", default="bsp", help="the site's sync policy (default: bsp)"
     )
     p.add_argument(
+        "--balance",
+        action="store_true",
+        help="assign each site board its batch from its measured speed, as serve "
+        "--balance does for its workers (default: off)",
+    )
+    p.add_argument(
         "--min-fold",
         type=int,
         default=0,
@@ -132,6 +138,7 @@ def build_config(args: argparse.Namespace) -> Any:
         relay_id=args.relay_id,
         site_job=args.site_job,
         policy=args.policy,
+        balance=args.balance,
         min_fold=args.min_fold,
         liveness_timeout=args.liveness_timeout,
         max_update_norm=args.max_update_norm,

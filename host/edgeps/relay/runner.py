@@ -20,6 +20,7 @@ from typing import Any
 
 from edgeps_worker import wire_host as wire
 
+from edgeps.core.balance import Balancer
 from edgeps.core.norm_guard import NormGuard
 from edgeps.policy import parse_policy
 from edgeps.relay.fold import Round
@@ -46,6 +47,7 @@ class RelayConfig:
     relay_id: str  # this relay's worker id in the central job
     site_job: str | None = None  # the site's job id (default: the central one)
     policy: str = "bsp"  # the site's sync policy
+    balance: bool = False  # assign each site board a batch from its speed
     min_fold: int = 0  # a round waits for this many gradients (or every live board)
     liveness_timeout: float = 10.0
     max_update_norm: float | None = None
@@ -181,10 +183,12 @@ class Relay:
         cfg = self.cfg
         first = round_.take_central()
         assert first is not None
+        policy = parse_policy(cfg.policy)
         server = SiteServer(
             first,
             round_,
-            policy=parse_policy(cfg.policy),
+            policy=policy,
+            balancer=Balancer.for_policy(policy) if cfg.balance else None,
             lr=1.0,
             liveness_timeout=cfg.liveness_timeout,
             max_update_norm=cfg.max_update_norm,
