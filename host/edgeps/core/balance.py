@@ -86,7 +86,8 @@ class _Pace:
         self.fixed = fixed  # link legs: release -> push minus compute
         self.cap = cap
         self.batch = batch
-        self.first: list[tuple[float, float]] | None = []  # until warmed up
+        # (samples, compute, link legs) of its first pushes, until warmed up
+        self.first: list[tuple[int, float, float]] | None = []
         self.eager = False
         self.share = 0.0  # fixed compute / compute at the base batch, fitted
         self.sizes: dict[int, list[float]] = {}  # batch -> recent compute times
@@ -120,32 +121,32 @@ class _Pace:
         f = self.share
         return compute / (f + (1.0 - f) * samples / base_batch)
 
-    def fold(self, base: float, fixed: float, warmup: int) -> None:
+    def fold(
+        self, samples: int, compute: float, fixed: float, base_batch: int, warmup: int
+    ) -> None:
         """Start from the medians of the first ``warmup`` pushes, then average.
 
         Samples above twice the smallest are left out of that median: spikes
         among the very first iterations would otherwise set the level that the
         first assignment is computed from. Eager, the levels meanwhile follow
         the fastest push so far (interference only slows a board, so one push
-        bounds its pace from above and the fastest of a few is its pace).
+        bounds its pace from above and the fastest of a few is its pace). The
+        first pushes are kept as measured and scaled to the base batch by the
+        latest fit, so a batch changed meanwhile does not skew the median.
         """
         if self.first is None:
-            self.base.update(base)
+            self.base.update(self.at_base(samples, compute, base_batch))
             self.fixed.update(fixed)
             return
-        self.first.append((base, fixed))
+        self.first.append((samples, compute, fixed))
+        bases = [self.at_base(n, c, base_batch) for n, c, _ in self.first]
+        links = [f for _, _, f in self.first]
         if len(self.first) < warmup:
             if self.eager:
-                for series, values in zip(
-                    (self.base, self.fixed),
-                    zip(*self.first, strict=True),
-                    strict=True,
-                ):
+                for series, values in ((self.base, bases), (self.fixed, links)):
                     series.mean = series.last = min(values)
             return
-        for series, values in zip(
-            (self.base, self.fixed), zip(*self.first, strict=True), strict=True
-        ):
+        for series, values in ((self.base, bases), (self.fixed, links)):
             # interference only ever slows a board: drop the warmup's spikes
             low = min(values)
             kept = [v for v in values if v <= 2 * low] if low > 0 else list(values)
@@ -285,11 +286,8 @@ class Balancer:
             return
         compute = max(0.0, compute_time)
         pace.fit(samples, compute, self.base_batch)
-        pace.fold(
-            pace.at_base(samples, compute, self.base_batch),
-            max(0.0, iteration - compute_time),
-            self.warmup,
-        )
+        link = max(0.0, iteration - compute_time)
+        pace.fold(samples, compute, link, self.base_batch, self.warmup)
         self._stale_after -= 1
         if self._stale_after <= 0:
             self._target = None
