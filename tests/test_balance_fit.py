@@ -114,3 +114,29 @@ def test_eager_fits_from_its_second_push() -> None:
     assert slow[1] == 9  # its link legs left out until its warmup ends
     assert slow[2] == pytest.approx(6, abs=1)
     assert len(set(slow[2:])) == 1
+
+
+def test_eager_a_first_push_spike_gives_the_batch_back_at_the_next_push() -> None:
+    # Prepare: normal boards with a fixed cost, one of them 5x slower on its
+    # first push only (another task), then 10% spikes on every board
+    rng = np.random.default_rng(13)
+    boards = cluster(n_slow=0)
+    spikes = {(w, r): 5.0 for w in boards for r in range(3, 200) if rng.random() < 0.1}
+    spikes[("f0", 0)] = 5.0
+    bal = joined(boards, eager=True)
+    # Execute
+    history = run(bal, boards, 200, spikes)
+    # Assert: one iteration at a small batch, then its batch back for good
+    f0 = [h["f0"] for h in history]
+    assert f0[1] < 32
+    assert f0[2:] == [32] * 198
+    assert all(b == 32 for h in history for w, b in h.items() if w != "f0")
+    assert bal.changes == 2
+
+
+def test_a_true_straggler_is_not_mistaken_for_a_first_push_spike() -> None:
+    boards = cluster()
+    boards["s0"].fixed = 0.0  # all of its compute grows with the batch
+    history = run(joined(boards, eager=True), boards, 30)
+    slow = [h["s0"] for h in history]
+    assert slow[1] < 12 and all(b < 12 for b in slow[1:])

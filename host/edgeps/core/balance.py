@@ -24,7 +24,10 @@ assignment). So interference barely moves an assignment and a persistent
 slowdown moves it within a few iterations. Eager, a worker is assigned from
 its first push: a push bounds its pace from above (interference only slows a
 board), so until ``warmup`` its levels follow its fastest push so far, and
-its link legs are left out (one lost message costs a whole retry).
+its link legs are left out (one lost message costs a whole retry). A
+warming-up board whose push at its smaller batch shows the larger one was
+more than 1.5x slower than in proportion (impossible with a fixed cost >= 0)
+spiked on it: that push is forgotten and the board gets its batch back.
 ``Balancer.for_policy`` is eager for the policies that wait for whole rounds
 (BSP, K-of-N), where every round before the first assignment waits for the
 stragglers, and warms up for the others.
@@ -74,10 +77,22 @@ _PER_SIZE = 5
 _SIZES = 4
 # the fixed share of a board's compute at the base batch never fits above this
 _MAX_SHARE = 0.5
+# a larger batch this much slower than in proportion to a smaller was a spike
+_SPIKED = 1.5
 
 
 class _Pace:
-    __slots__ = ("base", "fixed", "cap", "batch", "first", "eager", "share", "sizes")
+    __slots__ = (
+        "base",
+        "fixed",
+        "cap",
+        "batch",
+        "first",
+        "eager",
+        "share",
+        "sizes",
+        "back_to",
+    )
 
     def __init__(
         self, base: RobustEwma, fixed: RobustEwma, cap: int, batch: int
@@ -91,6 +106,7 @@ class _Pace:
         self.eager = False
         self.share = 0.0  # fixed compute / compute at the base batch, fitted
         self.sizes: dict[int, list[float]] = {}  # batch -> recent compute times
+        self.back_to = 0  # a batch it was shrunk from on a spike, to go back to
 
     def fit(self, samples: int, compute: float, base_batch: int) -> None:
         """Refit the fixed share of compute from the batch sizes pushed so far.
@@ -110,6 +126,14 @@ class _Pace:
         if hi - lo < 2 or hi < 1.25 * lo:
             return
         m_lo, m_hi = _level(self.sizes[lo]), _level(self.sizes[hi])
+        if m_hi > _SPIKED * m_lo * hi / lo and self.first is not None:
+            # slower at the larger size than in proportion to the smaller, so
+            # with any fixed cost >= 0 the larger was a spike (warming up,
+            # it set an eager assignment): forget it, give the batch back
+            del self.sizes[hi]
+            self.first = [p for p in self.first if p[0] != hi]
+            self.back_to = hi
+            return
         rate = (m_hi - m_lo) / (hi - lo)
         if rate <= 0:
             return  # a spike at the larger size's expense: keep the last fit
@@ -317,6 +341,10 @@ class Balancer:
         pace = self._paces.get(worker_id)
         if pace is None:
             return self.base_batch
+        if pace.back_to:
+            pace.batch, pace.back_to = self._clamp(pace, pace.back_to), 0
+            self.changes += 1
+            return pace.batch
         if not pace.ready or pace.base.last_outlier > 0:
             # warming up, or its last iteration was a transient spike: keep it
             return pace.batch
