@@ -49,6 +49,11 @@ class KernelTrainer:
         self.model = spec
         self.source = source
         self.batch = batch
+        # announced in HELLO: its scratch holds ``batch`` rows, a bounded ring
+        # (a sensor's) fewer if it is smaller; the PS then asks for no more,
+        # so a push of all it takes is not weighed as a short one
+        cap = getattr(getattr(source, "ring", source), "capacity", batch)
+        self.max_batch = cap if cap < batch else batch
         self.n_params = self.net.n_params
         # one chunk of the batch at a time: the kernels ask the source for
         # ``net.rows`` rows per chunk (4 KB less for 16 rows of 64 features)

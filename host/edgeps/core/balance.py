@@ -5,9 +5,17 @@ performance monitor that sets the barrier also sets how much work each node
 does. Pure logic, time passed in; the core feeds it every applied push and
 asks it for the batch of every worker it releases.
 
-Model. One iteration of worker i at batch b takes ``c_i + b * r_i`` seconds:
-``r_i`` is its compute time per sample, ``c_i`` the part that does not grow
-with the batch (both link legs). Both are robust EWMAs (the monitor's
+Model. One iteration of worker i at batch b takes ``l_i + c_i + b * r_i``
+seconds: ``l_i`` its link legs (release to push minus compute), ``c_i`` the
+compute that does not grow with the batch (loading the model, framing the
+push) and ``r_i`` its compute per sample. ``c_i`` and ``r_i`` are fitted from
+the batch sizes a board has pushed (the slope between the levels of its
+smallest and largest; the fixed share of its compute at the base batch at
+most a half); with one size seen, ``c_i`` is 0 (proportional). So a 4x
+straggler goes from 32 straight to its batch once it pushed one smaller batch
+instead of creeping down by the per-sample rise of each smaller batch. The
+level tracked is each push's compute scaled to the base batch by that fit,
+and the link legs, both robust EWMAs (the monitor's
 ``RobustEwma``): a transient spike (a sample outside the normal band) does
 not move them at all, a run of ``persistent_window`` (6) outliers on one side
 is adopted as a new level; both start from the medians of a worker's first
@@ -16,14 +24,17 @@ assignment). So interference barely moves an assignment and a persistent
 slowdown moves it within a few iterations. Eager, a worker is assigned from
 its first push: a push bounds its pace from above (interference only slows a
 board), so until ``warmup`` its levels follow its fastest push so far, and
-its link legs are left out (one lost message costs a whole retry).
+its link legs are left out (one lost message costs a whole retry). A
+warming-up board whose push at its smaller batch shows the larger one was
+more than 1.5x slower than in proportion (impossible with a fixed cost >= 0)
+spiked on it: that push is forgotten and the board gets its batch back.
 ``Balancer.for_policy`` is eager for the policies that wait for whole rounds
 (BSP, K-of-N), where every round before the first assignment waits for the
 stragglers, and warms up for the others.
 
-Target. ``T* = median_i (c_i + base_batch * r_i)`` over the live, measured
-workers: the iteration time of the median board at the default batch.
-Assignment: ``b_i = (T* - c_i) / r_i``, rounded and clamped to
+Target. ``T* = median_i (l_i + c_i + base_batch * r_i)`` over the live,
+measured workers: the iteration time of the median board at the default
+batch. Assignment: ``b_i = (T* - l_i - c_i) / r_i``, rounded and clamped to
 ``[min_batch, min(max_batch, cap_i)]`` where ``cap_i`` is the limit the board
 announced (its memory; 0 = none). A board slower than the median gets a
 smaller batch; a faster one a larger batch only when ``max_batch`` allows it
@@ -61,45 +72,105 @@ def _check_batch(name: str, value: object) -> int:
     return value
 
 
+# recent compute times kept per batch size, and batch sizes kept, per board
+_PER_SIZE = 5
+_SIZES = 4
+# the fixed share of a board's compute at the base batch never fits above this
+_MAX_SHARE = 0.5
+# a larger batch this much slower than in proportion to a smaller was a spike
+_SPIKED = 1.5
+
+
 class _Pace:
-    __slots__ = ("per_sample", "fixed", "cap", "batch", "first", "eager")
+    __slots__ = (
+        "base",
+        "fixed",
+        "cap",
+        "batch",
+        "first",
+        "eager",
+        "share",
+        "sizes",
+        "back_to",
+    )
 
     def __init__(
-        self, per_sample: RobustEwma, fixed: RobustEwma, cap: int, batch: int
+        self, base: RobustEwma, fixed: RobustEwma, cap: int, batch: int
     ) -> None:
-        self.per_sample = per_sample
-        self.fixed = fixed
+        self.base = base  # compute time at the base batch
+        self.fixed = fixed  # link legs: release -> push minus compute
         self.cap = cap
         self.batch = batch
-        self.first: list[tuple[float, float]] | None = []  # until warmed up
+        # (samples, compute, link legs) of its first pushes, until warmed up
+        self.first: list[tuple[int, float, float]] | None = []
         self.eager = False
+        self.share = 0.0  # fixed compute / compute at the base batch, fitted
+        self.sizes: dict[int, list[float]] = {}  # batch -> recent compute times
+        self.back_to = 0  # a batch it was shrunk from on a spike, to go back to
 
-    def fold(self, per_sample: float, fixed: float, warmup: int) -> None:
+    def fit(self, samples: int, compute: float, base_batch: int) -> None:
+        """Refit the fixed share of compute from the batch sizes pushed so far.
+
+        Compute at batch b is ``c + b * r``: with two sizes far enough apart
+        (the smallest and largest seen), ``r`` is the slope between their
+        levels and ``c`` what is left at zero; with one size the share stays
+        0 (proportional). A size's level is the median of its recent times
+        within twice their fastest (interference only slows a board).
+        """
+        times = self.sizes.pop(samples, [])
+        times.append(compute)
+        self.sizes[samples] = times[-_PER_SIZE:]  # most recently used last
+        while len(self.sizes) > _SIZES:
+            del self.sizes[next(iter(self.sizes))]
+        lo, hi = min(self.sizes), max(self.sizes)
+        if hi - lo < 2 or hi < 1.25 * lo:
+            return
+        m_lo, m_hi = _level(self.sizes[lo]), _level(self.sizes[hi])
+        if m_hi > _SPIKED * m_lo * hi / lo and self.first is not None:
+            # slower at the larger size than in proportion to the smaller, so
+            # with any fixed cost >= 0 the larger was a spike (warming up,
+            # it set an eager assignment): forget it, give the batch back
+            del self.sizes[hi]
+            self.first = [p for p in self.first if p[0] != hi]
+            self.back_to = hi
+            return
+        rate = (m_hi - m_lo) / (hi - lo)
+        if rate <= 0:
+            return  # a spike at the larger size's expense: keep the last fit
+        fixed = max(0.0, m_lo - lo * rate)
+        self.share = min(_MAX_SHARE, fixed / (fixed + base_batch * rate))
+
+    def at_base(self, samples: int, compute: float, base_batch: int) -> float:
+        """This push's compute scaled to the base batch by the fitted model."""
+        f = self.share
+        return compute / (f + (1.0 - f) * samples / base_batch)
+
+    def fold(
+        self, samples: int, compute: float, fixed: float, base_batch: int, warmup: int
+    ) -> None:
         """Start from the medians of the first ``warmup`` pushes, then average.
 
         Samples above twice the smallest are left out of that median: spikes
         among the very first iterations would otherwise set the level that the
         first assignment is computed from. Eager, the levels meanwhile follow
         the fastest push so far (interference only slows a board, so one push
-        bounds its pace from above and the fastest of a few is its pace).
+        bounds its pace from above and the fastest of a few is its pace). The
+        first pushes are kept as measured and scaled to the base batch by the
+        latest fit, so a batch changed meanwhile does not skew the median.
         """
         if self.first is None:
-            self.per_sample.update(per_sample)
+            self.base.update(self.at_base(samples, compute, base_batch))
             self.fixed.update(fixed)
             return
-        self.first.append((per_sample, fixed))
+        self.first.append((samples, compute, fixed))
+        bases = [self.at_base(n, c, base_batch) for n, c, _ in self.first]
+        links = [f for _, _, f in self.first]
         if len(self.first) < warmup:
             if self.eager:
-                for series, values in zip(
-                    (self.per_sample, self.fixed),
-                    zip(*self.first, strict=True),
-                    strict=True,
-                ):
+                for series, values in ((self.base, bases), (self.fixed, links)):
                     series.mean = series.last = min(values)
             return
-        for series, values in zip(
-            (self.per_sample, self.fixed), zip(*self.first, strict=True), strict=True
-        ):
+        for series, values in ((self.base, bases), (self.fixed, links)):
             # interference only ever slows a board: drop the warmup's spikes
             low = min(values)
             kept = [v for v in values if v <= 2 * low] if low > 0 else list(values)
@@ -111,6 +182,11 @@ class _Pace:
     @property
     def ready(self) -> bool:
         return self.first is None or (self.eager and bool(self.first))
+
+
+def _level(times: list[float]) -> float:
+    low = min(times)
+    return statistics.median([t for t in times if t <= 2 * low] if low > 0 else times)
 
 
 class Balancer:
@@ -232,11 +308,10 @@ class Balancer:
         samples = int(samples)
         if pace is None or samples <= 0 or not math.isfinite(compute_time):
             return
-        pace.fold(
-            max(0.0, compute_time) / samples,
-            max(0.0, iteration - compute_time),
-            self.warmup,
-        )
+        compute = max(0.0, compute_time)
+        pace.fit(samples, compute, self.base_batch)
+        link = max(0.0, iteration - compute_time)
+        pace.fold(samples, compute, link, self.base_batch, self.warmup)
         self._stale_after -= 1
         if self._stale_after <= 0:
             self._target = None
@@ -266,19 +341,29 @@ class Balancer:
         pace = self._paces.get(worker_id)
         if pace is None:
             return self.base_batch
-        if not pace.ready or pace.per_sample.last_outlier > 0:
+        if pace.back_to:
+            pace.batch, pace.back_to = self._clamp(pace, pace.back_to), 0
+            self.changes += 1
+            return pace.batch
+        if not pace.ready or pace.base.last_outlier > 0:
             # warming up, or its last iteration was a transient spike: keep it
             return pace.batch
         target = self.target()
-        rate = pace.per_sample.mean
-        if math.isnan(target) or rate <= 0:
+        at_base = pace.base.mean
+        if math.isnan(target) or at_base <= 0:
             return pace.batch
+        # compute at batch b: fixed_compute + b * rate (fitted, else rate only)
+        fixed_compute = pace.share * at_base
+        rate = (at_base - fixed_compute) / self.base_batch
         # before its warmup ends (eager) a board's link legs are not trusted:
         # one lost message costs a whole retry, far more often than a spike
-        fixed = pace.fixed.mean if pace.first is None else 0.0
-        desired = self._clamp(pace, round((target - fixed) / rate))
+        link = pace.fixed.mean if pace.first is None else 0.0
+        desired = self._clamp(pace, round((target - link - fixed_compute) / rate))
         full = self._clamp(pace, self.base_batch)
-        if desired < full and full * rate <= (1 + self.tolerance) * self._compute:
+        if (
+            desired < full
+            and fixed_compute + full * rate <= (1 + self.tolerance) * self._compute
+        ):
             # a smaller batch only saves compute: a board whose compute is
             # within the tolerance of the median's keeps its batch, however
             # slow its link (retries on a lossy link come in runs that the
@@ -295,20 +380,11 @@ class Balancer:
     def target(self) -> float:
         """``T*``: the median live board's iteration time at the base batch."""
         if self._target is None:
-            times = [
-                p.fixed.mean + self.base_batch * p.per_sample.mean
-                for w in self._live
-                if (p := self._paces[w]).ready
-            ]
+            ready = [p for w in self._live if (p := self._paces[w]).ready]
+            times = [p.fixed.mean + p.base.mean for p in ready]
             self._target = statistics.median(times) if times else math.nan
             self._compute = (
-                statistics.median(
-                    self.base_batch * self._paces[w].per_sample.mean
-                    for w in self._live
-                    if self._paces[w].ready
-                )
-                if times
-                else math.nan
+                statistics.median(p.base.mean for p in ready) if ready else math.nan
             )
             self._stale_after = max(1, len(self._live) // 4)
         return self._target

@@ -82,6 +82,9 @@ class NativeTrainer:
         self.params = np.zeros(self.n_params, dtype=np.float32)
         self.grad = np.zeros(self.n_params, dtype=np.float32)
         self.set_batch(batch)
+        # a shard smaller than the batch is a limit as memory is: announced in
+        # HELLO, the PS asks for no more, so its pushes are not under-weighted
+        self.max_batch = data.n_samples if data.n_samples < batch else 0
         self.steps = 0
         self.reads = READS
         self._encoder = GradEncoder(self.n_params)
@@ -174,7 +177,9 @@ class EmulatedTrainer:
     was asked for (``asked_batch``, before the cap at its local samples), as
     the simulator does; the real gradient runs first, and the rest of that time
     is slept, so stragglers and interference cost wall time only. A release's
-    batch reaches the inner trainer's ``set_batch`` when it has one.
+    batch reaches the inner trainer's ``set_batch`` when it has one; its
+    ``max_batch`` (announced in HELLO) is the smaller of the profile's memory
+    limit and the inner trainer's shard.
     """
 
     def __init__(
@@ -192,6 +197,13 @@ class EmulatedTrainer:
         self.model = inner.model
         self.reads = getattr(inner, "reads", 1 << 1)
         self.slept = 0.0
+        # the board's memory limit or the inner trainer's shard, the smaller
+        limits = [
+            m
+            for m in (getattr(profile, "max_batch", 0), getattr(inner, "max_batch", 0))
+            if m > 0
+        ]
+        self.max_batch = min(limits) if limits else 0
         if hasattr(inner, "encode_grad"):
             self.codecs = getattr(inner, "codecs", ALL_CODECS)
             self.encode_grad = inner.encode_grad
