@@ -115,19 +115,24 @@ class Calibration:
 
 
 # `edgeps plan --calibrate --rate 1/s` on the shared 2-core x86-64 box the
-# README's figures come from (2026-12-01 13:06 UTC, jobs of 60, 250 and 1,000
-# loop-emulated sensors); a machine's own calibration replaces them
+# README's figures come from (2026-12-01 18:03 UTC, jobs of 60, 250, 1,000 and
+# 2,000 loop-emulated sensors); a machine's own calibration replaces them
 DEFAULT_CALIBRATION = Calibration(
-    host_fixed_us=172.7,
-    host_per_param_us=0.172,
-    broker_us_per_msg=22.6,
-    core_us_per_update=33.3,
-    host_idle_cores=0.094,
-    broker_idle_cores=0.024,
+    host_fixed_us=307.9,
+    host_per_param_us=0.107,
+    broker_us_per_msg=35.9,
+    core_us_per_update=24.1,
+    host_idle_cores=0.070,
+    broker_idle_cores=0.0166,
     n_params=(204, 16_384),
     source="default (measured on a shared 2-core box, not on this machine)",
-    host_loads=((60.8, 0.0506), (448.4, 0.250), (3401.5, 0.794)),
-    broker_loads=((133.5, 0.0116), (946.8, 0.0622), (7003.0, 0.180)),
+    host_loads=((60.6, 0.0423), (250.0, 0.145), (989.9, 0.502), (1970.3, 0.669)),
+    broker_loads=(
+        (121.1, 0.00985),
+        (500.0, 0.0386),
+        (1979.7, 0.102),
+        (3940.6, 0.151),
+    ),
     job_n_params=204,
     job_rate=1.0,
 )
