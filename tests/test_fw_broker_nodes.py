@@ -49,6 +49,13 @@ def test_a_bad_node_list_is_a_config_error_naming_it(text, why) -> None:
         config.validate(raw)
 
 
+def test_a_bad_port_type_is_reported_next_to_the_node_list_check() -> None:
+    raw = {"job": "j", "worker_id": "w", "model": "linear:4", "broker_host": "a,b",
+           "broker_port": "1883", "data": "d.bin"}  # fmt: skip
+    with pytest.raises(ValueError, match="broker_port must be int"):
+        config.validate(raw)
+
+
 def test_a_failed_connect_moves_on_to_the_next_node() -> None:
     # Prepare: node a refuses connections, node b is a broker
     tried: list[tuple[str, int]] = []

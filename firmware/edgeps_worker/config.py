@@ -93,8 +93,9 @@ def validate(raw, board=False):
         except ValueError as exc:
             problems.append(str(exc))
     if type(cfg.get("broker_host")) is str:
+        port = cfg.get("broker_port")  # absent when of the wrong type
         try:
-            broker_nodes(cfg["broker_host"], cfg["broker_port"])
+            broker_nodes(cfg["broker_host"], port if type(port) is int else 1883)
         except ValueError as exc:
             problems.append(str(exc))
     if cfg.get("password") and not cfg.get("username"):
