@@ -141,3 +141,19 @@ def test_a_crashed_sensor_rejoins_as_a_new_process(  # type: ignore[no-untyped-d
     assert s1.profile == "churn" and s1.stop_reason == "stopped"
     assert s1.stats["pushes"] > 0 and s1.clock > 0  # its second life pushed too
     assert summary["workers"]["s1"]["accepted"] > 0
+
+
+def test_resident_memory_per_sensor_is_read_while_the_sensors_lived() -> None:
+    # at the end a process's links and buffers are gone: its RSS can be back
+    # at (or under) where it started, so the cost uses the peak it read
+    from edgeps.emulate.runner import ShardResult
+
+    emu = LoopEmulation("mqtt://127.0.0.1:1883", "j", n_workers=100)
+    mib = 1 << 20
+    emu.results = [
+        ShardResult(sensors=50, rss_base=100 * mib, rss_peak=105 * mib,
+                    rss_end=99 * mib),
+        ShardResult(sensors=50, rss_base=100 * mib, rss_peak=103 * mib,
+                    rss_end=101 * mib),
+    ]  # fmt: skip
+    assert emu.cost["rss_kib_per_sensor"] == pytest.approx(8 * 1024 / 100, abs=0.1)

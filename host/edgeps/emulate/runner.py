@@ -48,6 +48,7 @@ class ShardResult:
     cpu_s: float = 0.0  # CPU of this process while its sensors ran
     rss_base: int = 0  # bytes resident before the sensors started
     rss_end: int = 0  # bytes resident at the end
+    rss_peak: int = 0  # the most resident while the sensors ran (read each second)
     sensors: int = 0
     round_trips: list[float] = field(default_factory=list)  # seconds, a sample
     error: str = ""
@@ -165,6 +166,7 @@ def run_shard(
         if t < next_check[0]:
             return False
         next_check[0] = t + 1.0
+        result.rss_peak = max(result.rss_peak, rss_bytes())
         return all(_ended(s) for s in sensors)
 
     try:
@@ -178,6 +180,7 @@ def run_shard(
     drain = loop.now() + DRAIN_SECONDS
     loop.run(lambda: loop.n_links == 0, drain)
     result.rss_end = rss_bytes()
+    result.rss_peak = max(result.rss_peak, result.rss_end)
     result.cpu_s = time.process_time() - cpu_start
     result.reports = [asdict(r) for r in reports]
     result.round_trips = list(env.round_trips)
@@ -357,7 +360,8 @@ class LoopEmulation:
         cpu = sum(r.cpu_s for r in self.results)
         pushes = sum(r.stats.get("pushes", 0) for r in self.reports.values())
         sensors = sum(r.sensors for r in self.results) or 1
-        rss = sum(max(0, r.rss_end - r.rss_base) for r in self.results)
+        # while every sensor lived: at the end their links and buffers are gone
+        rss = sum(max(0, r.rss_peak - r.rss_base) for r in self.results)
         trips = [t for r in self.results for t in r.round_trips]
         p50, p95 = percentiles(trips, (50.0, 95.0))
         return {
