@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from edgeps.core.balance import Balancer
+from test_balance import run  # each round every board runs its assigned batch
 
 
 class FixedCostBoard:
@@ -35,17 +36,6 @@ def straggler() -> FixedCostBoard:
 def cluster(n_slow: int = 1) -> dict[str, FixedCostBoard]:
     boards = {f"f{i}": normal() for i in range(6)}
     return boards | {f"s{i}": straggler() for i in range(n_slow)}
-
-
-def run(bal: Balancer, boards: dict[str, FixedCostBoard], rounds: int, spikes=None):
-    spikes = spikes or {}
-    history = []
-    for r in range(rounds):
-        batches = bal.batches(boards)
-        history.append(batches)
-        for wid, board in boards.items():
-            board.push(bal, wid, batches[wid], spikes.get((wid, r), 1.0))
-    return history
 
 
 def joined(boards: dict[str, FixedCostBoard], **kw) -> Balancer:

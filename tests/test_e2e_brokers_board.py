@@ -7,15 +7,12 @@ uses node A. Every message crosses the cluster through redis.
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
 import pytest
 from aedes_cluster import start_cluster
-from conftest import FIRMWARE
 from fw_host import write_worker_config
-from test_fw_train_serve import MPY_ENV, start_serve, write_board_data
+from test_fw_train_serve import run_board_with_serve, start_serve, write_board_data
 
 pytestmark = [pytest.mark.integration, pytest.mark.firmware, pytest.mark.slow]
 
@@ -35,21 +32,13 @@ def test_board_on_one_node_trains_with_serve_on_the_other(
     serve = start_serve(a.port, "digits", "asp", "0.85", "--broker", cluster.url(0, 1))
     try:
         # Execute
-        worker = subprocess.run(
-            [micropython, str(FIRMWARE / "main.py"), str(cfg)], capture_output=True,
-            text=True, timeout=180, env=MPY_ENV, cwd=tmp_path,
-        )  # fmt: skip
-        out, err = serve.communicate(timeout=60)
+        worker, summary = run_board_with_serve(micropython, cfg, tmp_path, serve)
     finally:
-        if serve.poll() is None:
-            serve.kill()
-            serve.wait(timeout=10)
         cluster.stop()
 
     # Assert: joined over the cluster, trained to the target, stopped on "done"
     assert worker.returncode == 0, worker.stdout + worker.stderr
     assert "stopped: done" in worker.stdout
-    summary = json.loads(out.strip().splitlines()[-1])
-    assert summary["stop_reason"] == "target_accuracy", err
+    assert summary["stop_reason"] == "target_accuracy", summary["_stderr"]
     assert summary["accuracy"] >= 0.85
     assert summary["workers"]["mpy-1"]["rejected"] == 0

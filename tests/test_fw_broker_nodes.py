@@ -5,15 +5,13 @@ binary a board whose first node is down trains through the second."""
 from __future__ import annotations
 
 import errno
-import json
-import subprocess
 
 import pytest
-from conftest import FIRMWARE, free_port
+from conftest import free_port
 from edgeps_worker import config
 from edgeps_worker.mqtt import MQTTClient
 from fw_host import write_worker_config
-from test_fw_train_serve import MPY_ENV, start_serve, write_board_data
+from test_fw_train_serve import run_board_with_serve, start_serve, write_board_data
 from test_mqtt_client_fake import FakeBrokerLink
 
 
@@ -97,21 +95,11 @@ def test_a_board_whose_first_broker_node_is_down_trains_through_the_next(
         max_iterations=0, verbose=True, broker_host=nodes,
     )  # fmt: skip
     serve = start_serve(mosquitto.port, "digits", "asp", "0.8")
-    try:
-        # Execute
-        worker = subprocess.run(
-            [micropython, str(FIRMWARE / "main.py"), str(cfg)], capture_output=True,
-            text=True, timeout=180, env=MPY_ENV, cwd=tmp_path,
-        )  # fmt: skip
-        out, err = serve.communicate(timeout=60)
-    finally:
-        if serve.poll() is None:
-            serve.kill()
-            serve.wait(timeout=10)
+    # Execute
+    worker, summary = run_board_with_serve(micropython, cfg, tmp_path, serve)
 
     # Assert: it trained to the host's target through the live node
     assert worker.returncode == 0, worker.stdout + worker.stderr
     assert "stopped: done" in worker.stdout
-    summary = json.loads(out.strip().splitlines()[-1])
-    assert summary["stop_reason"] == "target_accuracy", err
+    assert summary["stop_reason"] == "target_accuracy", summary["_stderr"]
     assert summary["workers"]["mpy-1"]["rejected"] == 0

@@ -72,17 +72,13 @@ def start_serve(
     )  # fmt: skip
 
 
-def test_board_worker_reaches_the_target_accuracy(micropython, mosquitto, tmp_path):
-    # Prepare: worker 0 of 4 holds a quarter of the host's training split
-    write_board_data(tmp_path, 0)
-    cfg = write_worker_config(
-        tmp_path, mosquitto.port, job="digits", model="mlp:64-32-10", batch=16,
-        max_iterations=0, verbose=False,
-    )  # fmt: skip
-    serve = start_serve(mosquitto.port, "digits", "asp", "0.85")
+def run_board_with_serve(
+    micropython: str, cfg, tmp_path, serve: subprocess.Popen
+) -> tuple[subprocess.CompletedProcess, dict]:
+    """Run the board's main.py on ``cfg`` to its end, then take serve's JSON
+    summary (serve is killed if it is still running); (board run, summary)."""
     try:
-        # Execute
-        worker = subprocess.run(
+        board = subprocess.run(
             [micropython, str(FIRMWARE / "main.py"), str(cfg)], capture_output=True,
             text=True, timeout=180, env=MPY_ENV, cwd=tmp_path,
         )  # fmt: skip
@@ -91,10 +87,27 @@ def test_board_worker_reaches_the_target_accuracy(micropython, mosquitto, tmp_pa
         if serve.poll() is None:
             serve.kill()
             serve.wait(timeout=10)
+    lines = out.strip().splitlines()
+    assert lines, f"serve printed no summary: {err}"
+    summary = json.loads(lines[-1])
+    summary["_stderr"] = err
+    return board, summary
+
+
+def test_board_worker_reaches_the_target_accuracy(micropython, mosquitto, tmp_path):
+    # Prepare: worker 0 of 4 holds a quarter of the host's training split
+    write_board_data(tmp_path, 0)
+    cfg = write_worker_config(
+        tmp_path, mosquitto.port, job="digits", model="mlp:64-32-10", batch=16,
+        max_iterations=0, verbose=False,
+    )  # fmt: skip
+    serve = start_serve(mosquitto.port, "digits", "asp", "0.85")
+    # Execute
+    worker, summary = run_board_with_serve(micropython, cfg, tmp_path, serve)
+    err = summary["_stderr"]
     # Assert
     assert worker.returncode == 0, worker.stdout + worker.stderr
     assert "stopped: done" in worker.stdout
-    summary = json.loads(out.strip().splitlines()[-1])
     assert summary["stop_reason"] == "target_accuracy", err
     assert summary["accuracy"] >= 0.85
     assert summary["workers"]["mpy-1"]["rejected"] == 0
@@ -118,21 +131,12 @@ def test_board_with_its_own_key_joins_trains_and_stops_under_v2(
     serve = start_serve(
         mosquitto.port, "keyed", "asp", "0.8", "--hmac-key-file", str(master)
     )
-    try:
-        # Execute
-        worker = subprocess.run(
-            [micropython, str(FIRMWARE / "main.py"), str(cfg)], capture_output=True,
-            text=True, timeout=180, env=MPY_ENV, cwd=tmp_path,
-        )  # fmt: skip
-        out, err = serve.communicate(timeout=60)
-    finally:
-        if serve.poll() is None:
-            serve.kill()
-            serve.wait(timeout=10)
+    # Execute
+    worker, summary = run_board_with_serve(micropython, cfg, tmp_path, serve)
+    err = summary["_stderr"]
     # Assert: joined (WELCOME), trained, stopped on the STOP signed for it
     assert worker.returncode == 0, worker.stdout + worker.stderr
     assert "stopped: done" in worker.stdout
-    summary = json.loads(out.strip().splitlines()[-1])
     assert summary["stop_reason"] == "target_accuracy", err
     assert summary["workers"]["mpy-1"]["accepted"] > 0
     assert summary["workers"]["mpy-1"]["rejected"] == 0
