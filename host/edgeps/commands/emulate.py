@@ -47,6 +47,7 @@ from edgeps.commands.connection import (
 from edgeps.commands.emulate_links import SensorLinks
 from edgeps.commands.link_flags import add_link_flags, link_overrides
 from edgeps.commands.model_forms import EXAMPLES, complete_model
+from edgeps.core.defaults import JOB
 from edgeps.emulate.common import (
     EmulationConfig,
     SensorReport,
@@ -331,7 +332,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help="stop after this many seconds (default: when the job is done)",
     )
-    parser.add_argument("--batch", type=int, default=32, help="minibatch (default: 32)")
+    parser.add_argument(
+        "--batch", type=int, default=JOB.batch, help=f"minibatch (default: {JOB.batch})"
+    )
     parser.add_argument(
         "--model", help=f"train this instead of the job's MODEL ({EXAMPLES})"
     )

@@ -25,6 +25,7 @@ from edgeps.commands.connection import (
     setup_logging,
 )
 from edgeps.commands.model_forms import EXAMPLES, complete_model
+from edgeps.core.defaults import JOB
 from edgeps.transport.backoff import Backoff
 from edgeps.transport.paho_link import MqttLink
 
@@ -141,7 +142,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seed", type=int, default=0, help="data split and shuffle (default: 0)"
     )
-    parser.add_argument("--batch", type=int, default=32, help="minibatch (default: 32)")
+    parser.add_argument(
+        "--batch", type=int, default=JOB.batch, help=f"minibatch (default: {JOB.batch})"
+    )
     parser.add_argument(
         "--model",
         help=f"refuse a job that trains another model; full or short ({EXAMPLES})",
