@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from edgeps.commands.link_flags import add_link_flags
-from edgeps.sim.types import SimConfig
+from edgeps.sim.types import EMULATOR_CPU_US, SimConfig
 
 DEFAULT_COMPARE = "bsp,asp,ssp:1,ssp:3,ssp:5,dsp,kofn:auto,dssp"
 
@@ -81,6 +81,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--compress-down", default=d.compress_down, help="PARAMS code: f32, f16, int8"
     )
+    parser.add_argument(
+        "--emulated",
+        action="store_true",
+        help="predict `edgeps emulate` on this machine: the sensors' CPU is the "
+        "host's too (default: boards compute on their own CPUs)",
+    )
+    parser.add_argument(
+        "--host-cores",
+        type=float,
+        default=d.host_cores,
+        help="cores serve, the broker (and an emulator) share",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead")
     parser.add_argument("--plot", metavar="FILE", help="also draw it: .png, .svg")
 
@@ -110,6 +122,8 @@ def _config(args: argparse.Namespace) -> SimConfig:
         link_loss=args.link_loss,
         compress=args.compress,
         compress_down=args.compress_down,
+        emulator_cpu_us=EMULATOR_CPU_US if args.emulated else 0.0,
+        host_cores=args.host_cores,
     )
 
 

@@ -463,6 +463,11 @@ class Coordinator:
             broker=self.broker_report(),
             releases=self.outbox.stats(),
             inbound=self.inbound.report(),
+            first_update=(
+                None
+                if self.first_applied_at is None
+                else self.elapsed(self.first_applied_at)
+            ),
             state=self.watch.state,
             advice=self.watch.advice(self.server.lr),
         )

@@ -26,6 +26,7 @@ class Summary:
     broker: dict[str, Any] = field(default_factory=dict)
     releases: dict[str, Any] = field(default_factory=dict)  # Outbox.stats()
     inbound: dict[str, Any] = field(default_factory=dict)  # see runtime.inbound
+    first_update: float | None = None  # seconds from the start to the first applied
     state: str = "learning"  # edgeps.core.divergence: learning, diverging, backed off
     advice: str = ""  # what happened and what to change, when not learning
 
@@ -71,6 +72,11 @@ def summary_table(summary: Summary) -> str:
         f"version {summary.version}  max staleness {summary.max_staleness}  "
         f"stop: {summary.stop_reason}"
     )
+    if summary.first_update is not None:
+        lines.append(
+            f"first update applied at {summary.first_update:.1f}s: "
+            f"{summary.elapsed - summary.first_update:.1f}s of training"
+        )
     if summary.advice:
         lines.append(summary.advice)
     if summary.dropped:

@@ -177,6 +177,7 @@ class Simulator:
                 )
             self.workers[wid] = w
         self.watch = DivergenceWatch(backoff=cfg.divergence_backoff)
+        self._host_free = 0.0  # when the host's CPU is next free (see _host_in)
         self.loop = EventLoop()
         self.trace: list[tuple[float, float]] = []
         self.rejected: dict[str, int] = {}
@@ -323,7 +324,22 @@ class Simulator:
             session=w.incarnation,
             loss=float(loss),
         )
-        self._over(w, True, "update", self._ps, push)
+        self._over(w, True, "update", self._host_in, push)
+
+    def _host_in(self, push: Push) -> None:
+        """A push waits for the host's CPU: serve, broker (and an emulator) share it.
+
+        The host is one queue served ``host_cores`` times as fast as one core,
+        each update costing ``host_cpu_us + emulator_cpu_us`` of CPU.
+        """
+        cfg = self.config
+        cost = (cfg.host_cpu_us + cfg.emulator_cpu_us) * 1e-6 / cfg.host_cores
+        if cost <= 0:
+            self._ps(push)
+            return
+        start = max(self.loop.now, self._host_free)
+        self._host_free = start + cost
+        self.loop.at(self._host_free, self._ps, push)
 
     def _heartbeat(self, w: SimWorker, epoch: int) -> None:
         if epoch != w.epoch:

@@ -8,6 +8,12 @@ from typing import Any
 
 from edgeps.core.defaults import JOB
 
+# CPU microseconds per update on a 2-core x86-64 box, from `edgeps bench scale`
+# (host/BENCHMARKS.md, "What a simulated run charges"): serve + mosquitto, and
+# `edgeps emulate` running the sensors' real gradients and MQTT clients
+HOST_CPU_US = 300.0
+EMULATOR_CPU_US = 500.0
+
 
 @dataclass(frozen=True)
 class SimConfig:
@@ -44,6 +50,11 @@ class SimConfig:
     compress: str = "f32"  # UPDATE code (edgeps.codecs): sizes on the link, and error
     # PARAMS code (f32, f16, int8): sizes on the link, and what a board computes on
     compress_down: str = "f32"
+    # the host's CPU per applied update (serve + broker) and, when the sensors are
+    # emulated on the same machine, the emulator's; ``host_cores`` serve them all
+    host_cpu_us: float = HOST_CPU_US
+    emulator_cpu_us: float = 0.0  # 0: boards compute on their own CPUs
+    host_cores: float = 2.0
 
     def __post_init__(self) -> None:
         positive = {
@@ -62,6 +73,11 @@ class SimConfig:
                 raise ValueError(f"{key} must be a finite number > 0, got {value!r}")
         if not 0.0 < self.target_accuracy <= 1.0:
             raise ValueError("target_accuracy must be in (0, 1]")
+        costs = (self.host_cpu_us, self.emulator_cpu_us)
+        if not all(math.isfinite(c) and c >= 0 for c in costs):
+            raise ValueError("host_cpu_us and emulator_cpu_us must be >= 0")
+        if not (math.isfinite(self.host_cores) and self.host_cores > 0):
+            raise ValueError("host_cores must be > 0")
         if self.lr_workers < 0 or not (self.norm_guard == 0 or self.norm_guard > 1):
             raise ValueError("lr_workers must be >= 0; norm_guard 0 or > 1")
         if self.n_workers < 1 or self.batch_size < 1:
