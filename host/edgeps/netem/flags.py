@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from edgeps.transport.units import parse_duration, parse_loss, parse_rate
+from edgeps.netem.units import parse_duration, parse_loss, parse_rate
 
 
 def _flag_type(parse: Callable[[str], float]) -> Callable[[str], float]:

@@ -1,9 +1,9 @@
 """Shaped links of worker profiles: the ``--link-*`` overrides, each profile's shape.
 
 A profile with ``link_rate`` set (``WorkerProfile.link_rate``, bits/s, 0 for
-no limit) has a shaped link: the emulator relays its real MQTT bytes through
-``edgeps.transport.relay`` and the simulator prices its messages with the
-same ``LinkPipe`` (``edgeps.transport.shaping``). Jitter is not modelled on a
+no limit) has a shaped link: the emulator passes its real MQTT bytes through
+``edgeps.netem.shaper`` and the simulator prices its messages with the
+same ``LinkPipe`` (``edgeps.netem.shaping``). Jitter is not modelled on a
 shaped link.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from edgeps.transport.shaping import LinkShape
+from edgeps.netem.shaping import LinkShape
 from edgeps.workloads.scenarios import WorkerProfile
 
 

@@ -1,10 +1,10 @@
-"""A shaping TCP relay on 127.0.0.1: emulated sensors' real MQTT bytes on a slow link.
+"""A shaping TCP proxy on 127.0.0.1: emulated sensors' real MQTT bytes on a slow link.
 
 One asyncio loop in one thread serves every sensor. ``add(name, up, down)``
 opens a listening port for one sensor; each connection to it is joined to
 the broker, and the bytes of each direction go through that sensor's own
 ``LinkPipe`` (token bucket, one-way delay, TCP-style loss with a
-retransmission timeout; see ``edgeps.transport.shaping``). The pipes belong
+retransmission timeout; see ``edgeps.netem.shaping``). The pipes belong
 to the sensor, not the connection, so a reconnect does not refill the
 bucket. Whatever the client library, what is shaped is what it writes.
 
@@ -24,16 +24,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from edgeps.transport.shaping import LinkPipe, LinkShape
+from edgeps.netem.shaping import LinkPipe, LinkShape
 
-log = logging.getLogger("edgeps.transport.relay")
+log = logging.getLogger("edgeps.netem.shaper")
 
 READ_SIZE = 1 << 16
-QUEUE_SEGMENTS = 64  # in flight per direction before the relay stops reading
+QUEUE_SEGMENTS = 64  # in flight per direction before the proxy stops reading
 
 
 @dataclass
-class RelayLink:
+class ProxyLink:
     """One sensor's two directions and what crossed them."""
 
     name: str
@@ -55,44 +55,44 @@ class RelayLink:
         }
 
 
-class ShapingRelay:
-    """Relay sensors to ``host:port`` through shaped links: start(), add(), close()."""
+class ShapingProxy:
+    """Proxy sensors to ``host:port`` through shaped links: start(), add(), close()."""
 
     def __init__(self, host: str, port: int, *, seed: int = 0) -> None:
         self.host = host
         self.port = port
         self.seed = seed
-        self.links: dict[str, RelayLink] = {}
+        self.links: dict[str, ProxyLink] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def start(self) -> ShapingRelay:
+    def start(self) -> ShapingProxy:
         if self._thread is not None:
-            raise RuntimeError("relay already started")
+            raise RuntimeError("proxy already started")
         loop = asyncio.new_event_loop()
         self._loop = loop
         self._thread = threading.Thread(
-            target=loop.run_forever, name="shaping-relay", daemon=True
+            target=loop.run_forever, name="shaping-proxy", daemon=True
         )
         self._thread.start()
         return self
 
     def _call(self, coro: Any, timeout: float = 10.0) -> Any:
         if self._loop is None:
-            raise RuntimeError("relay not started")
+            raise RuntimeError("proxy not started")
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
 
     def add(self, name: str, up: LinkShape, down: LinkShape) -> int:
         """Open a 127.0.0.1 port for sensor ``name``; returns the port."""
         with self._lock:
             if name in self.links:
-                raise ValueError(f"relay link {name!r} exists")
+                raise ValueError(f"proxied link {name!r} exists")
             index = len(self.links)
         rng_up = random.Random(self.seed * 7919 + 2 * index)
         rng_down = random.Random(self.seed * 7919 + 2 * index + 1)
         pipes = LinkPipe(up, rng_up.random), LinkPipe(down, rng_down.random)
-        link = RelayLink(name, *pipes)
+        link = ProxyLink(name, *pipes)
         port: int = self._call(self._listen(link))
         with self._lock:
             self.links[name] = link
@@ -117,7 +117,7 @@ class ShapingRelay:
 
     # -- inside the loop --
 
-    async def _listen(self, link: RelayLink) -> int:
+    async def _listen(self, link: ProxyLink) -> int:
         async def accept(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
             # cancelled by close(): the connection's end, not an error to report
             with contextlib.suppress(asyncio.CancelledError):
@@ -139,7 +139,7 @@ class ShapingRelay:
 
     async def _connection(
         self,
-        link: RelayLink,
+        link: ProxyLink,
         sensor_r: asyncio.StreamReader,
         sensor_w: asyncio.StreamWriter,
     ) -> None:
@@ -152,14 +152,14 @@ class ShapingRelay:
                 broker_r, broker_w = await asyncio.open_connection(self.host, self.port)
             except OSError as exc:
                 link.errors += 1
-                log.info("relay %s: broker unreachable: %s", link.name, exc)
+                log.info("proxy %s: broker unreachable: %s", link.name, exc)
                 return
             up = asyncio.ensure_future(self._pump(link.up, sensor_r, broker_w))
             down = asyncio.ensure_future(self._pump(link.down, broker_r, sensor_w))
             try:
                 await asyncio.wait({up, down}, return_when=asyncio.FIRST_COMPLETED)
             finally:
-                # one side ended: the other stops too (a TCP relay cannot half-live)
+                # one side ended: the other stops too (a TCP proxy cannot half-live)
                 for t in (up, down):
                     t.cancel()
                 await asyncio.gather(up, down, return_exceptions=True)

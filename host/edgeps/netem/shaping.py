@@ -10,7 +10,7 @@ the segments behind it wait for it, as TCP's in-order delivery makes them.
 Not modelled: congestion windows, slow start, delayed ACKs, the bandwidth
 the reverse direction's ACKs use, jitter.
 
-The emulator's shaping relay (``edgeps.transport.relay``) and the simulator
+The emulator's shaping proxy (``edgeps.netem.shaper``) and the simulator
 use this same class, so both price a message the same way.
 """
 

@@ -1,6 +1,6 @@
 """The minibatch order of a worker: a seeded shuffle of its samples, epoch after epoch.
 
-One definition for the CPython trainers (``edgeps.worker.trainer``) and the
+One definition for the CPython trainers (``edgeps.pyworker.trainer``) and the
 simulator's boards (``edgeps.sim.simulator``), so a simulated board seeded as
 an emulated sensor draws the same samples in the same order: the sequence of
 minibatches decides when a run crosses its target accuracy as much as timing

@@ -2,7 +2,7 @@
 
 It is the object the shared worker loop calls to compute: the loop copies
 each PARAMS body into ``params_buffer()``, then ``step()`` draws the next
-minibatch from a seeded shuffle (``edgeps.worker.batches``, the order the
+minibatch from a seeded shuffle (``edgeps.pyworker.batches``, the order the
 simulator's boards draw too) and returns the loss and the gradient in a
 preallocated buffer (the C backend when it is built, numpy otherwise).
 ``encode_grad(code, arg)`` then gives that gradient in the job's UPDATE code
@@ -21,8 +21,8 @@ import numpy as np
 from edgeps import kernels
 from edgeps.codecs import ALL_CODECS, GradEncoder
 from edgeps.kernels import ModelSpec, params_codec
-from edgeps.worker.batches import Shuffle
-from edgeps.worker.localdata import LocalData
+from edgeps.pyworker.batches import Shuffle
+from edgeps.pyworker.localdata import LocalData
 from edgeps.workloads.scenarios import BASE_BATCH
 
 

@@ -1,1 +1,1 @@
-"""edgeps.bench."""
+"""The benchmarks of `edgeps bench`: one module each, with ``configure`` and ``run``."""

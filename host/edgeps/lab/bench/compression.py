@@ -115,8 +115,8 @@ def split_row(row: str) -> tuple[str, str]:
 def run_once(row: str, args: argparse.Namespace) -> dict[str, Any]:
     """One real-broker run of one row; bytes, times and accuracy."""
     compress, compress_down = split_row(row)
-    from edgeps.commands.emulate import Emulation
-    from edgeps.commands.serve_config import merge
+    from edgeps.emulate.emulation import Emulation
+    from edgeps.runtime.config import merge
     from edgeps.runtime.job import Job
     from edgeps.transport.broker import open_broker, start_mosquitto
 
@@ -221,7 +221,7 @@ def _fmt(v: float | None, spec: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from edgeps.codecs import parse_compress
     from edgeps.kernels import params_codec
-    from edgeps.transport.units import format_rate
+    from edgeps.netem.units import format_rate
 
     if args.quick:
         args.repeat, args.workers, args.no_sim = 1, 4, True

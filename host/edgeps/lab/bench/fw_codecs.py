@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from edgeps.bench.micropython import micropython_path
 from edgeps.kernels import ModelSpec, get_backend
+from edgeps.lab.bench.micropython import micropython_path
 
 DEADLINE = 300.0
 CHUNK = 1024  # the board's default max_chunk

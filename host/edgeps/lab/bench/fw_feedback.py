@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from edgeps.bench.micropython import firmware_dir, micropython_path
 from edgeps.kernels import ModelSpec, get_backend
+from edgeps.lab.bench.micropython import firmware_dir, micropython_path
 from edgeps.workloads.datasets import load_dataset, partition_iid
 
 # name -> (dtype code, residual keep, error feedback)

@@ -12,7 +12,7 @@ scratch), measured by dropping it.
 The unix port is 64-bit: a boxed float takes a 32-byte heap block there, 16
 on a 32-bit board. ``--firmware DIR`` times another copy of the firmware
 (a directory holding ``edgeps_worker/``), e.g. an older revision.
-Then the codec rows (``edgeps.bench.fw_codecs``): UPDATE encode and PARAMS
+Then the codec rows (``edgeps.lab.bench.fw_codecs``): UPDATE encode and PARAMS
 decode per dtype, per model size.
 """
 
@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from edgeps.bench.fw_codecs import codec_rows, print_codec_table
-from edgeps.bench.micropython import firmware_dir, micropython_path
 from edgeps.kernels import ModelSpec, get_backend
+from edgeps.lab.bench.fw_codecs import codec_rows, print_codec_table
+from edgeps.lab.bench.micropython import firmware_dir, micropython_path
 
 MODELS = ("linear:32", "logistic:32", "softmax:64x10", "mlp:64-32-10")
 BATCHES = (32, 16)

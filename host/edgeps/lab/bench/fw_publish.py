@@ -25,7 +25,7 @@ import threading
 import time
 from typing import Any
 
-from edgeps.bench.micropython import firmware_dir, micropython_path
+from edgeps.lab.bench.micropython import firmware_dir, micropython_path
 
 TOPIC = "edgeps-bench/fw"
 DEADLINE = 120.0  # seconds for one interpreter's runs, whatever happens

@@ -1,10 +1,10 @@
 """`edgeps bench links`: bytes through a shaped link against the bound bytes * 8 / rate.
 
-Starts a mosquitto, puts one client behind the shaping relay (the one
+Starts a mosquitto, puts one client behind the shaping proxy (the one
 `edgeps emulate --link-rate` uses) and one directly on the broker, and times
 QoS1 transfers of the same payload up (shaped -> broker -> plain), down
 (plain -> broker -> shaped) and unshaped (plain -> plain). A ratio near 1
-means the relay holds the link to its rate; below ~0.95 it leaks.
+means the proxy holds the link to its rate; below ~0.95 it leaks.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ import sys
 import time
 from typing import Any
 
-from edgeps.commands.link_flags import add_link_flags
+from edgeps.netem.flags import add_link_flags
+from edgeps.netem.shaper import ShapingProxy
+from edgeps.netem.shaping import LinkShape
+from edgeps.netem.units import format_rate
 from edgeps.transport.options import ConnectionOptions
 from edgeps.transport.paho_link import MqttLink
-from edgeps.transport.relay import ShapingRelay
-from edgeps.transport.shaping import LinkShape
-from edgeps.transport.units import format_rate
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -58,9 +58,9 @@ def measure(nbytes: int, shape: LinkShape, repeats: int) -> list[dict[str, Any]]
     payload = bytes(range(256)) * (nbytes // 256) + bytes(nbytes % 256)
     times: dict[str, list[float]] = {"up": [], "down": [], "unshaped": []}
     with start_mosquitto() as broker:
-        relay = ShapingRelay(broker.host, broker.port).start()
+        proxy = ShapingProxy(broker.host, broker.port).start()
         try:
-            port = relay.add("bench", up=shape, down=shape)
+            port = proxy.add("bench", up=shape, down=shape)
             shaped = _client(f"mqtt://127.0.0.1:{port}", "bench-shaped")
             plain = _client(broker.url, "bench-plain")
             try:
@@ -73,7 +73,7 @@ def measure(nbytes: int, shape: LinkShape, repeats: int) -> list[dict[str, Any]]
                 shaped.close()
                 plain.close()
         finally:
-            relay.close()
+            proxy.close()
     bound = nbytes * 8 / shape.rate if shape.rate > 0 else 0.0
     rows = []
     for direction, ts in times.items():

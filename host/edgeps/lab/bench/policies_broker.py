@@ -8,7 +8,7 @@ each run from the first HELLO to the MODEL ``done`` serve publishes when it
 reaches the target; serve's JSON gives the final accuracy and the updates it
 applied. Per cell: medians over seeds, the best policy per row marked, and
 next to it the simulator's time for the same cell, run in-process by the
-policy matrix's own code (`edgeps.sim.matrix.run_matrix`), and real/sim.
+policy matrix's own code (`edgeps.lab.matrix.grid.run_matrix`), and real/sim.
 Serve gets the simulator's learning rate and evaluation interval, so the
 two differ in timing only. A run that fails (serve or emulate exits
 non-zero, or serve prints no JSON) is a failed cell with its stderr tail.
@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from edgeps.bench.policies_table import BrokerRun, build_rows, failure_lines, table
-from edgeps.sim import matrix
+from edgeps.lab.bench.policies_table import BrokerRun, build_rows, failure_lines, table
+from edgeps.lab.matrix import grid as matrix
 
 POLICIES = ("bsp", "asp", "dsp", "kofn:auto")
 SCENARIOS = ("stragglers", "mixed", "lossy")
@@ -116,7 +116,7 @@ def emulate_command(
 
 def run_once(url: str, job: str, run: BrokerRun, args: Any, workdir: Path) -> BrokerRun:
     """One serve + emulate pair on the broker at ``url``; fills ``run`` in."""
-    from edgeps.bench.compression import Sniffer
+    from edgeps.lab.bench.compression import Sniffer
 
     serve_err, emu_err = workdir / f"{job}.serve.err", workdir / f"{job}.emulate.err"
     sniff = Sniffer(url, job)

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from edgeps.sim.matrix import Cell, CellResult, Entry
+from edgeps.lab.matrix.grid import Cell, CellResult, Entry
 
 
 @dataclass

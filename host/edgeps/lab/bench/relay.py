@@ -94,7 +94,7 @@ class Tap:
 
 
 def _serve(url: str, policy: str, seconds: float) -> tuple[Any, threading.Thread, dict]:
-    from edgeps.commands.serve_config import merge
+    from edgeps.runtime.config import merge
     from edgeps.runtime.job import Job
     from edgeps.transport.broker import open_broker
 
@@ -121,7 +121,7 @@ def measure(
     setup: str, sites: int, boards: int, seconds: float, warmup: float, args: Any
 ) -> dict[str, Any]:
     """One run; its row."""
-    from edgeps.commands.emulate import Emulation
+    from edgeps.emulate.emulation import Emulation
     from edgeps.relay import Relay, RelayConfig
     from edgeps.relay.bridge import start_bridged_mosquitto
     from edgeps.transport.broker import start_mosquitto

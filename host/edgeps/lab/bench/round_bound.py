@@ -138,7 +138,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgeps.commands.simulate import table
+    from edgeps.observe.table import table
 
     rows = [
         bound(sc.strip(), int(n), args.rounds, args.seed)

@@ -2,7 +2,7 @@
 
 For each size in ``--sizes`` and each policy (ASP, DSP, and BSP up to
 ``BSP_UP_TO`` sensors) it starts a private mosquitto with a config of its own
-(edgeps.bench.scale_run.BROKER_CONF: no queue, in-flight or connection
+(edgeps.lab.bench.scale_run.BROKER_CONF: no queue, in-flight or connection
 limits), ``edgeps serve`` and ``edgeps emulate --engine loop`` whose sensors
 compute for about a second per iteration, runs them for ``--max-time``
 seconds and reads, over a window that starts after the connect ramp and a
@@ -39,7 +39,7 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
-from edgeps.bench.scale_run import BROKER_CONF, RunResult, RunSpec, one_run
+from edgeps.lab.bench.scale_run import BROKER_CONF, RunResult, RunSpec, one_run
 
 SIZES = (100, 500, 1000, 2000)
 POLICIES = ("asp", "dsp", "bsp")

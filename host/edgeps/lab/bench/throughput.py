@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from edgeps.bench.throughput_feed import (
+from edgeps.lab.bench.throughput_feed import (
     BIG_CHUNK,
     DEADLINE,
     JOB,

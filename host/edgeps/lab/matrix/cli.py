@@ -9,10 +9,10 @@ import sys
 import time
 from typing import Any
 
+from edgeps.lab.matrix import grid as matrix
+from edgeps.lab.matrix.report import check_goals, table
 from edgeps.policy import parse_policy
-from edgeps.sim import matrix
 from edgeps.sim.compare import split_policies
-from edgeps.sim.matrix_report import check_goals, table
 
 
 def _list(text: str | None, default: tuple[Any, ...]) -> list[str]:
@@ -92,7 +92,7 @@ def run_matrix_command(args: argparse.Namespace) -> int:
         [g["goal"], f"{g['value']:.2f}", g["need"], "yes" if g["ok"] else "NO"]
         for g in goals
     ]
-    from edgeps.commands.simulate import table as plain_table
+    from edgeps.observe.table import table as plain_table
 
     print(plain_table(["goal", "measured", "required", "met"], rows))
     print(

@@ -15,7 +15,7 @@ import math
 import sys
 from typing import Any
 
-from edgeps.sim import scale_rows
+from edgeps.lab.matrix import scale_rows
 from edgeps.sim.compare import PolicySummary, compare, split_policies
 from edgeps.sim.types import SimConfig
 
@@ -110,10 +110,11 @@ def check_goals(results: dict[str, list[PolicySummary]]) -> list[dict[str, Any]]
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgeps.commands.simulate import summary_cells, table
+    from edgeps.observe.table import table
+    from edgeps.sim.compare import summary_cells
 
     if args.matrix:
-        from edgeps.sim.matrix_cli import run_matrix_command
+        from edgeps.lab.matrix.cli import run_matrix_command
 
         return run_matrix_command(args)
     try:

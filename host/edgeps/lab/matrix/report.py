@@ -6,7 +6,7 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from edgeps.sim.matrix import Cell, CellResult
+from edgeps.lab.matrix.grid import Cell, CellResult
 
 BALANCE_SPEEDUP = 1.5  # BSP, balancing on vs off, in stragglers and mixed
 BALANCE_SLOWDOWN = 1.05  # no cell may get slower than this with balancing on

@@ -77,7 +77,8 @@ def scale_rows(
 
 
 def print_rows(rows: list[dict[str, Any]]) -> None:
-    from edgeps.commands.simulate import summary_cells, table
+    from edgeps.observe.table import table
+    from edgeps.sim.compare import summary_cells
 
     if not rows:
         return

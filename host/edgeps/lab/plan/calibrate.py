@@ -6,10 +6,10 @@ throughput``'s ``measure_echo``) with mosquitto's own CPU read from /proc,
 and the real coordinator applying and releasing bursts of updates
 (``measure_ps``: this process's CPU per update) at the model's size and at a
 larger one, which splits the host cost into a fixed and a per-parameter
-part; then real jobs (``edgeps.sim.plan_job``: serve + 60, 250 and 1,000
+part; then real jobs (``edgeps.lab.plan.job``: serve + 60, 250 and 1,000
 loop-emulated sensors at the planned rate per sensor, 12 s windows), whose
 (load, cores) points are the load curves the plan follows
-(``edgeps.sim.plan_curve``). Bursts are cheaper per message than a running
+(``edgeps.lab.plan.curve``). Bursts are cheaper per message than a running
 job, where each update arrives alone among heartbeats, ticks and metrics
 (on a 2-core box: 135 against 216 us per update for serve, 16 against 49 us
 per message for mosquitto), and a job's cost per update depends on how its
@@ -30,8 +30,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from edgeps.sim.plan import BOARD_CHUNK, Calibration
-from edgeps.sim.plan_costs import beats_per_s
+from edgeps.lab.plan.capacity import BOARD_CHUNK, Calibration
+from edgeps.lab.plan.costs import beats_per_s
 
 
 def default_path() -> Path:
@@ -99,9 +99,9 @@ def calibrate(
     """Measure the core, mosquitto and the coordinator on this machine; jobs
     of ``job_sensors`` sensors at ``rate`` updates/s each (none: bursts only;
     two or more: the load curves)."""
-    from edgeps.bench.core import push_times
-    from edgeps.bench.throughput import measure_echo, measure_ps
-    from edgeps.bench.throughput_feed import update_payloads
+    from edgeps.lab.bench.core import push_times
+    from edgeps.lab.bench.throughput import measure_echo, measure_ps
+    from edgeps.lab.bench.throughput_feed import update_payloads
     from edgeps.transport.broker import start_mosquitto
 
     core = 1e6 * statistics.median(push_times("asp", 50, n_params, 2000, 10.0))
@@ -171,8 +171,8 @@ def job_points(
 def _from_jobs(cal: Calibration, sensors: tuple[int, ...], rate: float) -> Calibration:
     """Host and broker load curves from real jobs (and the old line's terms)."""
     from edgeps import kernels
-    from edgeps.sim.plan import HEARTBEAT_S
-    from edgeps.sim.plan_job import measure_job
+    from edgeps.lab.plan.capacity import HEARTBEAT_S
+    from edgeps.lab.plan.job import measure_job
 
     n = kernels.ModelSpec.parse(JOB_MODEL).n_params
     jobs = [

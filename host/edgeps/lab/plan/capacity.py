@@ -1,7 +1,7 @@
 """Capacity planner: messages/s, bytes/s, CPU and machine counts per tier.
 
 Pure arithmetic over measured inputs; `edgeps plan` (``edgeps.commands.plan``)
-prints it and ``edgeps.sim.plan_calibrate`` measures the per-update costs.
+prints it and ``edgeps.lab.plan.calibrate`` measures the per-update costs.
 
 Tiers. Every sensor board pushes ``rate`` updates/s over its own link and
 gets one PARAMS back per update (the current protocol answers every push
@@ -20,10 +20,10 @@ f16 2, int8 1 plus a 4-byte scale per 128, topk:F F x 8: a u32 index and an
 f32 value per kept entry); PARAMS stay f32. TCP/IP headers are not
 counted (about 40 bytes per 1,460-byte segment).
 
-Costs (``Calibration`` in ``edgeps.sim.plan_costs``, measured by
-``edgeps.sim.plan_calibrate``). Serve's cores follow the curve measured by
-real jobs at a few loads (``plan_curve``: the cost per update falls as the
-load rises), plus ``host_per_param_us`` per update and parameter beyond the
+Costs (``Calibration`` in ``edgeps.lab.plan.costs``, measured by
+``edgeps.lab.plan.calibrate``). Serve's cores follow the curve measured by
+real jobs at a few loads (``edgeps.lab.plan.curve``: the cost per update falls
+as the load rises), plus ``host_per_param_us`` per update and parameter beyond the
 jobs' model; without jobs, ``host_idle_cores`` plus ``host_fixed_us +
 host_per_param_us * n`` per applied update and its release. The core's cost per
 event does not grow with the number of workers (``bench core``), so it is
@@ -58,7 +58,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from edgeps.sim.plan_costs import DEFAULT_CALIBRATION, Calibration, beats_per_s
+from edgeps.lab.plan.costs import DEFAULT_CALIBRATION, Calibration, beats_per_s
 
 __all__ = ["DEFAULT_CALIBRATION", "Calibration", "PlanInput", "plan"]
 

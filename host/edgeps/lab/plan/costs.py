@@ -1,7 +1,7 @@
 """The planner's costs: what serve and mosquitto cost on one machine.
 
 ``Calibration`` holds what ``edgeps plan --calibrate``
-(``edgeps.sim.plan_calibrate``) measured; ``edgeps.sim.plan`` asks it for a
+(``edgeps.lab.plan.calibrate``) measured; ``edgeps.lab.plan.capacity`` asks it for a
 process's cores at a load and for the load that fits in a share of a core.
 """
 
@@ -11,8 +11,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from edgeps.sim import plan_curve
-from edgeps.sim.plan_curve import Points
+from edgeps.lab.plan import curve as plan_curve
+from edgeps.lab.plan.curve import Points
 
 
 def beats_per_s(rate: float, heartbeat_s: float) -> float:
@@ -38,7 +38,7 @@ class Calibration:
 
     With ``host_loads`` / ``broker_loads`` (jobs at ``job_rate`` updates/s
     per sensor, ``job_n_params`` parameters) a process's cores follow the
-    measured load curve (``edgeps.sim.plan_curve``); without them, the line
+    measured load curve (``edgeps.lab.plan.curve``); without them, the line
     ``idle + cost * load``.
     """
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
 
-from edgeps.sim.plan_calibrate import cpu_seconds
+from edgeps.lab.plan.calibrate import cpu_seconds
 
 
 def _updates(path: Path) -> tuple[float, int] | None:
