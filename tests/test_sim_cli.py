@@ -27,7 +27,8 @@ def test_single_run_json_has_the_trace(capsys: pytest.CaptureFixture[str]) -> No
     assert rc == 0
     assert data["policy"] == "dsp" and data["seed"] == 3
     assert data["config"]["n_workers"] == 4
-    assert len(data["trace"]) > 10 and data["applied"] > 0
+    # one point per evaluation (every 0.5 virtual s) over the 4 s run
+    assert len(data["trace"]) >= 8 and data["applied"] > 0
 
 
 def test_compare_gives_medians_per_policy(capsys: pytest.CaptureFixture[str]) -> None:

@@ -22,7 +22,6 @@ DEMO_DEFAULTS: dict[str, Any] = {
     "dataset": "sensors",
     "target_accuracy": 0.93,
     "max_time": 90.0,
-    "lr": 0.1,
     "dashboard_linger": 120.0,  # time to look at the page after the target is hit
 }
 

@@ -17,6 +17,7 @@ import threading
 from dataclasses import asdict
 from typing import Any
 
+from edgeps.core.defaults import JOB
 from edgeps.emulate.common import add_compute_flags
 from edgeps.emulate.emulation import MAX_SENSORS, Emulation
 from edgeps.netem.flags import add_link_flags, link_overrides
@@ -64,7 +65,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help="stop after this many seconds (default: when the job is done)",
     )
-    parser.add_argument("--batch", type=int, default=32, help="minibatch (default: 32)")
+    parser.add_argument(
+        "--batch", type=int, default=JOB.batch, help=f"minibatch (default: {JOB.batch})"
+    )
     parser.add_argument(
         "--model", help=f"train this instead of the job's MODEL ({EXAMPLES})"
     )

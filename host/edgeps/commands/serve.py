@@ -61,6 +61,15 @@ def add_job_flags(
     _flag(p, "--dataset", "sensors (built in), digits, breast_cancer (scikit-learn)", d)
     _flag(p, "--seed", "seed for data split and initial parameters", d, type=int)
     _flag(p, "--lr", "learning rate", d, type=float)
+    _flag(
+        p,
+        "--lr-workers",
+        "past this many live workers each push steps by lr x R / workers, so "
+        "more workers never make a larger step; 0: always the plain lr",
+        d,
+        type=int,
+        metavar="R",
+    )
     _flag(p, "--optimizer", "sgd, momentum or adam", d)
     _flag(p, "--target-accuracy", "stop at this test accuracy (0..1]", d, type=float)
     _flag(p, "--compress", "UPDATE code workers send: f32, f16, int8, topk:F", d)

@@ -39,6 +39,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--optimizer", default=d.optimizer)
     parser.add_argument("--lr", type=float, default=d.lr)
     parser.add_argument(
+        "--lr-workers",
+        type=int,
+        default=d.lr_workers,
+        metavar="R",
+        help="past R live workers each push steps by lr x R / workers; 0: plain lr",
+    )
+    parser.add_argument(
+        "--norm-guard",
+        type=float,
+        default=d.norm_guard,
+        metavar="K",
+        help="refuse pushes above K x the recent median norm, as serve; 0: off",
+    )
+    parser.add_argument(
         "--staleness-aware",
         choices=("auto", "on", "off"),
         default="auto",
@@ -84,6 +98,8 @@ def _config(args: argparse.Namespace) -> SimConfig:
         batch_size=args.batch_size,
         optimizer=args.optimizer,
         lr=args.lr,
+        lr_workers=args.lr_workers,
+        norm_guard=args.norm_guard,
         staleness_aware=aware,
         balance=args.balance,
         balance_eager=args.balance_eager,

@@ -15,6 +15,7 @@ import threading
 from types import FrameType
 from typing import Any
 
+from edgeps.core.defaults import JOB
 from edgeps.pyworker.model_fetch import fetch_model
 from edgeps.runtime.connection_flags import (
     add_connection_flags,
@@ -57,7 +58,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seed", type=int, default=0, help="data split and shuffle (default: 0)"
     )
-    parser.add_argument("--batch", type=int, default=32, help="minibatch (default: 32)")
+    parser.add_argument(
+        "--batch", type=int, default=JOB.batch, help=f"minibatch (default: {JOB.batch})"
+    )
     parser.add_argument(
         "--model",
         help=f"refuse a job that trains another model; full or short ({EXAMPLES})",

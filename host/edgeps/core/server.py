@@ -25,6 +25,7 @@ from edgeps.core.args import (
     resolve_optimizer,
 )
 from edgeps.core.balance import Balancer
+from edgeps.core.defaults import JOB, worker_step_scale
 from edgeps.core.monitor import PerformanceMonitor
 from edgeps.core.norm_guard import NormGuard
 from edgeps.core.policy_api import Policy
@@ -63,6 +64,8 @@ class ParameterServer:
     policy : the sync ``Policy`` (``edgeps.policy.parse_policy`` reads text forms).
     optimizer : "sgd" | "momentum" | "adam", or an ``edgeps.kernels`` Optimizer.
     lr : step size; with ``staleness_aware`` each push uses lr / (staleness + 1).
+    lr_workers : past this many live workers each push steps by lr x lr_workers /
+        live (``edgeps.core.defaults.worker_step_scale``); 0: the plain lr.
     liveness_timeout : seconds a computing worker may stay silent before it is
         declared dead and leaves the barrier (suspected after half of it).
     max_update_norm : pushes whose L2 norm exceeds this are dropped ("norm").
@@ -79,7 +82,8 @@ class ParameterServer:
         *,
         policy: Policy,
         optimizer: str | kernels.Optimizer = "sgd",
-        lr: float = 0.1,
+        lr: float = JOB.lr,
+        lr_workers: int = JOB.lr_workers,
         staleness_aware: bool = False,
         liveness_timeout: float = 10.0,
         max_update_norm: float | None = None,
@@ -98,6 +102,13 @@ class ParameterServer:
         self.optimizer = resolve_optimizer(optimizer, self._params.size)
         self.policy = policy
         self.lr = float(lr)
+        if isinstance(lr_workers, bool) or not isinstance(lr_workers, int):
+            raise TypeError(f"lr_workers must be an int, got {lr_workers!r}")
+        if lr_workers < 0:
+            raise ValueError(f"lr_workers must be >= 0, got {lr_workers}")
+        self.lr_workers = lr_workers
+        # cut by the runtime's DivergenceWatch when the job diverges
+        self.step_backoff = 1.0
         self.staleness_aware = bool(staleness_aware)
         self.liveness_timeout = float(liveness_timeout)
         self.max_update_norm = (
@@ -335,6 +346,7 @@ class ParameterServer:
     def _apply(self, rec: WorkerRecord, push: Push, now: float) -> list[Action]:
         staleness = self.version - int(push.base_version)
         lr = self.lr / (staleness + 1) if self.staleness_aware else self.lr
+        lr *= self.step_backoff * worker_step_scale(self.lr_workers, self.view.n_live)
         lr *= self.policy.step_scale(self.view, push, staleness)
         if self.balancer is not None:
             lr *= self.balancer.weight(push.samples, rec.worker_id)

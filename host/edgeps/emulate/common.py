@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from edgeps.core.defaults import JOB
 from edgeps.netem.units import format_rate
 from edgeps.transport.options import ConnectionOptions
 from edgeps.workloads.scenarios import WorkerProfile
@@ -57,7 +58,7 @@ class EmulationConfig:
     seed: int = 0
     iid: bool = True
     duration: float | None = None
-    batch: int = 32
+    batch: int = JOB.batch
     model: str | None = None  # None: take the job's MODEL
     max_iterations: int = 0
     heartbeat_ms: int = 5000

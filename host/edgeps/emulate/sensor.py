@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from edgeps.core.defaults import JOB
 from edgeps.emulate.loop import EventLoop, LoopLink
 from edgeps.emulate.timers import paced_rest
 from edgeps.netem.impair import ImpairedTransport, LinkProfile
@@ -44,7 +45,7 @@ class SensorEnv:
     job: str
     model: str
     t0: float  # loop time the emulation started (crash/rejoin times count from it)
-    batch: int = 32
+    batch: int = JOB.batch
     seed: int = 0
     max_iterations: int = 0
     heartbeat_ms: int = 5000

@@ -82,6 +82,9 @@ def status_lines(record: dict[str, Any]) -> list[str]:
         f"{record['updates_per_s']:8.1f} upd/s  "
         f"max staleness {record.get('max_staleness', 0)}"
     )
+    state = record.get("state", "learning")
+    if state != "learning":
+        head += f"  {state.upper()} (step x {record.get('step_scale', 1.0):g})"
     rows = [head]
     workers: dict[str, dict[str, Any]] = record.get("workers", {})
     for wid in sorted(workers):

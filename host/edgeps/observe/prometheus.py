@@ -163,6 +163,16 @@ class StateCollector(Collector):
                 rec.get("accuracy"),
             ),
             (
+                "edgeps_diverging",
+                "1 while the job is seen diverging (edgeps.core.divergence), else 0",
+                None if "state" not in rec else float(rec["state"] == "diverging"),
+            ),
+            (
+                "edgeps_step_scale",
+                "Share of the configured step after divergence back-offs",
+                rec.get("step_scale"),
+            ),
+            (
                 "edgeps_max_staleness",
                 "Largest staleness of an applied update",
                 rec.get("max_staleness"),

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from edgeps.codecs import parse_compress
+from edgeps.core.defaults import JOB
 from edgeps.kernels import params_codec
 from edgeps.observe.dashboard import check_options as check_dashboard
 from edgeps.transport.options import ConnectionOptions
@@ -38,18 +39,18 @@ class ServeConfig:
     model: str | None = None  # spec text; None = the dataset's default
     dataset: str = "sensors"
     seed: int = 0
-    lr: float = 0.1
-    optimizer: str = "sgd"
-    # lr/(staleness+1) slowed DSP with stragglers ~3.5x to 0.93 accuracy: opt-in
-    staleness_aware: bool = False
+    lr: float = JOB.lr
+    lr_workers: int = JOB.lr_workers  # past this many live workers: lr x R / N
+    optimizer: str = JOB.optimizer
+    staleness_aware: bool = JOB.staleness_aware  # lr / (staleness + 1)
     balance: bool = False  # the PS assigns batches (see README, "Work assignment")
     max_update_norm: float | None = None
     # refuse updates above k x the median norm of the last 64 applied; 0 = off
-    norm_guard: float = 10.0
+    norm_guard: float = JOB.norm_guard
     liveness_timeout: float = 10.0
     target_accuracy: float | None = None
     max_time: float | None = None
-    eval_interval: float = 0.5
+    eval_interval: float = JOB.eval_interval
     metrics_interval: float = 1.0
     checkpoint: str | None = None
     checkpoint_interval: float = 30.0
@@ -182,6 +183,8 @@ def _positive(name: str, value: float | None, *, allow_none: bool = True) -> Non
 def check(cfg: ServeConfig) -> None:
     """Value checks that need no imports of the heavy parts (those come at build)."""
     _positive("lr", cfg.lr, allow_none=False)
+    if cfg.lr_workers < 0:
+        raise ValueError(f"--lr-workers must be 0 (off) or more, got {cfg.lr_workers}")
     _positive("max-time", cfg.max_time)
     _positive("liveness-timeout", cfg.liveness_timeout, allow_none=False)
     _positive("eval-interval", cfg.eval_interval, allow_none=False)

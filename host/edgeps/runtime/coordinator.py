@@ -26,6 +26,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from edgeps.codecs import parse_compress
+from edgeps.core.defaults import JOB
+from edgeps.core.divergence import DivergenceWatch
 from edgeps.core.server import ParameterServer
 from edgeps.core.sink import carry_out
 from edgeps.core.types import (
@@ -89,6 +91,7 @@ class Settings:
     params_code: int = 1  # PARAMS code of releases (--compress-down; 1 = F32)
     shared_releases: bool = True  # one shared PARAMS per multi-worker release
     gc_freeze: bool = False  # long-lived objects out of gen-2 passes (serve CLI)
+    divergence_backoff: float = JOB.divergence_backoff  # 1.0: never cut the step
 
 
 class Coordinator:
@@ -148,6 +151,7 @@ class Coordinator:
         self.inbound = Inbound()
         self.staleness_counts: Counter[int] = Counter()  # applied updates by staleness
         self.accuracy: float | None = None
+        self.watch = DivergenceWatch(backoff=settings.divergence_backoff)
         self.first_applied_at: float | None = None
         self.last_applied_at: float | None = None
         self._t0 = clock()
@@ -263,6 +267,16 @@ class Coordinator:
             self.accuracy = float(self.evaluate(params))
         except Exception:
             log.exception("evaluation failed")
+        verdict = self.watch.check(
+            non_finite_total=self.rejected["non_finite"],
+            accuracy=self.accuracy,
+            params_finite=bool(np.isfinite(params).all()),
+            applied_total=self.applied,
+            outsized_total=self.rejected["norm"],
+        )
+        self.server.step_backoff = verdict.step_scale
+        if verdict.backed_off:
+            log.warning("%s", self.watch.advice(self.server.lr))
         return self.accuracy
 
     def elapsed(self, now: float | None = None) -> float:
@@ -279,6 +293,8 @@ class Coordinator:
             "elapsed": round(self.elapsed(now), 3),
             "version": int(self.server.version),
             "accuracy": self.accuracy,
+            "state": self.watch.state,
+            "step_scale": self.watch.step_scale,
             "updates": self.applied,
             "updates_per_s": self._rate,
             "max_staleness": self.server.max_staleness_seen,
@@ -447,4 +463,6 @@ class Coordinator:
             broker=self.broker_report(),
             releases=self.outbox.stats(),
             inbound=self.inbound.report(),
+            state=self.watch.state,
+            advice=self.watch.advice(self.server.lr),
         )

@@ -93,6 +93,7 @@ def build_server(cfg: ServeConfig, model: Model) -> tuple[ParameterServer, str]:
         policy=policy,
         optimizer=cfg.optimizer,
         lr=cfg.lr,
+        lr_workers=cfg.lr_workers,
         staleness_aware=cfg.staleness_aware,
         liveness_timeout=cfg.liveness_timeout,
         max_update_norm=cfg.max_update_norm,

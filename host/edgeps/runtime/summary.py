@@ -26,6 +26,8 @@ class Summary:
     broker: dict[str, Any] = field(default_factory=dict)
     releases: dict[str, Any] = field(default_factory=dict)  # Outbox.stats()
     inbound: dict[str, Any] = field(default_factory=dict)  # see runtime.inbound
+    state: str = "learning"  # edgeps.core.divergence: learning, diverging, backed off
+    advice: str = ""  # what happened and what to change, when not learning
 
 
 def summary_dict(summary: Summary) -> dict[str, Any]:
@@ -69,6 +71,8 @@ def summary_table(summary: Summary) -> str:
         f"version {summary.version}  max staleness {summary.max_staleness}  "
         f"stop: {summary.stop_reason}"
     )
+    if summary.advice:
+        lines.append(summary.advice)
     if summary.dropped:
         dropped = ", ".join(f"{k}={v}" for k, v in sorted(summary.dropped.items()))
         lines.append(f"dropped messages: {dropped}")

@@ -25,6 +25,9 @@ import numpy as np
 from edgeps import kernels
 from edgeps.codecs import F32, GradEncoder, decode_update, parse_compress
 from edgeps.core.balance import Balancer
+from edgeps.core.defaults import JOB
+from edgeps.core.divergence import DivergenceWatch
+from edgeps.core.norm_guard import NormGuard
 from edgeps.core.server import ParameterServer
 from edgeps.core.sink import carry_out
 from edgeps.core.types import (
@@ -144,7 +147,13 @@ class Simulator:
             policy=self.policy,
             optimizer=cfg.optimizer,
             lr=cfg.lr,
-            staleness_aware=bool(cfg.staleness_aware),
+            lr_workers=cfg.lr_workers,
+            staleness_aware=bool(
+                JOB.staleness_aware
+                if cfg.staleness_aware is None
+                else cfg.staleness_aware
+            ),
+            norm_guard=NormGuard(cfg.norm_guard) if cfg.norm_guard > 0 else None,
             liveness_timeout=cfg.liveness_timeout,
             balancer=(
                 Balancer.for_policy(
@@ -167,6 +176,7 @@ class Simulator:
                     wid, profile, n, spec, w.link_rng, cfg.compress, cfg.compress_down
                 )
             self.workers[wid] = w
+        self.watch = DivergenceWatch(backoff=cfg.divergence_backoff)
         self.loop = EventLoop()
         self.trace: list[tuple[float, float]] = []
         self.rejected: dict[str, int] = {}
@@ -245,6 +255,14 @@ class Simulator:
             kernels.accuracy(self.spec, params, self.data.X_test, self.data.y_test)
         )
         self.trace.append((round(self.loop.now, 6), acc))
+        verdict = self.watch.check(
+            non_finite_total=self.rejected.get("non_finite", 0),
+            applied_total=self.applied,
+            outsized_total=self.rejected.get("norm", 0),
+            accuracy=acc,
+            params_finite=bool(np.isfinite(params).all()),
+        )
+        self.server.step_backoff = verdict.step_scale
         # multiples of the interval, so float steps do not drift past max_time
         self.loop.at(len(self.trace) * self.config.eval_interval, self._evaluate)
 
@@ -381,6 +399,8 @@ class Simulator:
             rejected=dict(sorted(self.rejected.items())),
             trace=self.trace,
             events=self.loop.processed,
+            state=self.watch.state,
+            step_backoffs=self.watch.backoffs,
             link_bytes={
                 wid: [w.link.up.stats.bytes, w.link.down.stats.bytes]
                 for wid, w in self.workers.items()

@@ -6,6 +6,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from edgeps.core.defaults import JOB
+
 
 @dataclass(frozen=True)
 class SimConfig:
@@ -18,16 +20,19 @@ class SimConfig:
     dataset: str = "sensors"
     model: str | None = None  # None: the dataset's default spec
     partition: str = "iid"
-    batch_size: int = 32
-    optimizer: str = "sgd"
-    lr: float = 0.03
-    staleness_aware: bool | None = None  # None ("auto"): off, as no policy asks for it
+    batch_size: int = JOB.batch
+    optimizer: str = JOB.optimizer
+    lr: float = JOB.lr
+    lr_workers: int = JOB.lr_workers  # past this many live workers: lr x R / N
+    staleness_aware: bool | None = None  # None ("auto"): the job default
+    norm_guard: float = JOB.norm_guard  # as serve: k x the recent median; 0 = off
+    divergence_backoff: float = JOB.divergence_backoff
     balance: bool = False  # the PS assigns each worker its batch (Balancer)
     # ... from a board's first push (Balancer eager); None: by the policy
     balance_eager: bool | None = None
     target_accuracy: float = 0.91
     max_time: float = 60.0  # virtual seconds
-    eval_interval: float = 0.1
+    eval_interval: float = JOB.eval_interval
     liveness_timeout: float = 3.0
     heartbeat_interval: float = 0.5
     tick_interval: float = 0.1
@@ -57,6 +62,8 @@ class SimConfig:
                 raise ValueError(f"{key} must be a finite number > 0, got {value!r}")
         if not 0.0 < self.target_accuracy <= 1.0:
             raise ValueError("target_accuracy must be in (0, 1]")
+        if self.lr_workers < 0 or not (self.norm_guard == 0 or self.norm_guard > 1):
+            raise ValueError("lr_workers must be >= 0; norm_guard 0 or > 1")
         if self.n_workers < 1 or self.batch_size < 1:
             raise ValueError("n_workers and batch_size must be >= 1")
         if self.heartbeat_interval >= self.liveness_timeout:
@@ -80,6 +87,8 @@ class SimResult:
     trace: list[tuple[float, float]] = field(default_factory=list)  # (time, accuracy)
     events: int = 0
     link_bytes: dict[str, list[int]] = field(default_factory=dict)  # [up, down]
+    state: str = "learning"  # edgeps.core.divergence: learning, diverging, backed off
+    step_backoffs: int = 0  # times the step was cut for divergence
 
     def to_dict(self, *, with_trace: bool = True) -> dict[str, Any]:
         out = asdict(self)

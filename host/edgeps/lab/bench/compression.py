@@ -25,6 +25,8 @@ import threading
 import time
 from typing import Any
 
+from edgeps.core.defaults import JOB
+
 DEFAULT_ROWS = ("f32", "f16", "int8", "topk:0.01", "int8/int8")
 
 
@@ -39,7 +41,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target-accuracy", type=float, default=0.9)
     parser.add_argument("--max-time", type=float, default=90.0, help="per run")
     parser.add_argument("--policy", default="dsp")
-    parser.add_argument("--lr", type=float, default=0.1, help="serve's and the sim's")
+    parser.add_argument(
+        "--lr", type=float, default=JOB.lr, help="serve's and the sim's"
+    )
     parser.add_argument("--eval-interval", type=float, default=0.1,
                         help="seconds between accuracy checks, both sides")  # fmt: skip
     parser.add_argument("--no-sim", action="store_true", help="skip the simulator")

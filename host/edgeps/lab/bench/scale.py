@@ -85,8 +85,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="emulate --pace: each step ends 1 s after its release reached the "
         "emulator, its wait for the loop to get to the sensor included",
     )
-    parser.add_argument("--model", default="softmax", help="model (default: softmax)")
-    parser.add_argument("--lr", type=float, default=0.02, help="learning rate")
+    parser.add_argument(
+        "--model", default=None, help="model (default: the job's, as serve's)"
+    )
+    parser.add_argument(
+        "--lr", type=float, default=None, help="step size (default: the job's)"
+    )
 
 
 def plan(sizes: list[int], policies: list[str]) -> list[tuple[int, str]]:
@@ -107,7 +111,8 @@ def _fmt(v: Any, spec: str = ".0f") -> str:
 
 
 def table(rows: list[RunResult]) -> str:
-    cols = ("sensors", "policy", "jitter", "pace", "offered/s", "applied/s", "rejected",
+    cols = ("sensors", "policy", "jitter", "pace", "accuracy", "state",
+            "offered/s", "applied/s", "rejected",
             "serve_cpu", "emu_cpu", "broker_cpu", "inbox_p99", "lat_p50_ms",
             "lat_p95_ms", "broker_dropped", "rtt_p50_ms", "rtt_p95_ms", "emu_ms/upd",
             "box_cpu")  # fmt: skip
@@ -116,6 +121,7 @@ def table(rows: list[RunResult]) -> str:
         dropped = r.broker_dropped if r.broker_dropped is not None else 0
         out.append((
             str(r.sensors), r.policy, _fmt(r.jitter, "g"), "yes" if r.pace else "no",
+            _fmt(r.accuracy, ".3f"), r.state or "-",
             _fmt(r.offered_per_s),
             _fmt(r.applied_per_s),
             str(r.rejected), _fmt(r.serve_cpu, ".2f"), _fmt(r.emulator_cpu, ".2f"),
@@ -131,8 +137,10 @@ def table(rows: list[RunResult]) -> str:
     lines = ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True))
              for row in out]  # fmt: skip
     lines.append(
-        "jitter: lognormal sigma of each sensor's 1 s iteration (0: each step "
-        "ends 1 s after it started, the real gradient included); pace: that "
+        "accuracy, state: serve's final test accuracy and job state, so a "
+        "throughput counts only where the job learns; jitter: lognormal sigma "
+        "of each sensor's 1 s iteration (0: each step ends 1 s after it "
+        "started, the real gradient included); pace: that "
         "second counts from the release's arrival at the emulator; "
         "CPU in cores (1.00 = one core busy) over the measuring window; "
         "latency: host side, UPDATE complete -> its release published; "

@@ -126,8 +126,8 @@ class RunSpec:
     sensors: int
     policy: str
     duration: float  # seconds the sensors run (their ramp included)
-    model: str = "softmax"
-    lr: float = 0.02
+    model: str | None = None  # None: the job's default model for the dataset
+    lr: float | None = None  # None: the job's default step (edgeps.core.defaults)
     processes: int = 1  # emulator processes
     warmup: float = 5.0  # seconds after the ramp before CPU and rates are read
     # lognormal sigma of each sensor's 1 s iteration; None: the scenario's (0.05)
@@ -158,6 +158,8 @@ class RunResult:
     broker_dropped: int | None = None
     broker_log_drops: int = 0
     emulator: dict[str, Any] = field(default_factory=dict)
+    accuracy: float | None = None  # serve's final test accuracy: is it learning?
+    state: str = ""  # serve's job state: learning, diverging, backed off
     error: str = ""
 
 
@@ -215,12 +217,8 @@ def one_run(spec: RunSpec) -> RunResult:
                     job,
                     "--policy",
                     spec.policy,
-                    "--model",
-                    spec.model,
-                    "--lr",
-                    str(spec.lr),
-                    "--norm-guard",
-                    "0",
+                    *(["--model", spec.model] if spec.model else []),
+                    *(["--lr", repr(spec.lr)] if spec.lr is not None else []),
                     "--max-time",
                     str(serve_time),
                     "--json",
@@ -340,3 +338,5 @@ def _fill_from_summary(res: RunResult, summary: dict[str, Any]) -> None:
     res.latency_ms_p50 = inbound.get("push_to_release_ms_p50")
     res.latency_ms_p95 = inbound.get("push_to_release_ms_p95")
     res.broker_dropped = summary.get("broker", {}).get("publish_dropped")
+    res.accuracy = summary.get("accuracy")
+    res.state = str(summary.get("state", ""))

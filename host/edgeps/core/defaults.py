@@ -1,0 +1,57 @@
+"""The one set of job defaults: serve, simulate, emulate, the demo and every bench
+that runs a job take their step, optimizer, batch, guard and evaluation from here.
+
+A test (``tests/test_job_defaults.py``) fails when two commands would run the
+same job differently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class JobDefaults:
+    """What a job runs with unless the user says otherwise.
+
+    Parameters
+    ----------
+    lr : the step size of one push while at most ``lr_workers`` workers are live.
+    lr_workers : above this many live workers each push steps by
+        ``lr x lr_workers / live`` (see ``worker_step_scale``), so more workers
+        never make a larger step per unit of time; 0 = the plain ``lr`` always.
+    optimizer : the PS's optimizer: sgd, momentum or adam.
+    batch : samples per step on every worker.
+    staleness_aware : lr / (staleness + 1) for every push.
+    norm_guard : refuse pushes above k x the median norm of the recent applied
+        ones (``edgeps.core.norm_guard``); 0 = off.
+    eval_interval : seconds between evaluations of the held-out data; a time
+        to target is known to this precision.
+    divergence_backoff : the factor the step is multiplied by each time the job
+        is seen diverging (``edgeps.core.divergence``); 1.0 = never back off.
+    """
+
+    lr: float = 0.1
+    lr_workers: int = 16
+    optimizer: str = "sgd"
+    batch: int = 32
+    staleness_aware: bool = False
+    norm_guard: float = 10.0
+    eval_interval: float = 0.5
+    divergence_backoff: float = 0.5
+
+
+JOB = JobDefaults()
+
+
+def worker_step_scale(lr_workers: int, n_live: int) -> float:
+    """Share of ``lr`` one push gets with ``n_live`` live workers: min(1, R / N).
+
+    With N workers pushing asynchronously a push lands about N versions stale,
+    and a synchronous round applies N gradients of one version: either way the
+    model moves about N steps per round of pushes. Scaling each by R / N past
+    R workers keeps that movement what R workers would make.
+    """
+    if lr_workers <= 0 or n_live <= lr_workers:
+        return 1.0
+    return lr_workers / n_live
