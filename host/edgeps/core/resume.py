@@ -18,16 +18,21 @@ class Checkpoint:
     params: np.ndarray | None
     worker_stats: dict[str, WorkerStats]
 
+    @property
+    def max_staleness(self) -> int:
+        """The largest staleness the carried workers saw (0 if none)."""
+        return max((s.max_staleness for s in self.worker_stats.values()), default=0)
+
 
 def checked_checkpoint(
     version: int,
     params: np.ndarray | None,
     worker_stats: dict[str, WorkerStats] | None,
-    *,
-    shape: tuple[int, ...],
+    current: np.ndarray,
     joined: bool,
 ) -> Checkpoint:
-    """Version, params of ``shape`` and ``worker_stats``, checked before any join.
+    """Version, params shaped as ``current`` and ``worker_stats``, checked before
+    any join.
 
     ``worker_stats`` carry each worker's counters over, so a worker id that
     joins again continues from them; ``joined`` says a worker is live already.
@@ -36,7 +41,7 @@ def checked_checkpoint(
     if joined:
         raise ValueError("restore a checkpoint before workers join")
     if params is not None:
-        check_params(params, shape)
+        check_params(params, current.shape)
     carried: dict[str, WorkerStats] = {}
     for wid, stats in (worker_stats or {}).items():
         if not isinstance(stats, WorkerStats):

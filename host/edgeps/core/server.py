@@ -159,20 +159,14 @@ class ParameterServer:
     ) -> None:
         """Resume a checkpoint before any join (checked by ``edgeps.core.resume``)."""
         joined = any(r.live for r in self._workers.values())
-        ckpt = checked_checkpoint(
-            version, params, worker_stats, shape=self._params.shape, joined=joined
-        )
+        ckpt = checked_checkpoint(version, params, worker_stats, self._params, joined)
         if optimizer_state:
             self.optimizer.load_state_dict(optimizer_state)
         if ckpt.params is not None:
             self._params[...] = ckpt.params
-        self.version = ckpt.version
-        self._shared = None
+        self.version, self._shared = ckpt.version, None
         self._carried_stats.update(ckpt.worker_stats)
-        for carried in ckpt.worker_stats.values():
-            self.max_staleness_seen = max(
-                self.max_staleness_seen, carried.max_staleness
-            )
+        self.max_staleness_seen = max(self.max_staleness_seen, ckpt.max_staleness)
 
     # ---- the entry point --------------------------------------------------
 
