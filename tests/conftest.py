@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from edgeps.bench.micropython import micropython_path
+from edgeps.lab.bench.micropython import micropython_path
 
 REPO = Path(__file__).resolve().parents[1]
 FIRMWARE = REPO / "firmware"

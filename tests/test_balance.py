@@ -191,7 +191,7 @@ def test_dsp_damp_scales_only_pushes_staler_than_a_round() -> None:
 
 
 def test_serve_builds_its_core_with_a_balancer_only_when_asked() -> None:
-    from edgeps.commands.serve_config import ServeConfig
+    from edgeps.runtime.config import ServeConfig
     from edgeps.runtime.job import build_server, load_model
 
     cfg = ServeConfig(balance=True)

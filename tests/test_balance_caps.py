@@ -15,8 +15,8 @@ import numpy as np
 import paho.mqtt.client as mqtt
 import pytest
 from edgeps.kernels import ModelSpec
-from edgeps.worker.localdata import LocalData
-from edgeps.worker.trainer import EmulatedTrainer, NativeTrainer
+from edgeps.pyworker.localdata import LocalData
+from edgeps.pyworker.trainer import EmulatedTrainer, NativeTrainer
 from edgeps.workloads.scenarios import WorkerProfile
 from edgeps_worker import datafile
 from edgeps_worker import wire_host as wire

@@ -35,7 +35,7 @@ def test_the_mode_follows_whether_the_policy_waits_for_rounds(spec: str) -> None
 
 @pytest.mark.parametrize(("spec", "eager"), [("bsp", True), ("dsp", False)])
 def test_simulate_and_serve_choose_the_mode_by_policy(spec: str, eager: bool) -> None:
-    from edgeps.commands.serve_config import ServeConfig
+    from edgeps.runtime.config import ServeConfig
     from edgeps.runtime.job import build_server, load_model
     from edgeps.sim.simulator import Simulator
     from edgeps.sim.types import SimConfig
@@ -152,7 +152,7 @@ def test_in_the_warm_up_mode_a_first_push_spike_moves_nothing(spec: str) -> None
 def test_the_matrix_runs_each_cell_in_the_mode_asked(
     mode: bool | None, bsp_eager: bool, asp_eager: bool
 ) -> None:
-    from edgeps.sim import matrix
+    from edgeps.lab.matrix import grid as matrix
     from edgeps.sim.simulator import Simulator
 
     cell = matrix.Cell("sensors", 8, "stragglers", True)

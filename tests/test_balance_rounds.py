@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from edgeps.sim.round_bound import bound, even_batches, leg, round_times
+from edgeps.lab.bench.round_bound import bound, even_batches, leg, round_times
 from edgeps.workloads.scenarios import WorkerProfile, make_scenario
 
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 from conftest import mosquitto_path
-from edgeps.bench.compression import _median
 from edgeps.cli import main
+from edgeps.lab.bench.compression import _median
 
 
 def test_median_counts_a_missed_target_as_slowest() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from edgeps.bench.core import time_policy
 from edgeps.cli import main
+from edgeps.lab.bench.core import time_policy
 
 
 @pytest.mark.parametrize("k", ["0", "10"])

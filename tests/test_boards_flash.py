@@ -79,8 +79,11 @@ def test_board_modules_are_exactly_what_main_py_imports_on_a_board():
             todo |= board_imports(FIRMWARE / PKG / (name + ".py"))
     # Assert
     assert seen == set(flash.BOARD_MODULES)
-    for host_only in ("wire_host", "bench_publish", "_mpshim", "mqtt_reconnect"):
+    for host_only in flash.HOST_MODULES:
         assert host_only not in seen
+    # every module of the package is either copied or named host-only
+    modules = {p.stem for p in (FIRMWARE / PKG).glob("*.py")}
+    assert modules == set(flash.BOARD_MODULES) | set(flash.HOST_MODULES)
 
 
 def test_flash_copies_the_board_modules_and_nothing_else(tmp_path):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import free_port, start_mosquitto
-from edgeps.commands.connection import connection_options
+from edgeps.runtime.connection_flags import connection_options
 from edgeps.transport.broker import BrokerAddress, open_broker, parse_broker_urls
 from edgeps.transport.host_link import HostLink
 from edgeps.transport.options import ConnectionOptions
@@ -63,7 +63,7 @@ def test_tls_options_need_every_node_to_be_mqtts(tmp_path: Path) -> None:
 def test_connection_flags_take_a_node_list() -> None:
     import argparse
 
-    from edgeps.commands.connection import add_connection_flags
+    from edgeps.runtime.connection_flags import add_connection_flags
 
     parser = argparse.ArgumentParser()
     add_connection_flags(parser)

@@ -7,7 +7,7 @@ import argparse
 import pytest
 from edgeps.cli import COMMANDS, build_parser
 from edgeps.commands.bench import BENCHMARKS
-from edgeps.commands.serve_config import KEYS
+from edgeps.runtime.config import KEYS
 
 # concept -> (the one allowed spelling, spellings that must not appear)
 CONCEPTS: dict[str, tuple[str, set[str]]] = {

@@ -7,10 +7,10 @@ import random
 from pathlib import Path
 
 import pytest
-from edgeps.commands.connection import add_connection_flags, connection_options
-from edgeps.commands.model_forms import complete_model
-from edgeps.commands.serve_config import DEFAULT_MAX_TIME, load_toml, merge
 from edgeps.kernels import ModelSpec
+from edgeps.runtime.config import DEFAULT_MAX_TIME, load_toml, merge
+from edgeps.runtime.connection_flags import add_connection_flags, connection_options
+from edgeps.runtime.model_forms import complete_model
 from edgeps.transport.backoff import Backoff
 from edgeps.transport.options import PASSWORD_ENV, ConnectionOptions
 

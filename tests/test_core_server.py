@@ -387,6 +387,20 @@ def test_restore_rejects_bad_input_and_late_calls() -> None:
     assert ps.version == 0
 
 
+def test_a_refused_checkpoint_changes_nothing() -> None:
+    # Prepare: a checkpoint whose params fit but whose stats do not
+    ps = make_server("asp")
+    before = ps.params_snapshot()[1]
+    bad = {"a": WorkerStats(accepted=1), "b": {"accepted": 1}}
+    # Execute
+    with pytest.raises(TypeError):
+        ps.restore(version=9, params=grad(3.0), worker_stats=bad)  # type: ignore[dict-item]
+    # Assert: neither the version, the params nor the counters moved
+    assert ps.version == 0 and np.array_equal(ps.params_snapshot()[1], before)
+    Worker(ps, "a").push(1.0)
+    assert ps.stats()["a"].accepted == 1
+
+
 class NeverPolicy(BSP):
     """A broken policy that holds everyone forever."""
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Broker, start_mosquitto
-from edgeps.commands.emulate import Emulation
+from edgeps.emulate.emulation import Emulation
 from edgeps.runtime.summary import summary_table
 from edgeps.security.mosquitto import write_password_file
 from edgeps.transport.options import ConnectionOptions

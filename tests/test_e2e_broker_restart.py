@@ -12,7 +12,7 @@ from typing import Any
 
 import paho.mqtt.client as mqtt
 import pytest
-from edgeps.commands.emulate import Emulation
+from edgeps.emulate.emulation import Emulation
 from edgeps.transport.host_link import HostLink
 from edgeps_worker import wire
 from test_e2e_faults import finish, start_job, wait_for

@@ -19,8 +19,8 @@ import paho.mqtt.client as mqtt
 import pytest
 from aedes_cluster import Cluster, start_cluster
 from conftest import start_mosquitto
-from edgeps.commands.emulate import Emulation
-from edgeps.commands.serve_config import merge
+from edgeps.emulate.emulation import Emulation
+from edgeps.runtime.config import merge
 from edgeps.runtime.job import Job
 from edgeps.runtime.summary import Summary
 from edgeps.transport import broker as brokers

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import paho.mqtt.client as mqtt
 import pytest
-from edgeps.commands.emulate import Emulation
+from edgeps.emulate.emulation import Emulation
 from edgeps_worker import wire_host as wire
 from test_e2e_faults import finish, start_job, wait_for
 

@@ -6,8 +6,8 @@ import threading
 from typing import Any
 
 import pytest
-from edgeps.commands.emulate import Emulation
-from edgeps.commands.serve_config import merge
+from edgeps.emulate.emulation import Emulation
+from edgeps.runtime.config import merge
 from edgeps.runtime.job import Job
 from edgeps.runtime.summary import Summary
 from edgeps.transport.broker import open_broker

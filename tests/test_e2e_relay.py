@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from edgeps.commands.emulate import Emulation
-from edgeps.commands.serve_config import merge
 from edgeps.core.types import WorkerState
+from edgeps.emulate.emulation import Emulation
 from edgeps.relay import Relay, RelayConfig, RelaySummary
 from edgeps.relay.bridge import start_bridged_mosquitto
+from edgeps.runtime.config import merge
 from edgeps.runtime.job import Job
 from edgeps.runtime.summary import Summary
 from edgeps.security.keys import derive_worker_key, new_master_key, write_key_file

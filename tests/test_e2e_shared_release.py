@@ -13,10 +13,10 @@ from typing import Any
 
 import paho.mqtt.client as mqtt
 import pytest
-from edgeps.commands.emulate import Emulation
-from edgeps.commands.serve_config import merge
+from edgeps.emulate.emulation import Emulation
 from edgeps.kernels import params_codec
 from edgeps.kernels.spec import ModelSpec
+from edgeps.runtime.config import merge
 from edgeps.runtime.job import Job
 from edgeps.runtime.summary import Summary
 from edgeps.transport.broker import open_broker

@@ -16,16 +16,16 @@ from typing import Any
 import numpy as np
 import paho.mqtt.client as mqtt
 import pytest
-from edgeps.commands.emulate import Emulation
-from edgeps.commands.serve_config import merge
+from edgeps.emulate.emulation import Emulation
+from edgeps.pyworker.localdata import load_emulated
+from edgeps.pyworker.trainer import NativeTrainer
+from edgeps.runtime.config import merge
 from edgeps.runtime.job import Job
 from edgeps.runtime.summary import Summary
 from edgeps.security.keys import derive_worker_key
 from edgeps.transport.broker import open_broker
 from edgeps.transport.options import ConnectionOptions
 from edgeps.transport.paho_link import MqttLink
-from edgeps.worker.localdata import load_emulated
-from edgeps.worker.trainer import NativeTrainer
 from edgeps_worker import wire_host as wire
 from edgeps_worker.worker import Worker
 

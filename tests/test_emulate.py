@@ -7,7 +7,8 @@ import subprocess
 import sys
 
 import pytest
-from edgeps.commands.emulate import Emulation, profile_class
+from edgeps.emulate.common import profile_class
+from edgeps.emulate.emulation import Emulation
 from edgeps.transport.options import ConnectionOptions
 from edgeps.workloads.scenarios import WorkerProfile
 from test_worker_integration import ScriptedPS, wait_until

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from edgeps.commands.emulate import Emulation
+from edgeps.emulate.emulation import Emulation
+from edgeps.netem.links import is_shaped, link_shape, with_links
 from edgeps.transport.options import ConnectionOptions
-from edgeps.workloads.links import is_shaped, link_shape, with_links
 from edgeps.workloads.scenarios import WorkerProfile, make_scenario
 
 RATE = 250e3

@@ -7,14 +7,15 @@ import time
 
 import numpy as np
 import pytest
-from edgeps.bench import scale
-from edgeps.bench.scale_run import RunResult, jitter_args
 from edgeps.commands import emulate as emulate_cmd
 from edgeps.emulate.common import EmulationConfig, with_compute
+from edgeps.emulate.emulation import Emulation
 from edgeps.emulate.runner import LoopEmulation
 from edgeps.emulate.timers import paced_rest
+from edgeps.lab.bench import scale
+from edgeps.lab.bench.scale_run import RunResult, jitter_args
+from edgeps.pyworker.trainer import EmulatedTrainer
 from edgeps.transport.options import ConnectionOptions
-from edgeps.worker.trainer import EmulatedTrainer
 from edgeps.workloads.scenarios import BASE_BATCH, WorkerProfile, make_scenario
 
 BROKER = ["--broker", "mqtt://127.0.0.1:9", "--job", "j"]
@@ -146,7 +147,7 @@ def test_pace_is_a_loop_engine_option() -> None:
     loop = LoopEmulation("mqtt://127.0.0.1:9", "j", n_workers=2, pace=True)
     assert loop.config.pace is True
     with pytest.raises(ValueError, match="loop engine"):
-        emulate_cmd.Emulation("mqtt://127.0.0.1:9", "j", n_workers=2, pace=True)
+        Emulation("mqtt://127.0.0.1:9", "j", n_workers=2, pace=True)
 
 
 def test_bench_scale_passes_pace_on_and_shows_it() -> None:

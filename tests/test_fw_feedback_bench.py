@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from edgeps.bench.fw_feedback import ROWS
 from edgeps.cli import main
+from edgeps.lab.bench.fw_feedback import ROWS
 
 
 @pytest.mark.firmware

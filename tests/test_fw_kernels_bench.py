@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from edgeps.bench.fw_kernels import BATCHES, MODELS
 from edgeps.cli import main
+from edgeps.lab.bench.fw_kernels import BATCHES, MODELS
 
 
 @pytest.mark.firmware

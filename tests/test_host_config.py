@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from edgeps.commands.serve_config import ServeConfig, load_toml, merge
+from edgeps.runtime.config import ServeConfig, load_toml, merge
 
 
 def test_flags_override_config_file(tmp_path: Path) -> None:

@@ -219,7 +219,7 @@ def test_with_a_key_everything_sent_is_signed_and_unsigned_input_dropped() -> No
 
 def test_metrics_records_carry_per_worker_state(tmp_path: Path) -> None:
     # Prepare
-    from edgeps.runtime.metrics import MetricsWriter
+    from edgeps.observe.metrics import MetricsWriter
 
     out = tmp_path / "m.jsonl"
     coord, _ = _coordinator()

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 from edgeps.core.registry import WorkerState
-from edgeps.runtime.metrics import Progress, _json_safe, dumps, status_lines
+from edgeps.observe.metrics import Progress, _json_safe, dumps, status_lines
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from edgeps.transport.impair import ImpairedTransport, LinkProfile
+from edgeps.netem.impair import ImpairedTransport, LinkProfile
 
 
 class RecordingTransport:

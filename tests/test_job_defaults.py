@@ -7,11 +7,11 @@ import argparse
 import numpy as np
 import pytest
 from edgeps.cli import build_parser
-from edgeps.commands.serve_config import ServeConfig, merge
 from edgeps.core.defaults import JOB, worker_step_scale
 from edgeps.core.server import ParameterServer
 from edgeps.emulate.common import EmulationConfig
 from edgeps.policy import parse_policy
+from edgeps.runtime.config import ServeConfig, merge
 from edgeps.sim.types import SimConfig
 from edgeps.transport.options import ConnectionOptions
 
@@ -78,7 +78,7 @@ def test_every_worker_side_takes_the_same_batch() -> None:
 
 
 def test_the_scale_bench_runs_the_job_defaults() -> None:
-    from edgeps.bench.scale_run import RunSpec
+    from edgeps.lab.bench.scale_run import RunSpec
 
     spec = RunSpec(10, "dsp", 10.0)
     assert spec.model is None and spec.lr is None

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from edgeps.cli import main
-from edgeps.commands.connection import read_key
+from edgeps.runtime.connection_flags import read_key
 from edgeps.runtime.job import read_hmac_key
 from edgeps.security.keys import (
     KeyFileError,

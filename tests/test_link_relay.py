@@ -9,18 +9,18 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from edgeps.netem.shaper import ShapingProxy
+from edgeps.netem.shaping import LinkShape
 from edgeps.transport.options import ConnectionOptions
 from edgeps.transport.paho_link import MqttLink
-from edgeps.transport.relay import ShapingRelay
-from edgeps.transport.shaping import LinkShape
 
 RATE = 250e3  # bits/s
 N = 32 * 1024  # payload bytes: ~1.05 s at 250 kbit/s
 
 
 @pytest.fixture
-def relay(mosquitto) -> Iterator[ShapingRelay]:  # type: ignore[no-untyped-def]
-    r = ShapingRelay("127.0.0.1", mosquitto.port, seed=1).start()
+def relay(mosquitto) -> Iterator[ShapingProxy]:  # type: ignore[no-untyped-def]
+    r = ShapingProxy("127.0.0.1", mosquitto.port, seed=1).start()
     try:
         yield r
     finally:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 
 import pytest
-from edgeps.transport.shaping import MSS, LinkPipe, LinkShape, TokenBucket
-from edgeps.transport.units import (
+from edgeps.netem.shaping import MSS, LinkPipe, LinkShape, TokenBucket
+from edgeps.netem.units import (
     format_rate,
     parse_duration,
     parse_loss,

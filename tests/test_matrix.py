@@ -6,8 +6,8 @@ import json
 
 import pytest
 from edgeps.cli import main
-from edgeps.sim.matrix import Cell, CellResult, Entry
-from edgeps.sim.matrix_report import check_goals, table
+from edgeps.lab.matrix.grid import Cell, CellResult, Entry
+from edgeps.lab.matrix.report import check_goals, table
 
 TINY = [
     "bench",

@@ -6,7 +6,7 @@ import argparse
 import json
 
 import pytest
-from edgeps.bench import fw_publish
+from edgeps.lab.bench import fw_publish
 
 
 @pytest.mark.integration

@@ -226,7 +226,7 @@ def test_linger_ends_when_the_job_is_stopped() -> None:
 
 
 def test_dashboard_keys_in_a_config_file_and_flags(tmp_path: Path) -> None:
-    from edgeps.commands.serve_config import merge
+    from edgeps.runtime.config import merge
 
     toml = tmp_path / "serve.toml"
     toml.write_text('dashboard = "127.0.0.1:9100"\ndashboard-linger = 5\n')

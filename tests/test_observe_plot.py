@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from edgeps import cli
-from edgeps.commands.emulate import Emulation
+from edgeps.emulate.emulation import Emulation
 from edgeps.observe.plot import TITLES, compare_figure, run_figure
 from edgeps.observe.runs import load_runs, share, timeline
 from edgeps.sim.compare import compare

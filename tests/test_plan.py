@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from edgeps.cli import main
-from edgeps.sim import plan_calibrate
-from edgeps.sim.plan import (
+from edgeps.lab.plan import calibrate as plan_calibrate
+from edgeps.lab.plan.capacity import (
     PUBACK,
     Calibration,
     PlanInput,
@@ -20,7 +20,7 @@ from edgeps.sim.plan import (
     plan,
     release_bytes,
 )
-from edgeps.sim.plan_costs import beats_per_s
+from edgeps.lab.plan.costs import beats_per_s
 from edgeps_worker import wire
 
 # simple round costs, so every expected figure below is easy to check by hand
@@ -237,7 +237,7 @@ def test_calibration_measures_a_real_broker_and_coordinator() -> None:
 
 @pytest.mark.integration
 def test_a_real_job_is_measured_while_updates_flow() -> None:
-    from edgeps.sim.plan_job import measure_job
+    from edgeps.lab.plan.job import measure_job
 
     # serve + 4 emulated sensors on a private mosquitto, a 3 s window
     job = measure_job(4, window=3.0, model="softmax:33x6")
@@ -249,7 +249,7 @@ def test_a_real_job_is_measured_while_updates_flow() -> None:
 
 @pytest.mark.integration
 def test_a_real_job_at_a_set_rate_runs_the_loop_emulator() -> None:
-    from edgeps.sim.plan_job import measure_job
+    from edgeps.lab.plan.job import measure_job
 
     # 6 loop-emulated sensors computing 0.5 s per update, a 3 s window
     job = measure_job(6, window=3.0, model="softmax:33x6", rate=2.0)

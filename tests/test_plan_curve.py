@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from edgeps.cli import main
-from edgeps.sim import plan_calibrate
-from edgeps.sim.plan import Calibration, PlanInput, plan
-from edgeps.sim.plan_curve import capacity, cores_at, curve
+from edgeps.lab.plan import calibrate as plan_calibrate
+from edgeps.lab.plan.capacity import Calibration, PlanInput, plan
+from edgeps.lab.plan.curve import capacity, cores_at, curve
 
 # three jobs whose cost per update falls with the load: 800, 650, 560 us
 # on average, 600 us then 500 us between them (0.02 cores at no load)

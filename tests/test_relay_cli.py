@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from edgeps.commands.emulate import Emulation
 from edgeps.commands.relay import build_config
-from edgeps.commands.serve_config import merge
+from edgeps.emulate.emulation import Emulation
+from edgeps.runtime.config import merge
 from edgeps.runtime.job import Job
 from edgeps.runtime.summary import Summary
 from edgeps.security.keys import derive_worker_key

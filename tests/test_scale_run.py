@@ -6,7 +6,7 @@ import os
 import threading
 import time
 
-from edgeps.bench.scale_run import load_average, split_threads, thread_seconds
+from edgeps.lab.bench.scale_run import load_average, split_threads, thread_seconds
 
 
 def test_split_threads_parts_the_main_thread_from_the_others() -> None:

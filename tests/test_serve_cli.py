@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from edgeps.commands.emulate import Emulation
+from edgeps.emulate.emulation import Emulation
 from edgeps.runtime.checkpoint import load_checkpoint
 
 

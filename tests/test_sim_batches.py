@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from edgeps.pyworker.batches import Shuffle
+from edgeps.pyworker.localdata import LocalData, load_emulated
+from edgeps.pyworker.trainer import NativeTrainer
 from edgeps.sim.simulator import Simulator
 from edgeps.sim.types import SimConfig
-from edgeps.worker.batches import Shuffle
-from edgeps.worker.localdata import LocalData, load_emulated
-from edgeps.worker.trainer import NativeTrainer
 
 
 def test_shuffle_batches_straddle_epochs_and_cover_each_one() -> None:

@@ -6,8 +6,8 @@ import json
 
 import pytest
 from edgeps.cli import main
+from edgeps.lab.matrix.goals import check_goals
 from edgeps.sim.compare import PolicySummary, split_policies, summarize
-from edgeps.sim.goals import check_goals
 from edgeps.sim.types import SimResult
 
 FAST = ["--workers", "4", "--max-time", "4", "--lr", "0.05"]

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from edgeps.cli import main
-from edgeps.sim.scale_rows import scale_rows, sizes
+from edgeps.lab.matrix.scale_rows import scale_rows, sizes
 
 
 def test_asp_staleness_grows_with_the_number_of_workers() -> None:

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 from edgeps.codecs import I8, TOPK, decode_update
+from edgeps.pyworker.localdata import load_emulated
+from edgeps.pyworker.trainer import NativeTrainer
 from edgeps.runtime.coordinator import Coordinator, Settings
-from edgeps.worker.localdata import load_emulated
-from edgeps.worker.trainer import NativeTrainer
 from edgeps_worker import wire_host as wire
 from edgeps_worker.worker import Worker
 from test_fw_worker_unit import JOB, WID, InProcessPS

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from edgeps.worker.localdata import (
+from edgeps.pyworker.localdata import (
     load_csv,
     load_emulated,
     load_file,

@@ -25,10 +25,10 @@ import numpy as np
 import paho.mqtt.client as mqtt
 import pytest
 from edgeps.kernels import ModelSpec
+from edgeps.pyworker.localdata import load_emulated
+from edgeps.pyworker.trainer import NativeTrainer
 from edgeps.transport.options import ConnectionOptions
 from edgeps.transport.paho_link import MqttLink
-from edgeps.worker.localdata import load_emulated
-from edgeps.worker.trainer import NativeTrainer
 from edgeps_worker import wire_host as wire
 from edgeps_worker.worker import Worker
 from paho.mqtt.enums import CallbackAPIVersion

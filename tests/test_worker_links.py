@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import free_port, mosquitto_path
-from edgeps.commands.worker import fetch_model
+from edgeps.pyworker.model_fetch import fetch_model
 from edgeps.transport.broker import parse_broker_url
 from edgeps.transport.options import ConnectionOptions
 from edgeps.transport.paho_link import MqttLink

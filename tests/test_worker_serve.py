@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from edgeps.commands.emulate import Emulation
+from edgeps.emulate.emulation import Emulation
 from edgeps.workloads.scenarios import WorkerProfile
 
 

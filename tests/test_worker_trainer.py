@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from edgeps import kernels
 from edgeps.kernels import ModelSpec
-from edgeps.worker.localdata import LocalData
-from edgeps.worker.trainer import EmulatedTrainer, NativeTrainer
+from edgeps.pyworker.localdata import LocalData
+from edgeps.pyworker.trainer import EmulatedTrainer, NativeTrainer
 
 
 def _data(n: int, f: int, classes: int, seed: int = 0, linear: bool = False):

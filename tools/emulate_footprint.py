@@ -1,7 +1,7 @@
 """Emulated sensors as threads or as processes: memory, CPU per update, throughput.
 
 Starts mosquitto (127.0.0.1, TCP_NODELAY) and `edgeps serve` (ASP) for each
-mode, then N sensors either as threads in one process (``edgeps.commands.emulate``,
+mode, then N sensors either as threads in one process (``edgeps.emulate.emulation``,
 no emulated compute delay) or as N `edgeps worker` processes, samples their
 resident memory and CPU time from /proc, and prints a table (or --json).
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 THREADS = """
 import sys
-from edgeps.commands.emulate import Emulation
+from edgeps.emulate.emulation import Emulation
 from edgeps.workloads.scenarios import WorkerProfile
 p = WorkerProfile(compute_time=1e-6, compute_jitter=0.0, link_delay=0.0)
 n = int(sys.argv[2])

@@ -35,9 +35,8 @@ FIRMWARE_OFFSET = {
 }
 MPY_ARCH = {"esp32": "xtensawin", "esp32s2": "xtensawin", "esp32s3": "xtensawin"}
 # the edgeps_worker modules main.py imports on a board, directly or through
-# each other (tests/test_boards.py checks this against the imports); the rest
-# of the package (wire_host, bench_publish, mqtt_reconnect, _mpshim) is host
-# or test code and never copied
+# each other (tests/test_boards_flash.py checks this against the imports); the
+# rest of the package (HOST_MODULES) is host or test code and never copied
 BOARD_MODULES = (
     "__init__",
     "alive",
@@ -67,6 +66,9 @@ BOARD_MODULES = (
     "worker",
     "worker_link",
 )
+# host, test and benchmark code of edgeps_worker: the PS's encoders, forward
+# passes off the board, the publish benchmark, the CPython shim
+HOST_MODULES = ("_mpshim", "bench_publish", "kernels_eval", "wire_host")
 ENTRY_FILES = ("boot.py", "main.py")
 
 

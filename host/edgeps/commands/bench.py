@@ -8,29 +8,44 @@ import sys
 
 # name -> (module, one-line help); each module has configure(parser) and run(args)
 BENCHMARKS: dict[str, tuple[str, str]] = {
-    "kernels": ("edgeps.bench.kernels", "C vs numpy kernel timings"),
-    "core": ("edgeps.bench.core", "PS core pushes/s per sync policy, no network"),
-    "throughput": ("edgeps.bench.throughput", "PS updates/s vs raw broker echo rate"),
+    "kernels": ("edgeps.lab.bench.kernels", "C vs numpy kernel timings"),
+    "core": ("edgeps.lab.bench.core", "PS core pushes/s per sync policy, no network"),
+    "throughput": (
+        "edgeps.lab.bench.throughput",
+        "PS updates/s vs raw broker echo rate",
+    ),
     "policies": (
-        "edgeps.sim.goals",
+        "edgeps.lab.matrix.goals",
         "sync policies in the simulator, with DSP's goals checked",
     ),
     "rounds": (
-        "edgeps.sim.round_bound",
+        "edgeps.lab.bench.round_bound",
         "BSP round time: slowest board, balanced or not",
     ),
     "fw-publish": (
-        "edgeps.bench.fw_publish",
+        "edgeps.lab.bench.fw_publish",
         "QoS1 publish rate of the firmware MQTT client under MicroPython",
     ),
-    "fw-kernels": ("edgeps.bench.fw_kernels", "board kernels: MicroPython vs numpy"),
-    "fw-feedback": ("edgeps.bench.fw_feedback", "board UPDATE codecs' accuracy cost"),
-    "links": ("edgeps.bench.links", "bytes through a shaped link vs bytes * 8 / rate"),
-    "relay": ("edgeps.bench.relay", "central message rate with and without relays"),
-    "compression": ("edgeps.bench.compression", "uplink codecs on 250 kbit/s links"),
-    "scale": ("edgeps.bench.scale", "N emulated sensors at 1 update/s: rates, CPU"),
+    "fw-kernels": (
+        "edgeps.lab.bench.fw_kernels",
+        "board kernels: MicroPython vs numpy",
+    ),
+    "fw-feedback": (
+        "edgeps.lab.bench.fw_feedback",
+        "board UPDATE codecs' accuracy cost",
+    ),
+    "links": (
+        "edgeps.lab.bench.links",
+        "bytes through a shaped link vs bytes * 8 / rate",
+    ),
+    "relay": ("edgeps.lab.bench.relay", "central message rate with and without relays"),
+    "compression": (
+        "edgeps.lab.bench.compression",
+        "uplink codecs on 250 kbit/s links",
+    ),
+    "scale": ("edgeps.lab.bench.scale", "N emulated sensors at 1 update/s: rates, CPU"),
     "policies-broker": (
-        "edgeps.bench.policies_broker",
+        "edgeps.lab.bench.policies_broker",
         "a slice of the policy matrix on a real broker, next to the simulator",
     ),
 }

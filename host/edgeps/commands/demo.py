@@ -27,8 +27,8 @@ DEMO_DEFAULTS: dict[str, Any] = {
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from edgeps.commands.connection import add_connection_flags
-    from edgeps.commands.serve_config import ServeConfig
+    from edgeps.runtime.config import ServeConfig
+    from edgeps.runtime.connection_flags import add_connection_flags
 
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = (
@@ -66,9 +66,9 @@ def _merge_rows(summary: Any, emu: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgeps.commands.connection import read_key, setup_logging
-    from edgeps.commands.emulate import Emulation
-    from edgeps.commands.serve_config import merge
+    from edgeps.emulate.emulation import Emulation
+    from edgeps.runtime.config import merge
+    from edgeps.runtime.connection_flags import read_key, setup_logging
     from edgeps.runtime.job import Job
     from edgeps.runtime.summary import summary_json, summary_table
     from edgeps.transport.broker import open_broker

@@ -9,7 +9,7 @@ costs measured on this machine (``--calibrate`` measures and stores them;
 without it the stored ones are used, else defaults), and how many relays,
 brokers and hosts the load needs. The model and its assumptions (message
 sizes from the wire, the PS analysis of Alqahtani and Demirbas 2019 and
-where MQTT's fan-out differs) are in ``edgeps.sim.plan``.
+where MQTT's fan-out differs) are in ``edgeps.lab.plan.capacity``.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ import json
 import sys
 from pathlib import Path
 
-from edgeps.commands.link_flags import _flag_type
-from edgeps.transport.units import parse_rate
+from edgeps.netem.flags import _flag_type
+from edgeps.netem.units import parse_rate
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from edgeps.sim.plan import BOARD_CHUNK, HEARTBEAT_S, parse_per_second
+    from edgeps.lab.plan.capacity import BOARD_CHUNK, HEARTBEAT_S, parse_per_second
 
     parser.add_argument("--sensors", type=int, required=True, help="sensor boards")
     parser.add_argument("--model", required=True, help="model spec, e.g. mlp:64-32-10")
@@ -97,8 +97,8 @@ def _si(x: float, unit: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from edgeps import kernels
-    from edgeps.sim import plan_calibrate
-    from edgeps.sim.plan import DEFAULT_CALIBRATION, PlanInput, plan
+    from edgeps.lab.plan import calibrate as plan_calibrate
+    from edgeps.lab.plan.capacity import DEFAULT_CALIBRATION, PlanInput, plan
 
     try:
         spec = kernels.ModelSpec.parse(args.model)
@@ -145,8 +145,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _text(p: object) -> str:
-    from edgeps.commands.simulate import table
-    from edgeps.sim.plan import Plan
+    from edgeps.lab.plan.capacity import Plan
+    from edgeps.observe.table import table
 
     assert isinstance(p, Plan)
     inp, sz, link = p.inp, p.sizes, p.link

@@ -38,7 +38,7 @@ _SITE_FLAGS = {
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from edgeps.commands.connection import add_connection_flags
+    from edgeps.runtime.connection_flags import add_connection_flags
 
     p = parser
     p.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -111,7 +111,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _site_options(args: argparse.Namespace) -> Any:
-    from edgeps.commands.connection import connection_options
+    from edgeps.runtime.connection_flags import connection_options
 
     ns = SimpleNamespace(
         broker=args.site_broker,
@@ -124,12 +124,12 @@ def _site_options(args: argparse.Namespace) -> Any:
 
 def build_config(args: argparse.Namespace) -> Any:
     """A checked `RelayConfig` from the parsed flags; ValueError if unusable."""
-    from edgeps.commands.connection import (
+    from edgeps.relay import RelayConfig
+    from edgeps.runtime.connection_flags import (
         connection_options,
         read_key,
         read_worker_key,
     )
-    from edgeps.relay import RelayConfig
 
     return RelayConfig(
         central=connection_options(args),
@@ -174,9 +174,9 @@ def _secs(value: float | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgeps.commands.connection import setup_logging
+    from edgeps.observe.metrics import dumps
     from edgeps.relay import Relay
-    from edgeps.runtime.metrics import dumps
+    from edgeps.runtime.connection_flags import setup_logging
 
     setup_logging(args.log_level)
     try:

@@ -30,7 +30,7 @@ def _flag(
     defaults: dict[str, object] | None = None,
     **kw: object,
 ) -> None:
-    from edgeps.commands.serve_config import ServeConfig
+    from edgeps.runtime.config import ServeConfig
 
     dest = str(kw.get("dest") or name.lstrip("-").replace("-", "_"))
     default = (defaults or {}).get(dest, getattr(ServeConfig, dest, None))
@@ -45,7 +45,7 @@ def add_job_flags(
     p: argparse.ArgumentParser, defaults: dict[str, object] | None = None
 ) -> None:
     """Flags shared by `serve` and `demo`: what to train and how to synchronize."""
-    from edgeps.commands.model_forms import EXAMPLES as MODEL_EXAMPLES
+    from edgeps.runtime.model_forms import EXAMPLES as MODEL_EXAMPLES
 
     d = defaults
     on_off = argparse.BooleanOptionalAction
@@ -75,7 +75,7 @@ def add_job_flags(
     _flag(p, "--compress", "UPDATE code workers send: f32, f16, int8, topk:F", d)
     max_help = "stop after this many seconds"
     if "max_time" not in (d or {}):
-        from edgeps.commands.serve_config import DEFAULT_MAX_TIME
+        from edgeps.runtime.config import DEFAULT_MAX_TIME
 
         max_help += f" (default: {DEFAULT_MAX_TIME:g} without --target-accuracy)"
     _flag(p, "--max-time", max_help, d, type=float)
@@ -85,8 +85,8 @@ def add_job_flags(
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from edgeps.commands.connection import add_connection_flags
-    from edgeps.commands.serve_config import KEYS, ServeConfig
+    from edgeps.runtime.config import KEYS, ServeConfig
+    from edgeps.runtime.connection_flags import add_connection_flags
 
     p = parser
     p.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -180,8 +180,8 @@ def _note(text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgeps.commands.connection import setup_logging
-    from edgeps.commands.serve_config import merge
+    from edgeps.runtime.config import merge
+    from edgeps.runtime.connection_flags import setup_logging
     from edgeps.runtime.job import Job
     from edgeps.runtime.summary import summary_json, summary_table
 

@@ -8,7 +8,7 @@ import math
 import sys
 from typing import Any
 
-from edgeps.commands.link_flags import add_link_flags
+from edgeps.netem.flags import add_link_flags
 from edgeps.sim.types import EMULATOR_CPU_US, SimConfig
 
 DEFAULT_COMPARE = "bsp,asp,ssp:1,ssp:3,ssp:5,dsp,kofn:auto,dssp"
@@ -137,47 +137,19 @@ def _json_safe(x: Any) -> Any:
     return x
 
 
-def _fmt_time(t: float | None, max_time: float) -> str:
-    return f"> {max_time:g}" if t is None else f"{t:.2f}"
-
-
-def _fmt_ratio(r: float | None) -> str:
-    if r is None:
-        return "-"
-    return "inf" if math.isinf(r) else f"{r:.2f}x"
-
-
-def summary_cells(s: Any, max_time: float) -> list[str]:
-    """The columns every policy table shares, after the policy and ratio columns."""
-    return [
-        _fmt_time(s.time_to_target, max_time),
-        f"{s.reached}/{s.seeds}",
-        f"{s.final_accuracy:.4f}",
-        f"{s.updates_per_s:.1f}",
-        f"{s.idle_fraction:.2f}",
-        f"{s.max_staleness:g}",
-    ]
-
-
-def table(header: list[str], rows: list[list[str]]) -> str:
-    """Plain fixed-width table, first column left-aligned, the rest right-aligned."""
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-
-    def line(cells: list[str]) -> str:
-        parts = [
-            c.ljust(widths[i]) if i == 0 else c.rjust(widths[i])
-            for i, c in enumerate(cells)
-        ]
-        return "  ".join(parts)
-
-    sep = "  ".join("-" * w for w in widths)
-    return "\n".join([line(header), sep, *(line(r) for r in rows)])
-
-
 def run(args: argparse.Namespace) -> int:
-    from edgeps.sim.compare import compare, speedup, split_policies, summarize
+    from edgeps.netem.units import format_rate
+    from edgeps.observe.table import table
+    from edgeps.sim.compare import (
+        compare,
+        fmt_ratio,
+        fmt_time,
+        speedup,
+        split_policies,
+        summarize,
+        summary_cells,
+    )
     from edgeps.sim.simulator import simulate
-    from edgeps.transport.units import format_rate
 
     try:
         cfg = _config(args)
@@ -221,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
         header = ["policy", "t_target_s", "final_acc", "updates/s", "idle", "max_stale"]
         row = [
             result.policy,
-            _fmt_time(result.time_to_target, cfg.max_time),
+            fmt_time(result.time_to_target, cfg.max_time),
             f"{result.final_accuracy:.4f}",
             f"{result.updates_per_s:.1f}",
             f"{result.idle_fraction:.2f}",
@@ -262,7 +234,7 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for s in summaries:
         cells = summary_cells(s, cfg.max_time)
-        rows.append([s.policy, cells[0], _fmt_ratio(ref[s.policy]), *cells[1:]])
+        rows.append([s.policy, cells[0], fmt_ratio(ref[s.policy]), *cells[1:]])
     print(table(header, rows))
     return 0
 

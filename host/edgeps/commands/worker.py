@@ -12,21 +12,18 @@ import argparse
 import logging
 import signal
 import threading
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
-from edgeps.commands.connection import (
+from edgeps.core.defaults import JOB
+from edgeps.pyworker.model_fetch import fetch_model
+from edgeps.runtime.connection_flags import (
     add_connection_flags,
     connection_options,
     read_worker_key,
     setup_logging,
 )
-from edgeps.commands.model_forms import EXAMPLES, complete_model
-from edgeps.core.defaults import JOB
-from edgeps.transport.backoff import Backoff
+from edgeps.runtime.model_forms import EXAMPLES, complete_model
 from edgeps.transport.paho_link import MqttLink
 
 log = logging.getLogger("edgeps.commands.worker")
@@ -36,87 +33,6 @@ EXIT_CONFIG = 2  # bad flags, data or model mismatch: retrying will not help
 # a Pi has the memory for whole-model messages; one message per PARAMS/UPDATE
 # also avoids a Nagle stall between chunks on brokers without TCP_NODELAY
 CPYTHON_MAX_CHUNK = 1 << 16
-
-
-@dataclass(frozen=True)
-class JobModel:
-    """What the job's retained MODEL message says."""
-
-    state: str  # "running" or "done"
-    model: str  # model spec text, e.g. "mlp:30-32-6"
-    version: int
-    n_params: int
-
-
-def fetch_model(
-    transport: Any,
-    job: str,
-    *,
-    stop: Callable[[], bool] = lambda: False,
-    timeout: float | None = None,
-    backoff: Backoff | None = None,
-    want_running: bool = False,
-) -> JobModel | None:
-    """Wait for the job's retained MODEL; reconnect with backoff while it is absent.
-
-    With ``want_running`` a finished job's MODEL is skipped: it waits for the
-    next run. MODEL is unsigned and informational (protocol v2): what it says
-    only picks the model; the worker's own key checks what the host sends it.
-    Returns None when ``stop`` says so or ``timeout`` passes first.
-    """
-    from edgeps_worker import wire
-
-    topic = wire.topic_model(job)
-    deadline = None if timeout is None else time.monotonic() + timeout
-    backoff = backoff or Backoff(initial=0.25, maximum=16.0, jitter=0.2)
-    waited_note = time.monotonic() + 5.0
-    while not stop():
-        if deadline is not None and time.monotonic() >= deadline:
-            return None
-        try:
-            if not transport.connected:
-                transport.connect(None, b"")
-                transport.subscribe(topic, 1)
-                backoff.reset()
-            msg = transport.poll(200)
-        except OSError as exc:
-            delay = backoff.next()
-            log.info("broker not reachable (%s); retrying in %.2fs", exc, delay)
-            transport.close()
-            _sleep_unless(stop, delay)
-            continue
-        if msg is None:
-            if time.monotonic() > waited_note:
-                log.info("waiting for the host to publish job %r", job)
-                waited_note = time.monotonic() + 30.0
-            continue
-        try:
-            decoded = wire.decode(msg[1])
-        except wire.WireError as exc:
-            log.warning("ignored a malformed MODEL message (%s)", exc.reason)
-            continue
-        if decoded.type != wire.MODEL or decoded.job != job:
-            continue
-        if want_running and decoded.state != "running":
-            if time.monotonic() > waited_note:
-                log.info("job %r is done; waiting for its next run", job)
-                waited_note = time.monotonic() + 30.0
-            continue
-        transport.close()
-        return JobModel(
-            str(decoded.state),
-            str(decoded.model),
-            int(decoded.version),
-            int(decoded.n_params),
-        )
-    transport.close()
-    return None
-
-
-def _sleep_unless(stop: Callable[[], bool], seconds: float) -> None:
-    end = time.monotonic() + seconds
-    while not stop() and time.monotonic() < end:
-        time.sleep(min(0.05, max(0.0, end - time.monotonic())))
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -195,8 +111,8 @@ def run(args: argparse.Namespace) -> int:
     setup_logging(args.log_level)
 
     from edgeps.kernels import ModelSpec
-    from edgeps.worker.localdata import load_emulated, load_file
-    from edgeps.worker.trainer import NativeTrainer
+    from edgeps.pyworker.localdata import load_emulated, load_file
+    from edgeps.pyworker.trainer import NativeTrainer
 
     try:
         _validate(args)

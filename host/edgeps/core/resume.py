@@ -1,40 +1,50 @@
-"""Resuming a checkpoint into a parameter server before any worker joins."""
+"""Checking a checkpoint before a parameter server resumes from it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
 
 import numpy as np
 
 from edgeps.core.args import check_int, check_params, check_worker_id
 from edgeps.core.types import WorkerStats
 
-if TYPE_CHECKING:
-    from edgeps.core.server import ParameterServer
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A checked checkpoint: the version, the params (None: keep) and carried stats."""
+
+    version: int
+    params: np.ndarray | None
+    worker_stats: dict[str, WorkerStats]
+
+    @property
+    def max_staleness(self) -> int:
+        """The largest staleness the carried workers saw (0 if none)."""
+        return max((s.max_staleness for s in self.worker_stats.values()), default=0)
 
 
-def resume(
-    ps: ParameterServer,
+def checked_checkpoint(
     version: int,
-    optimizer_state: dict[str, Any] | None,
     params: np.ndarray | None,
     worker_stats: dict[str, WorkerStats] | None,
-) -> None:
-    """Version, optimizer state and params; ``worker_stats`` carry each worker's
-    counters over, so a worker id that joins again continues from them."""
+    current: np.ndarray,
+    joined: bool,
+) -> Checkpoint:
+    """Version, params shaped as ``current`` and ``worker_stats``, checked before
+    any join.
+
+    ``worker_stats`` carry each worker's counters over, so a worker id that
+    joins again continues from them; ``joined`` says a worker is live already.
+    """
     version = check_int("version", version)
-    if any(r.live for r in ps._workers.values()):
+    if joined:
         raise ValueError("restore a checkpoint before workers join")
     if params is not None:
-        check_params(params, ps._params.shape)
-    if optimizer_state:
-        ps.optimizer.load_state_dict(optimizer_state)
-    if params is not None:
-        ps._params[...] = params
-    ps.version = int(version)
-    ps._shared = None
-    for wid, carried in (worker_stats or {}).items():
-        if not isinstance(carried, WorkerStats):
+        check_params(params, current.shape)
+    carried: dict[str, WorkerStats] = {}
+    for wid, stats in (worker_stats or {}).items():
+        if not isinstance(stats, WorkerStats):
             raise TypeError(f"stats of {wid!r} must be WorkerStats")
-        ps._carried_stats[check_worker_id(wid)] = carried
-        ps.max_staleness_seen = max(ps.max_staleness_seen, carried.max_staleness)
+        carried[check_worker_id(wid)] = stats
+    return Checkpoint(int(version), params, carried)

@@ -31,7 +31,7 @@ from edgeps.core.norm_guard import NormGuard
 from edgeps.core.policy_api import Policy
 from edgeps.core.registry import WorkerRecord
 from edgeps.core.release import WaitQueue, release_pass
-from edgeps.core.resume import resume
+from edgeps.core.resume import checked_checkpoint
 from edgeps.core.snapshot import server_snapshot
 from edgeps.core.types import (
     Action,
@@ -157,8 +157,16 @@ class ParameterServer:
         params: np.ndarray | None = None,
         worker_stats: dict[str, WorkerStats] | None = None,
     ) -> None:
-        """Resume a checkpoint before any join (``edgeps.core.resume``)."""
-        resume(self, version, optimizer_state, params, worker_stats)
+        """Resume a checkpoint before any join (checked by ``edgeps.core.resume``)."""
+        joined = any(r.live for r in self._workers.values())
+        ckpt = checked_checkpoint(version, params, worker_stats, self._params, joined)
+        if optimizer_state:
+            self.optimizer.load_state_dict(optimizer_state)
+        if ckpt.params is not None:
+            self._params[...] = ckpt.params
+        self.version, self._shared = ckpt.version, None
+        self._carried_stats.update(ckpt.worker_stats)
+        self.max_staleness_seen = max(self.max_staleness_seen, ckpt.max_staleness)
 
     # ---- the entry point --------------------------------------------------
 

@@ -3,16 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from edgeps.core.monitor import PerformanceMonitor
+from edgeps.core.policy_api import Policy
 from edgeps.core.registry import WorkerRecord
+from edgeps.core.view import ClusterView
 
-if TYPE_CHECKING:
-    from edgeps.core.server import ParameterServer
+
+class SnapshotSource(Protocol):
+    """The public state of a parameter server that its snapshot shows."""
+
+    view: ClusterView
+    monitor: PerformanceMonitor
+    policy: Policy
+    version: int
+    max_staleness_seen: int
+    forced_releases: int
+    rejected_unregistered: dict[str, int]
 
 
 def server_snapshot(
-    ps: ParameterServer,
+    ps: SnapshotSource,
     workers: Mapping[str, WorkerRecord],
     now: float,
     *,

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from edgeps.core.defaults import JOB
+from edgeps.netem.units import format_rate
 from edgeps.transport.options import ConnectionOptions
-from edgeps.transport.units import format_rate
 from edgeps.workloads.scenarios import WorkerProfile
 
 
@@ -90,7 +90,7 @@ def with_compute(
     ``cfg.compute_jitter`` as its spread, each where set.
 
     A step lasts its drawn time from the moment it starts, the real gradient
-    included (`edgeps.worker.trainer.EmulatedTrainer` sleeps the rest), so a
+    included (`edgeps.pyworker.trainer.EmulatedTrainer` sleeps the rest), so a
     sigma of 0 is a sensor that samples once a period and sleeps the rest of it.
     """
     t, sigma = cfg.compute_time, cfg.compute_jitter

@@ -25,7 +25,7 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
 from edgeps.emulate.timers import SendQueue, Timers
-from edgeps.transport.impair import ImpairedTransport
+from edgeps.netem.impair import ImpairedTransport
 from edgeps.transport.options import ConnectionOptions
 from edgeps.transport.paho_link import fresh_client_id
 

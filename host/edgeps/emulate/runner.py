@@ -27,9 +27,9 @@ from edgeps.emulate.common import (
 from edgeps.emulate.loop import EventLoop
 from edgeps.emulate.sensor import Sensor, SensorEnv
 from edgeps.emulate.timers import spread
+from edgeps.netem.links import is_shaped, with_links
 from edgeps.runtime.inbound import percentiles
 from edgeps.transport.options import ConnectionOptions
-from edgeps.workloads.links import is_shaped, with_links
 from edgeps.workloads.scenarios import Scenario, WorkerProfile, make_scenario
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ def raise_fd_limit(need: int) -> None:
 
 
 def _load_shards(cfg: EmulationConfig, indices: list[int], n: int) -> list[Any]:
-    from edgeps.worker.localdata import _finish
+    from edgeps.pyworker.localdata import _finish
     from edgeps.workloads import datasets
 
     ds = datasets.load_dataset(cfg.dataset, cfg.seed)
@@ -89,7 +89,7 @@ def _job_model(cfg: EmulationConfig, stop: Any, deadline: float | None) -> str |
     """The model to train: given, or the job's retained MODEL (None: none/done)."""
     if cfg.model is not None:
         return cfg.model
-    from edgeps.commands.worker import fetch_model
+    from edgeps.pyworker.model_fetch import fetch_model
     from edgeps.transport.paho_link import MqttLink
 
     timeout = None if deadline is None else max(0.1, deadline - time.monotonic())
@@ -105,8 +105,8 @@ def _job_model(cfg: EmulationConfig, stop: Any, deadline: float | None) -> str |
 
 def _complete(model: str, dataset: str, seed: int) -> str:
     """A short model form completed for the dataset, as the thread engine does."""
-    from edgeps.commands.model_forms import complete_model
     from edgeps.kernels import ModelSpec
+    from edgeps.runtime.model_forms import complete_model
     from edgeps.workloads import datasets
 
     ds = datasets.load_dataset(dataset, seed)

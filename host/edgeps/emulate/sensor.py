@@ -26,9 +26,9 @@ import numpy as np
 from edgeps.core.defaults import JOB
 from edgeps.emulate.loop import EventLoop, LoopLink
 from edgeps.emulate.timers import paced_rest
-from edgeps.transport.impair import ImpairedTransport, LinkProfile
+from edgeps.netem.impair import ImpairedTransport, LinkProfile
+from edgeps.pyworker.localdata import LocalData
 from edgeps.transport.options import ConnectionOptions
-from edgeps.worker.localdata import LocalData
 from edgeps.workloads.scenarios import WorkerProfile
 
 log = logging.getLogger(__name__)
@@ -109,8 +109,8 @@ class Sensor:
     def _new_life(self) -> None:
         from edgeps_worker.worker import Worker
 
+        from edgeps.pyworker.trainer import EmulatedTrainer, NativeTrainer
         from edgeps.security.keys import derive_worker_key
-        from edgeps.worker.trainer import EmulatedTrainer, NativeTrainer
 
         env = self.env
         if env.ending:

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import parse_qs, urlsplit
 
+from edgeps.observe.metrics import dumps
 from edgeps.observe.state import LatestState
-from edgeps.runtime.metrics import dumps
 
 log = logging.getLogger(__name__)
 

@@ -110,7 +110,7 @@ class Relay:
     def run(self) -> RelaySummary:
         from edgeps_worker.worker import Worker
 
-        from edgeps.commands.worker import fetch_model
+        from edgeps.pyworker.model_fetch import fetch_model
 
         cfg = self.cfg
         job = fetch_model(

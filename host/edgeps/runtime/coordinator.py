@@ -40,11 +40,11 @@ from edgeps.core.types import (
     WorkerLeft,
 )
 from edgeps.observe.fields import add_run_fields
+from edgeps.observe.metrics import MetricsWriter, Progress
 from edgeps.runtime.accounting import Accounting
 from edgeps.runtime.gc_freeze import GcFreeze
 from edgeps.runtime.inbound import Inbound
 from edgeps.runtime.ingest import Ingest
-from edgeps.runtime.metrics import MetricsWriter, Progress
 from edgeps.runtime.outbox import Outbox
 from edgeps.runtime.peers import Peers
 from edgeps.runtime.summary import Summary

@@ -14,20 +14,20 @@ from typing import IO, Any
 import numpy as np
 from edgeps_worker import wire_host as wire
 
-from edgeps.commands.connection import connection_options, read_key
-from edgeps.commands.model_forms import complete_model
-from edgeps.commands.serve_config import ServeConfig
 from edgeps.core.balance import Balancer
 from edgeps.core.norm_guard import NormGuard
 from edgeps.core.server import ParameterServer
 from edgeps.core.types import WorkerStats
 from edgeps.kernels import params_codec
 from edgeps.observe.dashboard import Dashboard, open_dashboard
+from edgeps.observe.metrics import MetricsWriter, Progress
 from edgeps.policy import parse_policy
 from edgeps.runtime.accounting import sys_subscriptions
 from edgeps.runtime.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from edgeps.runtime.config import ServeConfig
+from edgeps.runtime.connection_flags import connection_options, read_key
 from edgeps.runtime.coordinator import Coordinator, Settings
-from edgeps.runtime.metrics import MetricsWriter, Progress
+from edgeps.runtime.model_forms import complete_model
 from edgeps.runtime.summary import Summary
 from edgeps.transport.broker import BrokerHandle, open_broker
 from edgeps.transport.host_link import HostLink

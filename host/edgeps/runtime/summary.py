@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from edgeps.runtime.metrics import dumps
+from edgeps.observe.metrics import dumps
 
 
 @dataclass

@@ -105,3 +105,25 @@ def speedup(summaries: list[PolicySummary], reference: str) -> dict[str, float |
         else:
             out[s.policy] = ref.time_to_target / s.time_to_target
     return out
+
+
+def fmt_time(t: float | None, max_time: float) -> str:
+    return f"> {max_time:g}" if t is None else f"{t:.2f}"
+
+
+def fmt_ratio(r: float | None) -> str:
+    if r is None:
+        return "-"
+    return "inf" if math.isinf(r) else f"{r:.2f}x"
+
+
+def summary_cells(s: Any, max_time: float) -> list[str]:
+    """The columns every policy table shares, after the policy and ratio columns."""
+    return [
+        fmt_time(s.time_to_target, max_time),
+        f"{s.reached}/{s.seeds}",
+        f"{s.final_accuracy:.4f}",
+        f"{s.updates_per_s:.1f}",
+        f"{s.idle_fraction:.2f}",
+        f"{s.max_staleness:g}",
+    ]

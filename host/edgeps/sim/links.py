@@ -1,6 +1,6 @@
 """The simulator's shaped links: the emulator's ``LinkPipe``, real message sizes.
 
-A board whose profile has a link rate (``edgeps.workloads.links``) gets one
+A board whose profile has a link rate (``edgeps.netem.links``) gets one
 ``LinkPipe`` per direction, the class the emulator's relay shapes real bytes
 with. A message costs the bytes of the MQTT PUBLISH packets that carry it:
 the wire's chunks as the host wire encoder (``edgeps_worker.wire_host``)
@@ -21,8 +21,8 @@ from edgeps_worker import mqtt_packets, wire, wire_host
 
 from edgeps.codecs import parse_compress
 from edgeps.kernels import params_codec
-from edgeps.transport.shaping import LinkPipe
-from edgeps.workloads.links import link_shape
+from edgeps.netem.links import link_shape
+from edgeps.netem.shaping import LinkPipe
 from edgeps.workloads.scenarios import WorkerProfile
 
 EMULATED_CHUNK = 1 << 16  # the max_chunk `edgeps emulate` announces in its HELLO

@@ -2,7 +2,7 @@
 
 Gradients are real (``edgeps.kernels`` on real data), so accuracy over time is
 real; only durations come from the scenario's worker profiles. Each board
-draws its minibatches as an emulated sensor's trainer does (``edgeps.worker.
+draws its minibatches as an emulated sensor's trainer does (``edgeps.pyworker.
 batches``, seeded with seed + index), and a rejoin starts that order and the
 error-feedback residual again, as a new process does. Messages cross
 a link with delay, jitter and loss; a lost message or a lost acknowledgement is
@@ -43,13 +43,13 @@ from edgeps.core.types import (
     WorkerLeft,
 )
 from edgeps.kernels import params_codec
+from edgeps.netem.links import is_shaped, with_links
 from edgeps.policy import parse_policy
+from edgeps.pyworker.batches import Shuffle
 from edgeps.sim.engine import EventLoop
 from edgeps.sim.links import SimLink
 from edgeps.sim.types import SimConfig, SimResult
-from edgeps.worker.batches import Shuffle
 from edgeps.workloads.datasets import Dataset, load_dataset, partition
-from edgeps.workloads.links import is_shaped, with_links
 from edgeps.workloads.scenarios import WorkerProfile, make_scenario
 
 log = logging.getLogger(__name__)

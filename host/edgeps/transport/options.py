@@ -1,7 +1,7 @@
 """How to reach a broker: URL, TLS and credentials, one type for every command.
 
 `edgeps serve`, `worker`, `emulate` and `demo` all build a `ConnectionOptions`
-from the same flags (see `edgeps.commands.connection`) and hand it to the one
+from the same flags (see `edgeps.runtime.connection_flags`) and hand it to the one
 paho layer in `edgeps.transport.paho_link`. The error messages name the flags.
 """
 

@@ -35,7 +35,7 @@ class WorkerProfile:
     loss_p: chance a message is lost on the link (QoS 1 retries it); on a
         shaped link, the chance a TCP segment is lost (a retransmission timeout).
     link_rate: None for the plain delay model above; bits/s of a shaped link
-        (token bucket both ways over real bytes, see edgeps.transport.shaping),
+        (token bucket both ways over real bytes, see edgeps.netem.shaping),
         0 for a shaped link without a bandwidth limit.
     crash_at, rejoin_at: the worker dies at ``crash_at`` and restarts, as a new
         incarnation, at ``rejoin_at`` (None: never).

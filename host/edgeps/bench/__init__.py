@@ -1,1 +1,0 @@
-"""edgeps.bench."""

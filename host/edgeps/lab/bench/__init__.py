@@ -1,0 +1,1 @@
+"""The benchmarks of `edgeps bench`: one module each, with ``configure`` and ``run``."""

@@ -1,0 +1,102 @@
+"""`edgeps bench policies --matrix`: run the matrix, print it (or JSON), check goals."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from typing import Any
+
+from edgeps.lab.matrix import grid as matrix
+from edgeps.lab.matrix.report import check_goals, table
+from edgeps.policy import parse_policy
+from edgeps.sim.compare import split_policies
+
+
+def _list(text: str | None, default: tuple[Any, ...]) -> list[str]:
+    if text is None:
+        return [str(x) for x in default]
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def _json_safe(x: Any) -> Any:
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    return x
+
+
+_EAGER = {"policy": None, "eager": True, "warmup": False}
+
+
+def run_matrix_command(args: argparse.Namespace) -> int:
+    try:
+        policies = (
+            split_policies(args.policies) if args.policies else list(matrix.POLICIES)
+        )
+        for p in policies:
+            parse_policy(p)
+        balance = {"off": (False,), "on": (True,), "both": (False, True)}[args.balance]
+        grid = matrix.cells(
+            _list(args.datasets, tuple(matrix.DATASETS)),
+            [int(n) for n in _list(args.sizes, matrix.SIZES)],
+            _list(args.scenarios, matrix.SCENARIOS),
+            balance,
+        )
+        max_time = args.max_time or matrix.MAX_TIME
+        started = time.monotonic()
+        results = matrix.run_matrix(
+            grid,
+            policies,
+            seeds=args.seeds,
+            first_seed=args.seed,
+            max_time=max_time,
+            jobs=args.jobs,
+            balance_eager=_EAGER[args.balance_mode],
+        )
+        wall = time.monotonic() - started
+    except (ValueError, TypeError) as exc:
+        print(f"edgeps bench policies: {exc}", file=sys.stderr)
+        return 2
+    goals = check_goals(results)
+    if args.json:
+        out = {
+            "config": {
+                "policies": policies,
+                "seeds": args.seeds,
+                "first_seed": args.seed,
+                "max_time": max_time,
+                "balance_mode": args.balance_mode,
+                "datasets": {d: matrix.DATASETS[d] for d in {c.dataset for c in grid}},
+                "wall_seconds": wall,
+            },
+            "cells": [r.to_dict() for r in results],
+            "goals": goals,
+        }
+        print(json.dumps(_json_safe(out)))
+        return 0
+    targets = ", ".join(f"{d} {p} to {t:g}" for d, (p, t) in matrix.DATASETS.items())
+    print(
+        f"virtual seconds to the target accuracy ({targets}) and final accuracy at "
+        f"{max_time:g} s; medians over {args.seeds} seeds; * = best in the cell"
+        f" (digits past {matrix.LARGE} workers: labelmix:0.3)"
+    )
+    print(table(results, max_time))
+    print()
+    rows = [
+        [g["goal"], f"{g['value']:.2f}", g["need"], "yes" if g["ok"] else "NO"]
+        for g in goals
+    ]
+    from edgeps.observe.table import table as plain_table
+
+    print(plain_table(["goal", "measured", "required", "met"], rows))
+    print(
+        f"\n{len(grid)} cells x {len(policies)} policies x {args.seeds} seeds "
+        f"in {wall:.0f} s wall"
+    )
+    return 0

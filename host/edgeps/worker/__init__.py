@@ -1,1 +1,0 @@
-"""The CPython worker's parts: trainers over the C kernels and local training data."""
