@@ -8,6 +8,7 @@ import json
 import pytest
 from conftest import mosquitto_path
 from edgeps.cli import main
+from edgeps.core.defaults import JOB
 from edgeps.lab.bench.policies_broker import _fill, emulate_command, serve_command
 from edgeps.lab.bench.policies_table import BrokerRun, build_rows, failure_lines, table
 from edgeps.lab.matrix.grid import DATASETS, Cell
@@ -104,7 +105,9 @@ def test_serve_gets_the_matrix_target_the_sim_lr_and_balance() -> None:
     assert "--balance" in on and "--balance" not in off
     target = on[on.index("--target-accuracy") + 1]
     assert float(target) == DATASETS["sensors"][1]
-    assert on[on.index("--lr") + 1] == "0.03" and on[on.index("--seed") + 1] == "2"
+    # the simulator's step, which is the job default: serve runs the same job
+    assert float(on[on.index("--lr") + 1]) == JOB.lr
+    assert on[on.index("--seed") + 1] == "2"
     assert emu[emu.index("--scenario") + 1] == "lossy"
     assert emu[emu.index("--seed") + 1] == "2"
 
