@@ -15,11 +15,8 @@ rejoins as a new process (a new session) at the profile's times.
 
 Threads, not processes: an emulated sensor spends almost all its time
 sleeping or waiting on the broker, and one process holds numpy, paho and the
-dataset once instead of N times. Measured on a 2-core box with
-tools/emulate_footprint.py (8 sensors, no compute delay, ASP host; two
-runs): 75-80 MiB resident in all and 0.43-0.60 ms CPU per update as threads,
-against 583 MiB and 0.73-0.92 ms as 8 `edgeps worker` processes, and the
-threads reached the higher update rate in both runs.
+dataset once instead of N times; tools/emulate_footprint.py compares the two
+(host/BENCHMARKS.md, "The emulator").
 """
 
 from __future__ import annotations

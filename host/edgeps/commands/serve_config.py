@@ -42,7 +42,7 @@ class ServeConfig:
     optimizer: str = "sgd"
     # lr/(staleness+1) slowed DSP with stragglers ~3.5x to 0.93 accuracy: opt-in
     staleness_aware: bool = False
-    balance: bool = False  # the PS assigns batches (see README, "Work assignment")
+    balance: bool = False  # the PS assigns batches (host/README.md, "Work assignment")
     max_update_norm: float | None = None
     # refuse updates above k x the median norm of the last 64 applied; 0 = off
     norm_guard: float = 10.0
