@@ -40,7 +40,7 @@ class ServeConfig:
     seed: int = 0
     lr: float = 0.1
     optimizer: str = "sgd"
-    # lr/(staleness+1) slowed DSP with stragglers ~3.5x to 0.93 accuracy: opt-in
+    # lr/(staleness+1) slowed DSP with stragglers (host/BENCHMARKS.md): opt-in
     staleness_aware: bool = False
     balance: bool = False  # the PS assigns batches (host/README.md, "Work assignment")
     max_update_norm: float | None = None
