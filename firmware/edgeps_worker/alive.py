@@ -7,7 +7,8 @@ HEARTBEATs only between steps. ``StepHeartbeat`` wraps a trainer: while its
 by both threads at once: the main thread does not touch it inside the step,
 and takes the lock when the step ends, so a heartbeat in flight finishes
 first. On a port without ``_thread`` nothing is sent during a step, and the
-host's liveness timeout must exceed the longest step (README: keepalive budget).
+host's liveness timeout must exceed the longest step (firmware/README.md:
+keepalive budget).
 """
 
 from edgeps_worker import clock, wire

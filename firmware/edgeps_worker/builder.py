@@ -18,7 +18,7 @@ from binascii import hexlify, unhexlify
 from edgeps_worker import unload
 
 # module, class ("": none), name of code only building runs, flat (a tuple
-# of tuples costs 1 KB): a built board drops it (``shed``) and its bytecode
+# of tuples costs more heap): a built board drops it (``shed``) and its bytecode
 # leaves the heap; a SocketLink is made on every connect, a HELLO encoded on
 # every join, so neither is here
 ONCE = (
@@ -42,8 +42,7 @@ def mqtt_extra(cfg):
     and packet id (4 bytes) and the longest topic this worker sends or reads
     ("edgeps/J/down/W", "edgeps/J/params/shared"). The host chunks to our
     max_chunk, so nothing larger comes; a larger packet is refused before a
-    buffer for it is allocated (it used to be a flat 256 bytes: 2 x 222 more
-    heap for a 1 KB chunk)."""
+    buffer for it is allocated."""
     return 4 + 7 + len(cfg["job"]) + max(14, 6 + len(cfg["worker_id"]))
 
 
@@ -167,7 +166,7 @@ def build(path, stop=None):
             pass  # the validation below says what is wrong with the model
     cfg = read_config(path)
     # next, in the validator's space, before the imports below scatter small
-    # blocks over it: a 96K heap had no 1.3 KB hole left for them later
+    # blocks over it: a small heap has no hole large enough left for them later
     mqtt_bufs = mqtt_buffers(cfg)
     from edgeps_worker import kernels, trainer
 

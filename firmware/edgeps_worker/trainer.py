@@ -56,7 +56,7 @@ class KernelTrainer:
         self.max_batch = cap if cap < batch else batch
         self.n_params = self.net.n_params
         # one chunk of the batch at a time: the kernels ask the source for
-        # ``net.rows`` rows per chunk (4 KB less for 16 rows of 64 features)
+        # ``net.rows`` rows per chunk, so the batch is never held whole
         rows = self.net.rows
         self.X = array("f", bytes(4 * rows * self.net.n_features))
         kind = label_kind(spec)

@@ -105,8 +105,8 @@ def mpy_cross_command(
 ) -> list[str]:
     """One compile step; the source name embedded is the board's path of the file.
 
-    ``-O3`` leaves out line numbers (tracebacks say line 1): about 2 KB less
-    heap once the modules are loaded. The firmware has no asserts to lose.
+    ``-O3`` leaves out line numbers (tracebacks say line 1), which saves heap
+    once the modules are loaded. The firmware has no asserts to lose.
     """
     return [mpy_cross, "-march=" + arch, "-o", str(dst), "-O3", *compat,
             "-s", "edgeps_worker/" + src.name, str(src)]  # fmt: skip

@@ -270,8 +270,8 @@ class Balancer:
         Eager for a policy whose releases wait for whole rounds
         (``policy.waits_for_rounds``: BSP, K-of-N), where every round before
         the first assignment waits for the stragglers; the warm-up mode for
-        the others (eager measured up to 1.18x slower for ASP and DSP, up to
-        2.0x for SSP and DSSP at 64 workers). ``options`` go to the constructor.
+        the others (eager was slower for them in the policy matrix, see
+        host/BENCHMARKS.md). ``options`` go to the constructor.
         """
         mode = eager_for(policy) if eager is None else bool(eager)
         return cls(eager=mode, **options)
@@ -328,7 +328,7 @@ class Balancer:
         Without a worker (or for one never released) the base batch is what
         was asked. Measured against ``samples / base``: that took the step of
         every small-batch board, so BSP gained less and asynchronous policies
-        lost time (see the README's "Work assignment").
+        lost time (host/BENCHMARKS.md, "Work assignment (--balance)").
         """
         if samples <= 0:
             return 1.0

@@ -65,8 +65,8 @@ class Policy(ABC):
     #: K-of-N. The balancer then assigns batches from a board's first push
     #: (``Balancer.for_policy``). Other policies get its warm-up mode: ASP and
     #: DSP never wait for a straggler's first pushes, and under SSP and DSSP
-    #: an early small batch is pushed about 5x as often by a board nobody
-    #: waits for (eager measured up to 2.0x slower in their 64-worker cells).
+    #: an early small batch is pushed far more often by a board nobody waits
+    #: for (eager was slower for them in the policy matrix).
     waits_for_rounds: bool = False
 
     def release_key(self, view: ClusterView, worker_id: str) -> float:

@@ -21,95 +21,72 @@ def _positive(name: str, value: object) -> float:
 
 
 class DSP(Policy):
-    """Dynamic Synchronous Parallel, after Zhang et al., "A Parameter Communication
-    Optimization Strategy for Distributed Machine Learning in Sensors", Sensors
-    17(10):2172, 2017. This is our reading of the strategy, stated precisely.
+    """Dynamic Synchronous Parallel: SSP whose bound is in speed-normalised progress.
+
+    After Zhang et al., "A Parameter Communication Optimization Strategy for
+    Distributed Machine Learning in Sensors", Sensors 17(10):2172, 2017. This
+    is our reading of the strategy, stated precisely; host/README.md ("DSP, as
+    we read it") says why, and host/BENCHMARKS.md what it measured.
 
     Speed. ``T_i`` is worker i's typical iteration time from the performance
-    monitor (release to push: compute plus communication, never the time it
-    was held at the barrier; the monitor clips one-off spikes, so transient
-    interference barely moves it, while a run of slow iterations is adopted as
-    a new level). ``T_max`` is the largest ``T_j`` over live workers and
-    ``alpha_i = T_max / T_i >= 1``: how many iterations worker i completes per
-    iteration of the slowest live worker. A worker not yet measured counts with
-    the median of the measured ones (1.0 while nobody is measured).
+    monitor (release to push, never time held at the barrier; one-off spikes
+    are clipped, a run of slow iterations is adopted as a new level).
+    ``alpha_i = T_max / T_i >= 1`` over live workers. A worker not yet
+    measured counts with the median of the measured ones (1.0 while nobody is
+    measured).
 
-    Progress. Each applied push of worker i adds ``1 / alpha_i`` (alpha at that
-    moment) to its normalised progress ``P_i``, measured in iterations of the
-    slowest worker; every worker running at its typical pace advances ``P`` at
-    the same rate, ``1 / T_max`` per second, so a 4x faster board pushes 4
-    gradients per straggler gradient instead of being held to its pace. A
-    (re)joining worker starts at the smallest ``P`` of the other live workers.
+    Progress. Each applied push of worker i adds ``1 / alpha_i`` to its
+    normalised progress ``P_i``, in iterations of the slowest worker, so every
+    worker at its typical pace advances ``P`` at the same rate. A (re)joining
+    worker starts at the smallest ``P`` of the other live workers.
 
-    Transient grace (g = ``grace``, k = ``spike``). A live worker j that is
-    computing and has been away more than k times its typical time is having a
-    transient spike; it is credited with the progress it would have made at its
-    typical pace: ``credit_j(now) = min(g, (now - released_j - T_j) / T_max)``
-    once ``now - released_j > k * T_j``, else 0 (and 0 while it is waiting).
-    When its push arrives, that credit (recomputed at arrival) is added to
-    ``P_j`` for good: the interference is forgiven, not owed later. So an
-    iteration hit by interference neither holds the others while it lasts nor
-    afterwards, and the credit is finite: a worker away for longer does hold
-    them, until it pushes or the liveness timeout removes it. Persistent
-    slowness is not forgiven: once the monitor adopts the new level, its
-    iterations are no longer spikes and alpha follows it instead.
+    Transient grace. A computing worker j away more than ``spike * T_j`` is
+    credited ``credit_j(now) = min(grace, (now - released_j - T_j) / T_max)``
+    (0 otherwise, and while it waits); its push adds that credit to ``P_j``
+    for good. Persistent slowness is not forgiven: once the monitor adopts the
+    new level, alpha follows it.
 
-    Rule (the weak threshold w). A waiting worker i may start its next
-    iteration iff ``P_i <= min_j (P_j + credit_j(now)) + w`` over live workers j.
+    Rule. A waiting worker i may start its next iteration iff
+    ``P_i <= min_j (P_j + credit_j(now)) + w`` over live workers j.
 
-    Bound, in the policy's own units (iterations of the slowest live worker):
-    among live workers ``max P - min P <= w + 2 g + 1`` at all times. A release
-    needs ``P_i <= min P + w + g``; the one push that follows adds at most
-    ``1 + g`` (``T_i / T_max <= 1`` plus forgiven credit); the minimum never
-    decreases, as leavers only raise it and joiners start at it. With g = 0 and
-    equal speeds this is SSP with s = w. Because the bound is in
-    speed-normalised units it bounds staleness in wall time (about
-    ``(w + 2 g + 1) * T_max`` seconds of progress) while each board works at its
-    own pace. The cost is version staleness: fast boards push more often, so a
-    straggler's gradient is many versions old when it lands; the
-    staleness-aware step size (lr / (staleness + 1)) is available in the core
-    to damp it.
+    Bound, in iterations of the slowest live worker: among live workers
+    ``max P - min P <= w + 2 * grace + 1`` at all times. A release needs
+    ``P_i <= min P + w + grace``; the push that follows adds at most
+    ``1 + grace``; the minimum never decreases (leavers only raise it, joiners
+    start at it). With grace = 0 and equal speeds this is SSP with s = w.
 
-    Default w = 8 (was 2), from the policy matrix (``edgeps bench policies
-    --matrix``): w = 2 bound only while the monitor had not yet measured the
-    slow boards (their first iterations count at the median pace), which cost
-    up to 3x at 64 workers; w = 8 runs within 5% of the best policy in 41 of
-    48 cells against 13 for w = 2, and never binds later on those tasks.
+    Rounds (off while ``rounds`` is 0). With at least ``rounds`` live boards
+    whose typical times lie within a factor ``spread`` of each other (an
+    unmeasured board counts as close), and fewer than one board per round
+    turning late, a waiting worker also waits until no live worker that is
+    still on time is computing; a worker is late once away ``late`` times its
+    typical time (unmeasured: ``late`` times the measured median). The late
+    share is an exponentially weighted mean with weight 1 / (N + 8); while N
+    times it exceeds 1, DSP releases by the rule alone. Rounds only add holds,
+    so the bound is unchanged, and a round never holds every live board.
 
-    Rounds (n = ``rounds``, s = ``spread``, l = ``late``; defaults 0 (off),
-    1.5, 1.3; ``dsp:rounds=48`` turns them on from 48 live boards).
-    With at least n live boards whose measured typical times lie within a
-    factor s of each other (a board not yet measured counts as close), and
-    fewer than one board per round turning late (below), DSP releases in
-    rounds: on top of the rule above, a waiting worker goes on only once no
-    live worker is computing that is still on time, where a worker is late
-    once it has been away l times its typical time (a board not yet measured:
-    l times the measured median). The pushes of a round then share a base
-    version, as under BSP, while a late board (transient interference, a lost
-    message, a crash) is not waited for: it pushes when it can and joins the
-    next round. The share of iterations that turn late is an exponentially
-    weighted mean over about a round's worth of iterations (weight
-    1 / (N + 8)); while N times it exceeds 1 the rounds would keep waiting, and
-    DSP releases by the rule above alone. Rounds only add holds, so the bound
-    above is unchanged; a round never holds every live board (when all wait,
-    nobody computes and the barrier is open). The barrier opens at an event
-    (a push, a heartbeat, the core's tick), so a late board costs the others
-    up to l x T plus one tick.
+    ``P_i`` is kept here, not in the core's record: it is in this policy's own
+    units and is dropped when the worker leaves.
 
-    Off by default. In the policy matrix at 64 workers (all six policies,
-    both balancings, 24 cells) rounds from 48 boards made DSP within 5% of
-    the best policy's time in 15 cells against 12, within 0.5 points of the
-    best accuracy in 24 against 20, and strictly fastest in 2 of the 4 churn
-    cells (at 32 workers rounds, like BSP, were level with asynchrony or
-    slower, at 8 and 16 slower). On a real broker with 2,000 sensors of one
-    update per second, though, they cut the applied updates from 1,949 to
-    1,654 per second and raised serve's push-to-release p95 from 0.6 ms to
-    654 ms (``edgeps bench scale``, README), so a user asks for them.
-
-    Per-worker state kept here, not in the core's record: ``P_i`` (a dict by
-    worker id). It is in this policy's own units, changes by rules only this
-    policy knows, and is dropped when the worker leaves; the core's clocks stay
-    plain counts for every other policy.
+    Parameters
+    ----------
+    w : float
+        The weak threshold: how far, in slowest-worker iterations, a worker may
+        lead the least advanced live worker.
+    grace : float
+        The most progress a worker in a transient spike is credited.
+    spike : float
+        An iteration longer than ``spike`` times the worker's typical time is
+        a spike (>= 1).
+    damp : float
+        0: off. Otherwise a push of staleness s steps by
+        ``lr * min(1, damp * N / (s + 1))`` with N live workers.
+    rounds : float
+        Live boards needed to release in rounds; 0 turns rounds off.
+    spread : float
+        Largest ratio of typical times that still counts as one speed (>= 1).
+    late : float
+        Times its typical time after which a board is late to a round (>= 1).
     """
 
     name = "dsp"

@@ -39,10 +39,9 @@ live board pushed (a dead board leaves the barrier after the site liveness
 timeout), so a round is one synchronous large-batch gradient of the site's
 live boards; site K-of-N closes at the K-th push; site ASP closes at the
 first push, so a round holds whatever arrived while the relay waited for the
-central release (at least one gradient; measured fan-in 1.0-1.4 with 4 boards
-under site DSP); ``min_fold`` (``--min-fold K``) makes a round wait for K
-gradients, or one from every live board when fewer are live, whatever the
-site policy. Whatever closed it, every board
+central release (at least one gradient); ``min_fold`` (``--min-fold K``) makes
+a round wait for K gradients, or one from every live board when fewer are live,
+whatever the site policy. Whatever closed it, every board
 waits for the next central parameters before it computes again, so each board
 gives at most one gradient per central round trip of its relay.
 

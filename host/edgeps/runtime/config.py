@@ -43,7 +43,7 @@ class ServeConfig:
     lr_workers: int = JOB.lr_workers  # past this many live workers: lr x R / N
     optimizer: str = JOB.optimizer
     staleness_aware: bool = JOB.staleness_aware  # lr / (staleness + 1)
-    balance: bool = False  # the PS assigns batches (see README, "Work assignment")
+    balance: bool = False  # the PS assigns batches (host/README.md, "Work assignment")
     max_update_norm: float | None = None
     # refuse updates above k x the median norm of the last 64 applied; 0 = off
     norm_guard: float = JOB.norm_guard

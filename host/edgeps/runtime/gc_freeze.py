@@ -1,13 +1,12 @@
 """When serve moves its long-lived objects out of the cyclic collector's way.
 
 CPython's gen-2 collection walks every tracked object. Serve holds a few
-records per worker (core state, monitor, peer, accounting) that live as long
-as the job: with 1,000 workers a gen-2 pass took 37-190 ms on the 2-core box
-(`gc.callbacks`, six of them in 45 s), and every pass stopped the loop while
-updates piled up in the inbox. ``gc.freeze()`` moves all objects tracked so
-far into a permanent generation that later collections skip; objects created
-afterwards are collected as before, and any object is still freed by its
-reference count when the last reference goes.
+records per worker (core state, monitor, peer, accounting) that live as long as
+the job, and every gen-2 pass stops the loop while updates pile up in the inbox
+(host/BENCHMARKS.md, "Scale benchmark"). ``gc.freeze()`` moves all objects
+tracked so far into a permanent generation that later collections skip; objects
+created afterwards are collected as before, and any object is still freed by
+its reference count when the last reference goes.
 
 `GcFreeze` freezes once at start-up (after one full collection, so start-up
 garbage is not kept) and again when a wave of joins has settled: at least

@@ -6,7 +6,8 @@ below comes with why it has its value; `mosquitto_lines` is what goes into
 the generated ``mosquitto.conf`` (mosquitto 2.x), `fd_limit` what the child
 process gets as its open-files limit.
 
-Measured with ``python tools/broker_load.py`` (see the README, "Brokers").
+Measured with ``python tools/broker_load.py`` (host/BENCHMARKS.md, "Broker settings
+under load").
 """
 
 from __future__ import annotations

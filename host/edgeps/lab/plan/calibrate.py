@@ -9,14 +9,11 @@ larger one, which splits the host cost into a fixed and a per-parameter
 part; then real jobs (``edgeps.lab.plan.job``: serve + 60, 250 and 1,000
 loop-emulated sensors at the planned rate per sensor, 12 s windows), whose
 (load, cores) points are the load curves the plan follows
-(``edgeps.lab.plan.curve``). Bursts are cheaper per message than a running
-job, where each update arrives alone among heartbeats, ticks and metrics
-(on a 2-core box: 135 against 216 us per update for serve, 16 against 49 us
-per message for mosquitto), and a job's cost per update depends on how its
-messages bunch: with sensors at 10 updates/s (the scenario's own pace)
-serve cost 284 us per update, at 1 update/s 870 us at 100 sensors and 610
-us at 500. So the jobs run at the rate being planned, at several loads, and
-the bursts set only the per-parameter slope.
+(``edgeps.lab.plan.curve``). Bursts are cheaper per message than a running job,
+where each update arrives alone among heartbeats, ticks and metrics, and a
+job's cost per update depends on how its messages bunch (host/BENCHMARKS.md,
+"Capacity planner against measurement"). So the jobs run at the rate being
+planned, at several loads, and the bursts set only the per-parameter slope.
 """
 
 from __future__ import annotations
@@ -86,7 +83,7 @@ def fit(points: list[tuple[float, float]]) -> tuple[float, float]:
 
 JOB_SENSORS = (60, 250, 1000, 2000)  # loads a factor of 2-4 apart, up to the
 # box: serve's cost per update keeps falling with load past 1,000 sensors, so
-# a curve that stops there over-predicts 2,000 by about 40%
+# a curve that stops there over-predicts larger jobs
 JOB_WINDOW = 12.0  # seconds each job is read over, after its ramp
 
 

@@ -115,8 +115,9 @@ class Calibration:
 
 
 # `edgeps plan --calibrate --rate 1/s` on the shared 2-core x86-64 box the
-# README's figures come from (2026-12-01 18:03 UTC, jobs of 60, 250, 1,000 and
-# 2,000 loop-emulated sensors); a machine's own calibration replaces them
+# figures in host/BENCHMARKS.md come from (2026-12-01 18:03 UTC, jobs of 60,
+# 250, 1,000 and 2,000 loop-emulated sensors); a machine's own calibration
+# replaces them
 DEFAULT_CALIBRATION = Calibration(
     host_fixed_us=307.9,
     host_per_param_us=0.107,

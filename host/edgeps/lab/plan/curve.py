@@ -1,15 +1,13 @@
 """A process's CPU as a function of its load, from jobs measured at a few loads.
 
-Measured with the loop emulator at one update per second per sensor, serve's
-CPU per applied update falls as the load rises (README, "Capacity planner":
-870 us at 100 updates/s, 610 us at 500 and 1,000, 400-430 us at 2,000): at a
-low load every message arrives alone and pays a socket read and an inbox
-wake-up of its own; at a higher load several share one. A single line
-(cores at no load plus a fixed cost per update) cannot follow that, and
-which closed form would (a wake-up cost times a wake-up rate that itself
-depends on the load and on how busy serve is) is not known well enough to
-fit from two or three noisy points. So the curve is the measurements
-themselves, joined by straight lines:
+Serve's CPU per applied update falls as the load rises (host/BENCHMARKS.md,
+"Capacity planner against measurement"): at a low load every message arrives
+alone and pays a socket read and an inbox wake-up of its own; at a higher load
+several share one. A single line (cores at no load plus a fixed cost per
+update) cannot follow that, and which closed form would (a wake-up cost times a
+wake-up rate that itself depends on the load and on how busy serve is) is not
+known well enough to fit from two or three noisy points. So the curve is the
+measurements themselves, joined by straight lines:
 
 - below the lowest measured load, the line from the no-load point: where the
   two lowest points' line crosses zero load, kept between 0 and the lowest

@@ -8,7 +8,7 @@ reads over a steady window the updates/s from serve's metrics and the CPU
 of serve, mosquitto and the emulator from /proc. `edgeps plan --calibrate`
 uses it for the costs of a running job (each update arrives alone, with
 heartbeats, ticks and metrics around it, which a burst through the broker
-does not show); the README compares the plan with it at other sizes.
+does not show); host/BENCHMARKS.md compares the plan with it at other sizes.
 """
 
 from __future__ import annotations
