@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIRMWARE, REPO
 from edgeps.boards import deploy, flash
 from edgeps.cli import main
 from edgeps_worker import config
+
+from tests.conftest import FIRMWARE, REPO
 
 EXAMPLE = json.loads((FIRMWARE / "config.example.json").read_text())
 

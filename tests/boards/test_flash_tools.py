@@ -18,10 +18,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIRMWARE, REPO
 from edgeps.boards import flash
 from edgeps.boards import mpy as mpyver
 from edgeps.cli import main
+
+from tests.conftest import FIRMWARE, REPO
 
 EXAMPLE = json.loads((FIRMWARE / "config.example.json").read_text())
 PKG = "edgeps_worker"

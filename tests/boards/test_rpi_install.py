@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-RPI = Path(__file__).resolve().parents[1] / "tools" / "rpi"
+RPI = Path(__file__).resolve().parents[2] / "tools" / "rpi"
 
 
 def _dry_run(*args: str) -> subprocess.CompletedProcess[str]:

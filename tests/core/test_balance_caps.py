@@ -22,8 +22,14 @@ from edgeps_worker import datafile
 from edgeps_worker import wire_host as wire
 from edgeps_worker.ring import RingBuffer, SensorSource
 from edgeps_worker.trainer import KernelTrainer
-from fw_host import MiniPS, finish_worker, start_worker, write_worker_config
 from paho.mqtt.enums import CallbackAPIVersion
+
+from tests.helpers.fw_host import (
+    MiniPS,
+    finish_worker,
+    start_worker,
+    write_worker_config,
+)
 
 
 def _data(n: int, features: int = 5, classes: int = 3) -> LocalData:

@@ -5,7 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from edgeps.core.balance import Balancer
-from test_balance import run  # each round every board runs its assigned batch
+
+from tests.core.test_balance import (
+    run,  # each round every board runs its assigned batch
+)
 
 
 class FixedCostBoard:

@@ -7,7 +7,8 @@ import pytest
 from edgeps.core import Join, ParameterServer, Push, Release
 from edgeps.core.balance import Balancer, eager_for
 from edgeps.policy import parse_policy
-from test_balance import Board, run
+
+from tests.core.test_balance import Board, run
 
 BARRIER = ("bsp", "kofn:k=6", "kofn:auto")
 NO_BARRIER = ("asp", "dsp", "dsp:w=2", "dsp:rounds=48", "ssp:3", "ssp:0", "dssp")

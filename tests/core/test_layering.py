@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-HOST = Path(__file__).resolve().parents[1] / "host" / "edgeps"
+HOST = Path(__file__).resolve().parents[2] / "host" / "edgeps"
 CORE_MAY_NOT_IMPORT = (
     "edgeps.policy",
     "edgeps.runtime",

@@ -10,7 +10,8 @@ from edgeps.core import ParameterServer
 from edgeps.core.norm_guard import NormGuard
 from edgeps.core.types import Applied, Rejected
 from edgeps.policy import parse_policy
-from test_core_server import Worker, reasons, released_version
+
+from tests.core.test_server import Worker, reasons, released_version
 
 
 def test_no_limit_while_warming_up() -> None:

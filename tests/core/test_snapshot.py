@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.test_core_server import Worker, make_server
+from tests.core.test_server import Worker, make_server
 
 
 def test_snapshot_without_monitor_has_the_same_worker_rows() -> None:

@@ -16,13 +16,14 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import Broker, start_mosquitto
 from edgeps.commands.emulate import Emulation
 from edgeps.runtime.summary import summary_table
 from edgeps.security.mosquitto import write_password_file
 from edgeps.transport.options import ConnectionOptions
 from edgeps_worker import wire_host as wire
-from test_e2e_faults import Spy, finish, start_job, wait_for
+
+from tests.conftest import Broker, start_mosquitto
+from tests.e2e.test_faults import Spy, finish, start_job, wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from acl_clients import GeneratedBroker
-from conftest import free_port
 from edgeps.cli import main
+
+from tests.conftest import free_port
+from tests.helpers.acl_clients import GeneratedBroker
 
 
 def _worker(

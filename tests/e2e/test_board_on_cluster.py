@@ -10,9 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from aedes_cluster import start_cluster
-from fw_host import write_worker_config
-from test_fw_train_serve import run_board_with_serve, start_serve, write_board_data
+
+from tests.firmware.test_train_with_serve import (
+    run_board_with_serve,
+    start_serve,
+    write_board_data,
+)
+from tests.helpers.aedes_cluster import start_cluster
+from tests.helpers.fw_host import write_worker_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.firmware, pytest.mark.slow]
 

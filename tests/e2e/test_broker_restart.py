@@ -15,7 +15,8 @@ import pytest
 from edgeps.commands.emulate import Emulation
 from edgeps.transport.host_link import HostLink
 from edgeps_worker import wire
-from test_e2e_faults import finish, start_job, wait_for
+
+from tests.e2e.test_faults import finish, start_job, wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -17,8 +17,6 @@ from typing import Any
 
 import paho.mqtt.client as mqtt
 import pytest
-from aedes_cluster import Cluster, start_cluster
-from conftest import start_mosquitto
 from edgeps.commands.emulate import Emulation
 from edgeps.commands.serve_config import merge
 from edgeps.runtime.job import Job
@@ -29,6 +27,9 @@ from edgeps.transport.options import ConnectionOptions
 from edgeps.transport.paho_link import MqttLink
 from edgeps.workloads.scenarios import make_scenario
 from edgeps_worker import wire
+
+from tests.conftest import start_mosquitto
+from tests.helpers.aedes_cluster import Cluster, start_cluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

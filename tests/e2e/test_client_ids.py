@@ -19,7 +19,8 @@ import pytest
 from edgeps.transport.host_link import HostLink
 from edgeps.transport.options import ConnectionOptions
 from edgeps.transport.paho_link import MqttLink, fresh_client_id
-from test_e2e_faults import finish, start_job, wait_for
+
+from tests.e2e.test_faults import finish, start_job, wait_for
 
 pytestmark = pytest.mark.integration
 

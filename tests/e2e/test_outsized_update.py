@@ -16,7 +16,8 @@ import paho.mqtt.client as mqtt
 import pytest
 from edgeps.commands.emulate import Emulation
 from edgeps_worker import wire_host as wire
-from test_e2e_faults import finish, start_job, wait_for
+
+from tests.e2e.test_faults import finish, start_job, wait_for
 
 pytestmark = pytest.mark.integration
 

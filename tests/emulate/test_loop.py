@@ -13,7 +13,8 @@ import pytest
 from edgeps.commands.emulate import pick_engine
 from edgeps.emulate.runner import LoopEmulation
 from edgeps.workloads.scenarios import WorkerProfile
-from test_worker_integration import wait_until
+
+from tests.pyworker.test_worker_on_broker import wait_until
 
 
 def test_the_engine_follows_size_processes_and_shaped_links() -> None:

@@ -10,7 +10,8 @@ import pytest
 from edgeps.commands.emulate import Emulation, profile_class
 from edgeps.transport.options import ConnectionOptions
 from edgeps.workloads.scenarios import WorkerProfile
-from test_worker_integration import ScriptedPS, wait_until
+
+from tests.pyworker.test_worker_on_broker import ScriptedPS, wait_until
 
 
 @pytest.fixture

@@ -8,9 +8,10 @@ import subprocess
 import sys
 
 import pytest
-from conftest import FIRMWARE, run_micropython
 
-SCRIPT = str(FIRMWARE.parent / "tests" / "mpy" / "fw_backoff.py")
+from tests.conftest import FIRMWARE, run_micropython
+
+SCRIPT = str(FIRMWARE.parent / "tests" / "helpers" / "mpy" / "fw_backoff.py")
 # f: a refused connect, t: a link that comes up and drops at once
 PLAN = "fffftfftfffffff"
 # after each "t" the next delay is the base again; 1000 ms caps the doubling

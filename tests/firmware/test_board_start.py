@@ -10,13 +10,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import FIRMWARE, REPO
 from edgeps.kernels import ModelSpec
-from fw_host import MiniPS, write_worker_config
+
+from tests.conftest import FIRMWARE, REPO
+from tests.helpers.fw_host import MiniPS, write_worker_config
 
 pytestmark = pytest.mark.firmware
-START = str(REPO / "tests" / "mpy" / "fw_esp32_start.py")
-MPY_TESTS = str(REPO / "tests" / "mpy")
+START = str(REPO / "tests" / "helpers" / "mpy" / "fw_esp32_start.py")
+MPY_TESTS = str(REPO / "tests" / "helpers" / "mpy")
 
 
 def start_like_an_esp32(exe: str, config: Path, cycles: int = 3) -> tuple[dict, str]:

@@ -7,12 +7,17 @@ from __future__ import annotations
 import errno
 
 import pytest
-from conftest import free_port
 from edgeps_worker import config
 from edgeps_worker.mqtt import MQTTClient
-from fw_host import write_worker_config
-from test_fw_train_serve import run_board_with_serve, start_serve, write_board_data
-from test_mqtt_client_fake import FakeBrokerLink
+
+from tests.conftest import free_port
+from tests.firmware.test_mqtt_fake_link import FakeBrokerLink
+from tests.firmware.test_train_with_serve import (
+    run_board_with_serve,
+    start_serve,
+    write_board_data,
+)
+from tests.helpers.fw_host import write_worker_config
 
 
 @pytest.mark.parametrize(

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, run_micropython
 from edgeps.kernels import get_backend
 from edgeps_worker import codec, codec_read
 
-SCRIPT = str(REPO / "tests" / "mpy" / "fw_codec.py")
+from tests.conftest import REPO, run_micropython
+
+SCRIPT = str(REPO / "tests" / "helpers" / "mpy" / "fw_codec.py")
 N = 2410  # mlp:64-32-10
 BACKENDS = ["numpy", "c"]
 

@@ -19,14 +19,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
 from edgeps.workloads.datasets import load_dataset, partition_iid
 from edgeps_worker import datafile
-from fw_host import write_worker_config
-from test_fw_memory import MLP_PEAK_LIMIT, compile_firmware, stop
+
+from tests.conftest import REPO
+from tests.firmware.test_memory import MLP_PEAK_LIMIT, compile_firmware, stop
+from tests.helpers.fw_host import write_worker_config
 
 pytestmark = [pytest.mark.firmware]
-# the heap test_fw_memory gives this worker (96K), though step.py is
+# the heap test_memory gives this worker (96K), though step.py is
 # compiled from source here (compiler RAM): built 78.9 KB, i8 peak 86.6 KB
 HEAP = os.environ.get("EDGEPS_FW_HEAP", "96K")
 MODEL = "mlp:64-32-10"
@@ -43,7 +44,7 @@ CASES = {"f32": ("1",), "f16": ("2",), "i8": ("3",), "i8-f32": ("3", "f32")}
 # a float32 residual does not fit next to this worker in 112K (its 512-byte
 # blocks run out at the first I8 step): it is measured in a larger heap
 HEAPS = {"i8-f32": "128K"}
-# the whole worker with F16 or I8 UPDATEs, in the MLP's heap of test_fw_memory
+# the whole worker with F16 or I8 UPDATEs, in the MLP's heap of test_memory
 # (peaks 83.8 KB f16, 87.6 KB i8 measured in 96K; 94.1-94.6 KB and 98.0-98.3 KB
 # in 112K before UPDATE chunks were framed in place and run-once code left the
 # heap; without the collection before the codec loads, 112K had no 1 KB hole
@@ -59,7 +60,7 @@ def board(tmp_path_factory) -> tuple[str, str]:
     datafile.write_file(str(tmp / "data.bin"), X.tolist(), y.tolist(), 0)
     cfg = write_worker_config(tmp, 1883, model=MODEL, batch=16, verbose=False)
     fw = compile_firmware(tmp / "mpy")
-    shutil.copy(REPO / "tests" / "mpy" / "fw_codec_step.py", fw / "step.py")
+    shutil.copy(REPO / "tests" / "helpers" / "mpy" / "fw_codec_step.py", fw / "step.py")
     return str(fw), str(cfg)
 
 
@@ -99,7 +100,7 @@ def test_each_codec_trains_in_the_small_heap(micropython, board, case):
 def test_board_worker_peak_with_compressed_updates(
     micropython, mosquitto, board, compress, case
 ):
-    # Prepare: the worker of test_fw_memory, its job's UPDATEs in ``compress``
+    # Prepare: the worker of test_memory, its job's UPDATEs in ``compress``
     fw, cfg_path = board
     cfg = json.loads(Path(cfg_path).read_text())
     cfg.update(broker_port=mosquitto.port, job="memc", max_iterations=6,

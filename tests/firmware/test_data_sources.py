@@ -9,11 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import FIRMWARE, REPO, run_micropython
 from edgeps_worker import data, datafile
 from edgeps_worker.ring import RingBuffer
 
-SCRIPT = str(REPO / "tests" / "mpy" / "fw_data.py")
+from tests.conftest import FIRMWARE, REPO, run_micropython
+
+SCRIPT = str(REPO / "tests" / "helpers" / "mpy" / "fw_data.py")
 
 
 def write_inputs(tmp_path: Path) -> tuple[str, str]:

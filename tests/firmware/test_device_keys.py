@@ -7,11 +7,12 @@ import hmac
 from pathlib import Path
 
 import pytest
-from conftest import run_micropython
 from edgeps.security.keys import derive_worker_key, new_master_key
 from edgeps_worker import wire
 
-SCRIPT = str(Path(__file__).parent / "mpy" / "fw_keys.py")
+from tests.conftest import run_micropython
+
+SCRIPT = str(Path(__file__).parents[1] / "helpers" / "mpy" / "fw_keys.py")
 
 
 def _board(

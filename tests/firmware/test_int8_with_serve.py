@@ -14,9 +14,10 @@ import subprocess
 import sys
 
 import pytest
-from conftest import FIRMWARE
-from fw_host import write_worker_config
-from test_fw_train_serve import HelloWatch, write_board_data
+
+from tests.conftest import FIRMWARE
+from tests.firmware.test_train_with_serve import HelloWatch, write_board_data
+from tests.helpers.fw_host import write_worker_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.firmware]
 MPY_ENV = dict(os.environ, MICROPYPATH=f"{FIRMWARE}:.frozen")

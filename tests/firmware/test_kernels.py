@@ -13,11 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, run_micropython
 from edgeps.kernels import ModelSpec, get_backend
 from edgeps_worker.kernels import Model, parse_spec
 
-SCRIPT = str(REPO / "tests" / "mpy" / "fw_kernels.py")
+from tests.conftest import REPO, run_micropython
+
+SCRIPT = str(REPO / "tests" / "helpers" / "mpy" / "fw_kernels.py")
 CASES = [
     ("linear:8", 7),
     ("logistic:32", 16),
@@ -69,7 +70,7 @@ def test_micropython_kernels_match_numpy(micropython, tmp_path: Path, spec_text,
     raw = np.frombuffer(out.read_bytes(), dtype="<f4")
     grad, fwd = raw[: spec.n_params], raw[spec.n_params :]
     ref_loss, ref_grad, ref_fwd, ref_pred = reference(spec, params, X, y)
-    # the measured error, for reports (`pytest -s tests/test_fw_kernels.py`)
+    # the measured error, for reports (`pytest -s tests/firmware/test_kernels.py`)
     grad_err = float(np.max(np.abs(grad - ref_grad)))
     scale = float(np.max(np.abs(ref_grad)))
     print(

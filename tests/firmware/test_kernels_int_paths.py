@@ -19,12 +19,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import run_micropython
 from edgeps.kernels import ModelSpec
 from edgeps_worker import blockfp, kernels
 from edgeps_worker.kernels import Model
 from edgeps_worker.kernels_eval import Predictor
-from test_fw_kernels import SCRIPT, make_case, reference
+
+from tests.conftest import run_micropython
+from tests.firmware.test_kernels import SCRIPT, make_case, reference
 
 PATH_CASES = [
     ("linear:3", 1),

@@ -10,11 +10,14 @@ import subprocess
 import sys
 
 import pytest
-from conftest import FIRMWARE, REPO
-from fw_host import write_worker_config
+
+from tests.conftest import FIRMWARE, REPO
+from tests.helpers.fw_host import write_worker_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.firmware]
-MPY_ENV = dict(os.environ, MICROPYPATH=f"{FIRMWARE}:{REPO / 'tests' / 'mpy'}:.frozen")
+MPY_ENV = dict(
+    os.environ, MICROPYPATH=f"{FIRMWARE}:{REPO / 'tests' / 'helpers' / 'mpy'}:.frozen"
+)
 
 
 def test_a_step_longer_than_the_liveness_timeout_is_not_a_death(

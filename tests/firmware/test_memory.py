@@ -19,11 +19,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FIRMWARE
 from edgeps.boards import flash
 from edgeps.workloads.datasets import load_dataset, partition_iid
 from edgeps_worker import datafile
-from fw_host import write_worker_config
+
+from tests.conftest import FIRMWARE
+from tests.helpers.fw_host import write_worker_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.firmware]
 HEAP_ARG = os.environ.get("EDGEPS_FW_HEAP", "96K")
@@ -44,7 +45,7 @@ MODELS = {
 # code off the heap, with the compressed number formats (about 0.4 KB for
 # the wire's code tables, 0.6 KB for the trainer's encode_grad/write_params,
 # 0.2 KB for the PARAMS sink's decoding call; the codec modules load only for
-# F16/I8 jobs, see test_fw_codec_memory), 88,736-88,864 B under protocol v2
+# F16/I8 jobs, see test_codec_memory), 88,736-88,864 B under protocol v2
 # (87,840 B under v1; 104.6 KB before the board image was trimmed to what it
 # runs, 94,720 B before the builder, -O3 .mpy files and 4-row chunks)
 MLP_PEAK_LIMIT = 79_600

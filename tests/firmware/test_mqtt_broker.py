@@ -8,10 +8,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FIRMWARE, Broker, run_micropython
 from edgeps_worker.mqtt import MQTTClient
 
-SCENARIOS = str(Path(__file__).parent / "mpy" / "mqtt_scenarios.py")
+from tests.conftest import FIRMWARE, Broker, run_micropython
+
+SCENARIOS = str(Path(__file__).parents[1] / "helpers" / "mpy" / "mqtt_scenarios.py")
 pytestmark = pytest.mark.integration
 
 

@@ -6,12 +6,13 @@ import errno
 from pathlib import Path
 
 import pytest
-from conftest import run_micropython
 from edgeps_worker import mqtt_open as mo
 from edgeps_worker import mqtt_packets as mp
 from edgeps_worker.mqtt import MQTTClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from tests.conftest import run_micropython
 
 
 class FakeBrokerLink:
@@ -341,7 +342,7 @@ def test_fuzz_garbage_from_the_broker_only_raises_oserror(
 @pytest.mark.firmware
 def test_scripted_link_checks_under_micropython(micropython: str) -> None:
     # Execute
-    script = str(Path(__file__).parent / "mpy" / "mqtt_fake.py")
+    script = str(Path(__file__).parents[1] / "helpers" / "mpy" / "mqtt_fake.py")
     proc = run_micropython(micropython, script)
 
     # Assert

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 from edgeps_worker import mqtt_packets as mp
-from test_mqtt_client_fake import FakeBrokerLink, _client
+
+from tests.firmware.test_mqtt_fake_link import FakeBrokerLink, _client
 
 
 def test_oversized_publish_is_acked_drained_and_the_next_message_arrives() -> None:

@@ -9,11 +9,12 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import FIRMWARE, run_micropython
 from edgeps_worker import mqtt_open as mo
 from edgeps_worker import mqtt_packets as mp
 
-MPY = Path(__file__).parent / "mpy"
+from tests.conftest import FIRMWARE, run_micropython
+
+MPY = Path(__file__).parents[1] / "helpers" / "mpy"
 
 
 def _lines(out: str) -> list[str]:

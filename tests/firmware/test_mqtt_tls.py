@@ -12,20 +12,26 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import (
+from edgeps.kernels import ModelSpec
+from edgeps_worker import datafile
+
+from tests.conftest import (
     FIRMWARE,
     _wait_listening,
     free_port,
     mosquitto_path,
     run_micropython,
 )
-from edgeps.kernels import ModelSpec
-from edgeps_worker import datafile
-from fw_host import MiniPS, finish_worker, start_worker, write_worker_config
-from tls_certs import make_certs
+from tests.helpers.fw_host import (
+    MiniPS,
+    finish_worker,
+    start_worker,
+    write_worker_config,
+)
+from tests.helpers.tls_certs import make_certs
 
 pytestmark = pytest.mark.integration
-SCRIPT = str(Path(__file__).parent / "mpy" / "mqtt_tls.py")
+SCRIPT = str(Path(__file__).parents[1] / "helpers" / "mpy" / "mqtt_tls.py")
 
 
 @dataclass

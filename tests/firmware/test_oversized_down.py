@@ -9,8 +9,14 @@ import pytest
 from edgeps.kernels import ModelSpec
 from edgeps_worker import datafile
 from edgeps_worker import wire_host as wire
-from fw_host import MiniPS, finish_worker, start_worker, write_worker_config
 from paho.mqtt.enums import CallbackAPIVersion
+
+from tests.helpers.fw_host import (
+    MiniPS,
+    finish_worker,
+    start_worker,
+    write_worker_config,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.firmware]
 SPEC = "mlp:8-6-3"

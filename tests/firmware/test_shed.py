@@ -7,11 +7,12 @@ import importlib
 from pathlib import Path
 
 import pytest
-from conftest import run_micropython
 from edgeps_worker import builder
-from fw_host import write_worker_config
 
-SCRIPT = str(Path(__file__).parent / "mpy" / "fw_shed.py")
+from tests.conftest import run_micropython
+from tests.helpers.fw_host import write_worker_config
+
+SCRIPT = str(Path(__file__).parents[1] / "helpers" / "mpy" / "fw_shed.py")
 CHECKS = ["builder_unloaded", "config_unloaded", "worker_init_shed",
           "client_init_shed", "trainer_init_shed", "sink_init_shed", "topics_shed",
           "step_kept", "join_apart", "connected", "open_unloaded", "link_unloaded",

@@ -11,11 +11,12 @@ import threading
 
 import paho.mqtt.client as mqtt
 import pytest
-from conftest import FIRMWARE
 from edgeps.workloads.datasets import load_dataset, partition_iid
 from edgeps_worker import datafile
 from edgeps_worker import wire_host as wire
-from fw_host import write_worker_config
+
+from tests.conftest import FIRMWARE
+from tests.helpers.fw_host import write_worker_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.firmware]
 MPY_ENV = dict(os.environ, MICROPYPATH=f"{FIRMWARE}:.frozen")

@@ -1,7 +1,7 @@
 """The board trainer's codec seam on CPython: HELLO masks, encode_grad, F16/I8 PARAMS.
 
 The firmware's own code (KernelTrainer, Worker, ParamsSink, wire) runs on
-CPython here; the same modules run under MicroPython in test_fw_codec.py.
+CPython here; the same modules run under MicroPython in test_codec.py.
 """
 
 from __future__ import annotations

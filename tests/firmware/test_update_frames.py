@@ -7,13 +7,14 @@ from array import array
 from pathlib import Path
 
 import pytest
-from conftest import run_micropython
 from edgeps_worker import mqtt_packets as mp
 from edgeps_worker import wire, wire_host
 from edgeps_worker.mqtt import MQTTClient
-from test_mqtt_client_fake import FakeBrokerLink
 
-SCRIPT = str(Path(__file__).parent / "mpy" / "fw_update_frames.py")
+from tests.conftest import run_micropython
+from tests.firmware.test_mqtt_fake_link import FakeBrokerLink
+
+SCRIPT = str(Path(__file__).parents[1] / "helpers" / "mpy" / "fw_update_frames.py")
 N = 2410  # mlp:64-32-10
 
 

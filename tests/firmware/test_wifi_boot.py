@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from conftest import REPO, run_micropython
 
-SCRIPT = str(REPO / "tests" / "mpy" / "fw_network.py")
+from tests.conftest import REPO, run_micropython
+
+SCRIPT = str(REPO / "tests" / "helpers" / "mpy" / "fw_network.py")
 
 
 @pytest.mark.firmware

@@ -15,7 +15,8 @@ from edgeps.worker.localdata import load_emulated
 from edgeps.worker.trainer import NativeTrainer
 from edgeps_worker import wire_host as wire
 from edgeps_worker.worker import Worker
-from test_fw_worker_unit import JOB, WID, InProcessPS
+
+from tests.firmware.test_worker_loop import JOB, WID, InProcessPS
 
 SPEC = "mlp:33-32-6"  # the built-in sensors data
 
@@ -120,8 +121,8 @@ def test_a_nan_gradient_is_not_pushed_and_the_worker_goes_on() -> None:
 def test_a_trainer_without_codecs_is_refused_by_an_int8_job() -> None:
     # Prepare: a trainer without `codecs` (F32 only): the board trainer with its
     # codec seam hidden (the board's own KernelTrainer makes F32, F16 and I8)
-    from test_fw_worker_unit import SPEC as BOARD_SPEC
-    from test_fw_worker_unit import make_trainer
+    from tests.firmware.test_worker_loop import SPEC as BOARD_SPEC
+    from tests.firmware.test_worker_loop import make_trainer
 
     class F32Only:
         def __init__(self, inner: Any) -> None:

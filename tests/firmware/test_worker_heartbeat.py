@@ -6,7 +6,8 @@ import time
 
 from edgeps_worker import wire_host as wire
 from edgeps_worker.worker import Worker
-from test_fw_worker_unit import JOB, WID, InProcessPS, make_trainer
+
+from tests.firmware.test_worker_loop import JOB, WID, InProcessPS, make_trainer
 
 
 class CountingPS(InProcessPS):

@@ -8,11 +8,17 @@ import subprocess
 
 import numpy as np
 import pytest
-from conftest import FIRMWARE, REPO
 from edgeps.kernels import ModelSpec, get_backend
 from edgeps_worker import data, datafile
 from edgeps_worker import wire_host as wire
-from fw_host import MiniPS, finish_worker, start_worker, write_worker_config
+
+from tests.conftest import FIRMWARE, REPO
+from tests.helpers.fw_host import (
+    MiniPS,
+    finish_worker,
+    start_worker,
+    write_worker_config,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.firmware]
 SPEC = "mlp:8-6-3"
@@ -115,7 +121,7 @@ def run_main_py(exe, config, extra_path: str = ""):
 
 
 def test_main_py_trains_from_a_sensor_module(micropython, mosquitto, tmp_path):
-    # Prepare: the sensor source reads tests/mpy/fw_sensor.py's read()
+    # Prepare: the sensor source reads tests/helpers/mpy/fw_sensor.py's read()
     cfg = write_worker_config(
         tmp_path, mosquitto.port, data="", sensor="fw_sensor", max_iterations=3,
         model="logistic:8",
@@ -125,7 +131,7 @@ def test_main_py_trains_from_a_sensor_module(micropython, mosquitto, tmp_path):
     ps.start()
     try:
         # Execute
-        proc = run_main_py(micropython, cfg, str(REPO / "tests" / "mpy"))
+        proc = run_main_py(micropython, cfg, str(REPO / "tests" / "helpers" / "mpy"))
         out, _ = proc.communicate(timeout=90)
     finally:
         if proc.poll() is None:

@@ -9,7 +9,8 @@ import time
 import pytest
 from edgeps_worker import wire_host as wire
 from edgeps_worker.worker import Worker
-from test_fw_worker_unit import JOB, WID, InProcessPS, make_trainer
+
+from tests.firmware.test_worker_loop import JOB, WID, InProcessPS, make_trainer
 
 # the UPDATE's dtype byte: prefix, ids, then the fixed fields before it
 _DTYPE_AT = wire.PREFIX_LEN + len(JOB) + len(WID) + struct.calcsize("<QIIIfIf")

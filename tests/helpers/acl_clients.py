@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import paho.mqtt.client as mqtt
-from conftest import mosquitto_path
 from edgeps.transport.broker import wait_listening
+
+from tests.conftest import mosquitto_path
 
 WAIT = 10.0  # seconds, for every single wait below
 

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import _wait_listening, free_port
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import _wait_listening, free_port
+
+ROOT = Path(__file__).resolve().parents[2]
 AEDES_DIR = ROOT / "tools" / "aedes"
 START_TIMEOUT = 20.0
 

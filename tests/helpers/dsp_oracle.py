@@ -4,7 +4,7 @@ An oracle independent of the policy's bookkeeping: it follows the rule as
 ``edgeps.policy.dsp.DSP``'s docstring states it, from what the test itself
 observed (joins, releases, applied pushes, departures). The only thing it reads
 from the server is the monitor's typical iteration times, DSP's input, which
-``test_monitor.py`` checks on its own.
+``tests/core/test_monitor.py`` checks on its own.
 """
 
 from __future__ import annotations

@@ -12,11 +12,12 @@ from typing import Any
 
 import numpy as np
 import paho.mqtt.client as mqtt
-from conftest import FIRMWARE, REPO
 from edgeps_worker import wire_host as wire
 from paho.mqtt.enums import CallbackAPIVersion
 
-WORKER_SCRIPT = str(REPO / "tests" / "mpy" / "fw_worker.py")
+from tests.conftest import FIRMWARE, REPO
+
+WORKER_SCRIPT = str(REPO / "tests" / "helpers" / "mpy" / "fw_worker.py")
 
 
 class MiniPS:
@@ -184,7 +185,7 @@ def write_worker_config(tmp_path: Path, port: int, **changes: Any) -> Path:
 
 
 def start_worker(exe: str, config: Path, limit_ms: int) -> subprocess.Popen[str]:
-    """tests/mpy/fw_worker.py under MicroPython, with firmware/ on its path."""
+    """tests/helpers/mpy/fw_worker.py under MicroPython, with firmware/ on its path."""
     env = dict(os.environ, MICROPYPATH=f"{FIRMWARE}:.frozen")
     return subprocess.Popen(
         [exe, WORKER_SCRIPT, str(config), str(limit_ms)], stdout=subprocess.PIPE,

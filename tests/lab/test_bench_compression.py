@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import mosquitto_path
 from edgeps.bench.compression import _median
 from edgeps.cli import main
+
+from tests.conftest import mosquitto_path
 
 
 def test_median_counts_a_missed_target_as_slowest() -> None:

@@ -6,11 +6,12 @@ import argparse
 import json
 
 import pytest
-from conftest import mosquitto_path
 from edgeps.bench.policies_broker import _fill, emulate_command, serve_command
 from edgeps.bench.policies_table import BrokerRun, build_rows, failure_lines, table
 from edgeps.cli import main
 from edgeps.sim.matrix import DATASETS, Cell
+
+from tests.conftest import mosquitto_path
 
 OFF = Cell("sensors", 8, "stragglers", False)
 ON = Cell("sensors", 8, "stragglers", True)

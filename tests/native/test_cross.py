@@ -25,9 +25,9 @@ from edgeps.kernels import ModelSpec, get_backend
 
 pytestmark = pytest.mark.cross
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NATIVE = REPO / "native"
-DRIVER = Path(__file__).resolve().parent / "native" / "eps_driver.c"
+DRIVER = Path(__file__).resolve().parent / "eps_driver.c"
 NP = get_backend("numpy")
 ULP = float(np.finfo(np.float32).eps)
 F32, I32 = np.dtype("<f4"), np.dtype("<i4")
@@ -345,7 +345,7 @@ def test_math_is_accurate_on_target(driver: Driver, name: str) -> None:
     # Execute
     reply = Reply(driver.run("math", pack(op, x.size, x)))
     got = reply.take(F32, x.size)
-    # Assert: the error bounds of tests/test_native_math.py hold on the target
+    # Assert: the error bounds of tests/native/test_math.py hold on the target
     want = ref(x.astype(np.float64))
     rel = np.abs(got.astype(np.float64) - want) / np.abs(want)
     assert reply.done()

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from edgeps.kernels import ModelSpec, get_backend
 
-NATIVE = Path(__file__).resolve().parents[1] / "native"
+NATIVE = Path(__file__).resolve().parents[2] / "native"
 COMMON_FLAGS = ["-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror"]
 BUILDS = {
     # plain loops, own sqrt, no dispatch: what a microcontroller compiles

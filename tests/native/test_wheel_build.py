@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PROJECT_FILES = ["pyproject.toml", "setup.py", "README.md"]
 PROJECT_DIRS = ["host", "firmware", "native"]
 SKIP = shutil.ignore_patterns("__pycache__", "*.so", "*.o", "build", "*.egg-info")

@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import free_port
 from edgeps.workloads.scenarios import make_scenario
+
+from tests.conftest import free_port
 
 TOKEN = "t0ken-for-the-test"
 

@@ -39,7 +39,7 @@ def svg_root(path: Path) -> ET.Element:
 @pytest.fixture(scope="module")
 def metrics_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Metrics of a short real run: edgeps serve + 4 emulated sensors, 1 straggler."""
-    from conftest import start_mosquitto
+    from tests.conftest import start_mosquitto
 
     tmp = tmp_path_factory.mktemp("plotrun")
     broker = start_mosquitto(tmp)

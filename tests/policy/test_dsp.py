@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from dsp_oracle import ProgressOracle
 from edgeps.core import ParameterServer, Policy
 from edgeps.core.types import Action, Applied, Join, Push, Release, Tick, WorkerLeft
 from edgeps.policy import parse_policy
 from edgeps.policy.dsp import DSP
 from edgeps.sim.engine import EventLoop
+
+from tests.helpers.dsp_oracle import ProgressOracle
 
 N_PARAMS = 3
 

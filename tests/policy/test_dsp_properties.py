@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from dsp_oracle import ProgressOracle
 from edgeps.core import ParameterServer
 from edgeps.core.types import (
     Action,
@@ -28,6 +27,8 @@ from edgeps.core.types import (
 from edgeps.policy.dsp import DSP
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from tests.helpers.dsp_oracle import ProgressOracle
 
 N_PARAMS = 4
 TIMEOUT = 3.0

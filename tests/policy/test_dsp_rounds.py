@@ -16,8 +16,9 @@ from edgeps.core.types import Action, Release
 from edgeps.policy import parse_policy
 from edgeps.policy.dsp import DSP
 from edgeps.policy.dsp_rounds import RoundBarrier
-from test_core_scale import Driver
-from test_dsp import TimedCluster
+
+from tests.core.test_aggregates import Driver
+from tests.policy.test_dsp import TimedCluster
 
 
 def test_barrier_waits_for_the_computing_until_they_are_late() -> None:

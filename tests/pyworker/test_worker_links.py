@@ -11,12 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import free_port, mosquitto_path
 from edgeps.commands.worker import fetch_model
 from edgeps.transport.broker import parse_broker_url
 from edgeps.transport.options import ConnectionOptions
 from edgeps.transport.paho_link import MqttLink
-from test_worker_integration import ScriptedPS, _worker, wait_until
+
+from tests.conftest import free_port, mosquitto_path
+from tests.pyworker.test_worker_on_broker import ScriptedPS, _worker, wait_until
 
 
 def _run(*cmd: str, cwd: Path) -> None:

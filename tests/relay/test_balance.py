@@ -10,7 +10,8 @@ from edgeps.relay.fold import Round
 from edgeps.relay.site import WAKE_TOPIC, SiteCoordinator, SiteServer
 from edgeps.runtime.coordinator import Settings
 from edgeps_worker import wire_host as wire
-from test_relay_site import JOB, N, RecordingLink, _clock, _never
+
+from tests.relay.test_site import JOB, N, RecordingLink, _clock, _never
 
 
 def _site(balance: bool) -> tuple[SiteCoordinator, RecordingLink, Round]:

@@ -1,7 +1,7 @@
 """The relay's parts without a broker: the fold, the gated site coordinator, the bridge.
 
 The site coordinator runs on the real ParameterServer core and a recording
-link (an inbox we fill, publishes we keep), as in test_host_coordinator.
+link (an inbox we fill, publishes we keep), as in tests/runtime/test_coordinator.py.
 """
 
 from __future__ import annotations

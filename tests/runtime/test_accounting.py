@@ -9,7 +9,8 @@ from edgeps.observe.state import LatestState
 from edgeps.runtime.accounting import UNKNOWN, Accounting
 from edgeps.runtime.summary import summary_dict, summary_table
 from edgeps_worker import wire_host as wire
-from test_host_coordinator import JOB, _coordinator, _push
+
+from tests.runtime.test_coordinator import JOB, _coordinator, _push
 
 
 def _accounting(known: set[str]) -> Accounting:

@@ -18,7 +18,7 @@ from edgeps.runtime.coordinator import Coordinator, Settings
 from edgeps.transport.inbox import Inbox
 from edgeps_worker import wire_host as wire
 
-from tests.test_core_server import Worker, make_server
+from tests.core.test_server import Worker, make_server
 
 
 def test_a_worker_heard_before_the_backlog_is_not_timed_out() -> None:

@@ -10,8 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from acl_clients import GeneratedBroker, RecordingClient
-from conftest import free_port
 from edgeps.cli import main
 from edgeps.security.mosquitto import (
     Listen,
@@ -20,6 +18,9 @@ from edgeps.security.mosquitto import (
     mosquitto_conf,
     parse_listen,
 )
+
+from tests.conftest import free_port
+from tests.helpers.acl_clients import GeneratedBroker, RecordingClient
 
 JOB = "lab"
 WORKERS = ("w00", "w01")

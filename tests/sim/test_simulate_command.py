@@ -111,7 +111,7 @@ def test_bench_policies_prints_tables_and_goals(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     argv = ["bench", "policies", "--scenarios", "homogeneous", "--policies", "bsp,dsp"]
-    # no scale rows here (test_sim_scale.py covers them)
+    # no scale rows here (tests/lab/test_scale_rows.py covers them)
     rc = main([*argv, "--seeds", "1", "--workers", "3", "--scale-sizes", "", "--json"])
     data = json.loads(capsys.readouterr().out)
     assert rc == 0

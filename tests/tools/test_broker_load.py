@@ -7,7 +7,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO
+
+from tests.conftest import REPO
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from conftest import REPO
+from tests.conftest import REPO
 
 
 def test_check_firmware_script_passes():

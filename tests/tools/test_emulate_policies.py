@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, mosquitto_path
+
+from tests.conftest import REPO, mosquitto_path
 
 SCRIPT = REPO / "tools" / "emulate_policies.sh"
 

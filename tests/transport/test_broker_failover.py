@@ -6,12 +6,13 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import free_port, start_mosquitto
 from edgeps.commands.connection import connection_options
 from edgeps.transport.broker import BrokerAddress, open_broker, parse_broker_urls
 from edgeps.transport.host_link import HostLink
 from edgeps.transport.options import ConnectionOptions
 from edgeps.transport.paho_link import MqttLink
+
+from tests.conftest import free_port, start_mosquitto
 
 
 def test_a_list_of_urls_is_the_nodes_of_one_broker_in_order() -> None:

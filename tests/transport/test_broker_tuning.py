@@ -11,11 +11,12 @@ from typing import Any
 
 import paho.mqtt.client as mqtt
 import pytest
-from acl_clients import GeneratedBroker
-from conftest import free_port
 from edgeps.cli import main
 from edgeps.transport import broker_tuning as tuning
 from edgeps.transport.broker import start_mosquitto
+
+from tests.conftest import free_port
+from tests.helpers.acl_clients import GeneratedBroker
 
 
 def test_settings_scale_the_host_backlog_with_the_sensors() -> None:

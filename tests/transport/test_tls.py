@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from edgeps.transport.broker import free_port, mosquitto_path, wait_listening
 from edgeps.transport.options import PASSWORD_ENV
-from tls_certs import make_certs
+
+from tests.helpers.tls_certs import make_certs
 
 pytestmark = pytest.mark.integration
 

@@ -8,11 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_micropython
 from edgeps_worker import wire_host as wire
 
-VECTORS_PATH = Path(__file__).parent / "mpy" / "wire_vectors.json"
-RELEASE_PATH = Path(__file__).parent / "mpy" / "wire_vectors_release.json"
+from tests.conftest import run_micropython
+
+VECTORS_PATH = Path(__file__).parents[1] / "helpers" / "mpy" / "wire_vectors.json"
+RELEASE_PATH = (
+    Path(__file__).parents[1] / "helpers" / "mpy" / "wire_vectors_release.json"
+)
 VECTORS: list[dict[str, Any]] = [
     v
     for path in (VECTORS_PATH, RELEASE_PATH)
@@ -86,7 +89,7 @@ def test_hmac_matches_the_standard_library() -> None:
 @pytest.mark.firmware
 def test_golden_vectors_under_micropython(micropython: str) -> None:
     # Execute
-    script = str(Path(__file__).parent / "mpy" / "wire_golden.py")
+    script = str(Path(__file__).parents[1] / "helpers" / "mpy" / "wire_golden.py")
     proc = run_micropython(
         micropython, script, str(VECTORS_PATH), str(RELEASE_PATH), timeout=60
     )
@@ -100,7 +103,7 @@ def test_golden_vectors_under_micropython(micropython: str) -> None:
 @pytest.mark.firmware
 def test_bad_input_raises_only_wire_error_under_micropython(micropython: str) -> None:
     # Execute
-    script = str(Path(__file__).parent / "mpy" / "wire_reject.py")
+    script = str(Path(__file__).parents[1] / "helpers" / "mpy" / "wire_reject.py")
     proc = run_micropython(micropython, script, timeout=120)
 
     # Assert

@@ -1,6 +1,7 @@
 """Time the board kernels (best of 5 loss_and_grad calls) under MicroPython.
 
-Not a test: `micropython tests/mpy/fw_kernel_speed.py` with MICROPYPATH=firmware.
+Not a test: `micropython tests/helpers/mpy/fw_kernel_speed.py` with
+MICROPYPATH=firmware.
 """
 
 import time
