@@ -1,7 +1,7 @@
 /* libm-free float approximations (exp, log, log1p, tanh) of the kernels.
  *
  * Accuracy: max relative error of a few float ulps over the normal range (see
- * tests/test_native_math.py). The kernels use the inline forms in
+ * tests/native/test_math.py). The kernels use the inline forms in
  * eps_math_inline.h; these out-of-line ones are for tests and benchmarks.
  */
 #ifndef EPS_MATH_H

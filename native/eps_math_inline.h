@@ -2,7 +2,7 @@
  *
  * Microcontroller builds must not pull in libm, and the hot loops want
  * branch-free code the compiler can vectorize. eps_math.h exports the
- * out-of-line versions; tests/test_native_math.py measures their accuracy.
+ * out-of-line versions; tests/native/test_math.py measures their accuracy.
  */
 #ifndef EPS_MATH_INLINE_H
 #define EPS_MATH_INLINE_H

@@ -1,5 +1,5 @@
 /* Runs the native kernels on inputs from stdin, for builds that cffi cannot
- * load: tests/test_native_cross.py cross-compiles it with native/ for the
+ * load: tests/native/test_cross.py cross-compiles it with native/ for the
  * Raspberry Pi's ISAs, runs it under qemu-user and compares the replies with
  * the numpy reference.
  *

@@ -35,8 +35,9 @@ FIRMWARE_OFFSET = {
 }
 MPY_ARCH = {"esp32": "xtensawin", "esp32s2": "xtensawin", "esp32s3": "xtensawin"}
 # the edgeps_worker modules main.py imports on a board, directly or through
-# each other (tests/test_boards_flash.py checks this against the imports); the
-# rest of the package (HOST_MODULES) is host or test code and never copied
+# each other (tests/boards/test_flash_plans.py checks this against the
+# imports); the rest of the package (HOST_MODULES) is host or test code and
+# never copied
 BOARD_MODULES = (
     "__init__",
     "alive",

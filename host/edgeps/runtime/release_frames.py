@@ -7,7 +7,7 @@ and its HMAC keeps 8 keys' pads, so with a key per worker it derives them again
 for each message. `ReleaseFrames` checks the round's fields once, packs each
 message with two precompiled structs, and signs with the standard library's
 ``hmac.digest`` (RFC 2104 HMAC-SHA256, as ``wire.hmac_sha256``). The golden
-tests (tests/test_release_frames.py) compare its bytes with the wire module's.
+tests (tests/runtime/test_release_frames.py) compare its bytes with the wire module's.
 """
 
 from __future__ import annotations

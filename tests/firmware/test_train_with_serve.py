@@ -1,0 +1,248 @@
+"""End to end: one MicroPython board worker trains the digits MLP with `edgeps serve`
+until the host's target accuracy, then stops on the STOP "done" addressed to it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import paho.mqtt.client as mqtt
+import pytest
+from edgeps.workloads.datasets import load_dataset, partition_iid
+from edgeps_worker import datafile
+from edgeps_worker import wire_host as wire
+
+from tests.conftest import FIRMWARE
+from tests.helpers.fw_host import write_worker_config
+
+pytestmark = [pytest.mark.integration, pytest.mark.firmware]
+MPY_ENV = dict(os.environ, MICROPYPATH=f"{FIRMWARE}:.frozen")
+
+
+class HelloWatch:
+    """A client on the broker that notes which worker ids said HELLO in a job."""
+
+    def __init__(self, port: int, job: str) -> None:
+        self.seen: set[str] = set()
+        self.cond = threading.Condition()
+        self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2)
+        self.client.on_message = self._on_message
+        self.client.connect("127.0.0.1", port)
+        self.client.subscribe(f"edgeps/{job}/up/+", qos=1)
+        self.client.loop_start()
+
+    def _on_message(self, client, userdata, message) -> None:
+        try:
+            msg = wire.decode(bytes(message.payload))
+        except wire.WireError:
+            return
+        if msg.type == wire.HELLO:
+            with self.cond:
+                self.seen.add(msg.wid)
+                self.cond.notify_all()
+
+    def wait(self, ids: set[str], timeout: float) -> bool:
+        with self.cond:
+            return self.cond.wait_for(lambda: ids <= self.seen, timeout)
+
+    def close(self) -> None:
+        self.client.loop_stop()
+        self.client.disconnect()
+
+
+def write_board_data(directory, shard: int) -> None:
+    """The board's data file: shard ``shard`` of 4 of the host's digits split."""
+    ds = load_dataset("digits", seed=0)
+    X, y = ds.shard(partition_iid(len(ds.y_train), 4, seed=0)[shard])
+    datafile.write_file(str(directory / "data.bin"), X.tolist(), y.tolist())
+
+
+def start_serve(
+    port: int, job: str, policy: str, target: str, *extra: str
+) -> subprocess.Popen:
+    """`edgeps serve` on the digits MLP, printing its JSON summary at the end."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "edgeps", "serve", "--broker",
+         f"mqtt://127.0.0.1:{port}", "--job", job, "--dataset", "digits",
+         "--model", "mlp:64-32-10", "--policy", policy, "--target-accuracy",
+         target, "--max-time", "120", "--quiet", "--json", *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def run_board_with_serve(
+    micropython: str, cfg, tmp_path, serve: subprocess.Popen
+) -> tuple[subprocess.CompletedProcess, dict]:
+    """Run the board's main.py on ``cfg`` to its end, then take serve's JSON
+    summary (serve is killed if it is still running); (board run, summary)."""
+    try:
+        board = subprocess.run(
+            [micropython, str(FIRMWARE / "main.py"), str(cfg)], capture_output=True,
+            text=True, timeout=180, env=MPY_ENV, cwd=tmp_path,
+        )  # fmt: skip
+        out, err = serve.communicate(timeout=60)
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+            serve.wait(timeout=10)
+    lines = out.strip().splitlines()
+    assert lines, f"serve printed no summary: {err}"
+    summary = json.loads(lines[-1])
+    summary["_stderr"] = err
+    return board, summary
+
+
+def test_board_worker_reaches_the_target_accuracy(micropython, mosquitto, tmp_path):
+    # Prepare: worker 0 of 4 holds a quarter of the host's training split
+    write_board_data(tmp_path, 0)
+    cfg = write_worker_config(
+        tmp_path, mosquitto.port, job="digits", model="mlp:64-32-10", batch=16,
+        max_iterations=0, verbose=False,
+    )  # fmt: skip
+    serve = start_serve(mosquitto.port, "digits", "asp", "0.85")
+    # Execute
+    worker, summary = run_board_with_serve(micropython, cfg, tmp_path, serve)
+    err = summary["_stderr"]
+    # Assert
+    assert worker.returncode == 0, worker.stdout + worker.stderr
+    assert "stopped: done" in worker.stdout
+    assert summary["stop_reason"] == "target_accuracy", err
+    assert summary["accuracy"] >= 0.85
+    assert summary["workers"]["mpy-1"]["rejected"] == 0
+
+
+def test_board_with_its_own_key_joins_trains_and_stops_under_v2(
+    micropython, mosquitto, tmp_path
+):
+    # Prepare: `edgeps keys new` on the host, `edgeps keys derive` for the board
+    keys = [sys.executable, "-m", "edgeps", "keys"]
+    master, own = tmp_path / "master.key", tmp_path / "mpy-1.key"
+    subprocess.run([*keys, "new", "--out", str(master)], check=True, timeout=60)
+    subprocess.run([*keys, "derive", "--master", str(master), "--worker", "mpy-1",
+                    "--out", str(own)], check=True, timeout=60)  # fmt: skip
+    board_key = own.read_text().split()[-1]  # the hex line of the key file
+    write_board_data(tmp_path, 0)
+    cfg = write_worker_config(
+        tmp_path, mosquitto.port, job="keyed", model="mlp:64-32-10", batch=16,
+        max_iterations=0, verbose=False, hmac_key=board_key,
+    )  # fmt: skip
+    serve = start_serve(
+        mosquitto.port, "keyed", "asp", "0.8", "--hmac-key-file", str(master)
+    )
+    # Execute
+    worker, summary = run_board_with_serve(micropython, cfg, tmp_path, serve)
+    err = summary["_stderr"]
+    # Assert: joined (WELCOME), trained, stopped on the STOP signed for it
+    assert worker.returncode == 0, worker.stdout + worker.stderr
+    assert "stopped: done" in worker.stdout
+    assert summary["stop_reason"] == "target_accuracy", err
+    assert summary["workers"]["mpy-1"]["accepted"] > 0
+    assert summary["workers"]["mpy-1"]["rejected"] == 0
+    assert summary["dropped"].get("hmac", 0) == 0
+
+
+def test_two_board_workers_in_lockstep_under_bsp(micropython, mosquitto, tmp_path):
+    # Prepare: two boards, each with its own quarter of the training split
+    configs = []
+    for i in range(2):
+        d = tmp_path / f"w{i}"
+        d.mkdir()
+        write_board_data(d, i)
+        configs.append(
+            write_worker_config(
+                d, mosquitto.port, job="bsp", worker_id=f"mpy-{i}",
+                model="mlp:64-32-10", max_iterations=0, verbose=False, seed=i + 1,
+            )
+        )  # fmt: skip
+    serve = start_serve(mosquitto.port, "bsp", "bsp", "0.8")
+    workers = [
+        subprocess.Popen(
+            [micropython, str(FIRMWARE / "main.py"), str(c)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=MPY_ENV,
+            cwd=c.parent,
+        )  # fmt: skip
+        for c in configs
+    ]
+    try:
+        # Execute
+        outs = [w.communicate(timeout=180)[0] for w in workers]
+        out, err = serve.communicate(timeout=60)
+    finally:
+        for p in [*workers, serve]:
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=10)
+    # Assert: both stopped on done; BSP kept their clocks within one round
+    for w, text in zip(workers, outs, strict=True):
+        assert w.returncode == 0 and "stopped: done" in text, text
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["stop_reason"] == "target_accuracy", err
+    clocks = [summary["workers"][f"mpy-{i}"]["clock"] for i in range(2)]
+    assert min(clocks) > 0 and max(clocks) - min(clocks) <= 1
+
+
+def test_board_worker_trains_next_to_cpython_workers(micropython, mosquitto, tmp_path):
+    # Prepare: one board and two `edgeps worker` processes share one DSP job
+    write_board_data(tmp_path, 0)
+    cfg = write_worker_config(
+        tmp_path, mosquitto.port, job="mixed", model="mlp:64-32-10", batch=16,
+        max_iterations=0, verbose=False,
+    )  # fmt: skip
+    broker = f"mqtt://127.0.0.1:{mosquitto.port}"
+    watch = HelloWatch(mosquitto.port, "mixed")
+    serve = start_serve(mosquitto.port, "mixed", "dsp", "0.85")
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "edgeps",
+                "worker",
+                "--broker",
+                broker,
+                "--job",
+                "mixed",
+                "--id",
+                f"py-{i}",
+                "--emulated",
+                f"digits:{i}/4",
+                "--batch",
+                "16",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        for i in (1, 2)
+    ]
+    try:
+        # the board starts once both CPython workers joined: on a loaded box it
+        # could otherwise reach the target before they import numpy
+        assert watch.wait({"py-1", "py-2"}, 90), watch.seen
+        # Execute
+        board = subprocess.run(
+            [micropython, str(FIRMWARE / "main.py"), str(cfg)], capture_output=True,
+            text=True, timeout=180, env=MPY_ENV, cwd=tmp_path,
+        )  # fmt: skip
+        out, err = serve.communicate(timeout=60)
+        for p in procs:
+            p.wait(timeout=30)
+    finally:
+        watch.close()
+        for p in [*procs, serve]:
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=10)
+    # Assert: every worker's updates were accepted and counted in the summary
+    assert board.returncode == 0, board.stdout + board.stderr
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["stop_reason"] == "target_accuracy", err
+    workers = summary["workers"]
+    assert workers["mpy-1"]["accepted"] > 0 and workers["mpy-1"]["rejected"] == 0
+    assert workers["py-1"]["accepted"] > 0 and workers["py-2"]["accepted"] > 0
+    assert all(p.returncode == 0 for p in procs)
