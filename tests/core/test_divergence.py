@@ -48,17 +48,17 @@ def test_an_accuracy_collapse_for_two_evaluations_is_divergence() -> None:
     assert "fell from 0.900 to 0.500" in verdicts[-1].reason
 
 
-def test_outsized_refusals_that_outnumber_applied_pushes_are_divergence() -> None:
+def test_most_pushes_clipped_as_outsized_is_divergence() -> None:
     watch = DivergenceWatch(min_non_finite=3)
     v = watch.check(
         non_finite_total=0,
         accuracy=0.5,
         params_finite=True,
-        applied_total=10,
-        outsized_total=40,
+        applied_total=40,
+        outsized_total=30,
     )
     assert v.state == DIVERGING and "outsized" in v.reason
-    # one attacker's refusals among many applied pushes are not
+    # one attacker's clipped pushes among many applied ones are not
     calm = DivergenceWatch(min_non_finite=3)
     ok = calm.check(
         non_finite_total=0,

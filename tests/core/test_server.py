@@ -126,19 +126,31 @@ def test_redelivered_rejected_push_is_not_released_twice() -> None:
         (np.zeros((N, 1), np.float32), "bad_shape"),
         ([0.0] * N, "bad_shape"),
         (np.array([0, np.inf, 0], np.float32), "non_finite"),
-        (np.full(N, 100.0, np.float32), "norm"),
     ],
 )
-def test_bad_update_is_rejected_and_the_worker_resynced(
+def test_an_unusable_update_is_refused_and_still_answers_the_barrier(
     update: object, reason: str
 ) -> None:
     ps = make_server("bsp", max_update_norm=10.0)
     a = Worker(ps, "a")
-    Worker(ps, "b")
+    b = Worker(ps, "b")
     acts = a.push(1.0, update)  # type: ignore[arg-type]
     assert reasons(acts) == [reason]
-    assert released_version(acts, "a") == 0  # resent parameters: it does not hang
+    assert released_version(acts, "a") is None  # held for the round, like a push
     assert ps.version == 0 and ps.stats()["a"].rejected == {reason: 1}
+    closing = b.push(1.5)
+    assert released_version(closing, "a") == 1  # b's push closed the round
+
+
+def test_an_update_above_max_update_norm_is_clipped_to_it() -> None:
+    ps = make_server("bsp", max_update_norm=10.0)
+    a = Worker(ps, "a")
+    _, before = ps.params_snapshot()
+    acts = a.push(1.0, np.full(N, 100.0, np.float32))
+    moved = float(np.linalg.norm(ps.params_snapshot()[1] - before))
+    assert reasons(acts) == [] and ps.version == 1
+    assert moved == pytest.approx(ps.lr * 10.0, rel=1e-4)
+    assert ps.clipped == 1 and ps.stats()["a"].rejected == {}
 
 
 def test_unknown_dead_and_wrong_session_pushes_are_rejected() -> None:

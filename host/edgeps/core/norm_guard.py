@@ -1,23 +1,20 @@
-"""A guard against outsized updates: at most k times the median of recent norms.
+"""Bounded influence: an update is clipped to k times the median of recent norms.
 
 A fixed ``--max-update-norm`` needs the right number for each model and
-stage of training; this guard needs none. It keeps the L2 norms of the last
-``window`` applied updates and refuses (reason ``norm``) a push whose norm
-exceeds ``k`` times their median, once ``warmup`` norms are known. The median
-ignores a few outliers of its own window, so one outsized push neither gets
-in nor raises the bar for the next one: a finite gradient 10^4 times the usual
-size, from anyone, is refused instead of wrecking the model. Honest
-gradients shrink as training converges and the bar follows them, ``window``
-applied updates behind.
+stage of training; this bound needs none. It keeps the L2 norms of the last
+``window`` applied updates; an update whose norm exceeds ``k`` times their
+median is scaled down to that bound and applied (counted as clipped), never
+refused, so an honest worker whose gradients are larger than the others'
+still moves the model and still answers the barrier, while a finite gradient
+10^4 times the usual size, from anyone, moves it by at most the bound.
 
-Defaults: k = 10, window = 64, warmup = 8. The window is counted in applied
-updates rather than seconds, so it follows training at any update rate; the
-guard needs no clock. It is pure logic, called from the content checks
-(`edgeps.core.validate.content_problem`) and fed by the server after each
-applied update. Limits: the first ``warmup`` updates of a run (a resume
-included) are checked only against ``--max-update-norm``; and a live worker
-that pushes many tiny updates lowers the median, so honest updates could be
-refused: the guard bounds damage by size, it does not authenticate anyone.
+The bound is in force from the first push: until ``warmup`` norms are known
+each missing one counts as ``prior``, the norm of the initial parameters (an
+update may not be much larger than the model it updates). The median ignores
+a few outliers of its own window, and the norms kept are those applied (after
+clipping), so no run of outsized pushes raises the bar by more than their
+share of the window. The window is counted in applied updates, so it follows
+training at any update rate; the guard needs no clock.
 """
 
 from __future__ import annotations
@@ -38,7 +35,9 @@ class NormGuard:
     ----------
     k : multiple of the median allowed (> 1).
     window : how many applied updates' norms the median is taken over.
-    warmup : applied updates needed before the guard refuses anything.
+    warmup : applied updates after which the prior no longer counts.
+    prior : the norm each of the first ``warmup`` missing norms counts as; the
+        server sets it from the initial parameters when left None.
     """
 
     def __init__(
@@ -47,6 +46,7 @@ class NormGuard:
         *,
         window: int = DEFAULT_WINDOW,
         warmup: int = DEFAULT_WARMUP,
+        prior: float | None = None,
     ) -> None:
         if isinstance(k, bool) or not isinstance(k, int | float):
             raise TypeError(f"k must be a number, got {k!r}")
@@ -61,7 +61,15 @@ class NormGuard:
         self.warmup = warmup
         self._recent: deque[float] = deque()  # in arrival order
         self._sorted: list[float] = []  # the same norms, sorted
-        self.refused = 0
+        self.prior = None if prior is None else self._positive(prior)
+        self.clipped = 0
+
+    @staticmethod
+    def _positive(value: float) -> float:
+        value = float(value)
+        if not math.isfinite(value) or value <= 0.0:
+            raise ValueError(f"prior must be a finite number > 0, got {value!r}")
+        return value
 
     def __len__(self) -> int:
         return len(self._recent)
@@ -74,19 +82,32 @@ class NormGuard:
         return 0.5 * (s[(n - 1) // 2] + s[n // 2])
 
     def limit(self) -> float | None:
-        """The largest norm admitted now; None while warming up (no limit)."""
-        median = self.median()
-        if len(self._sorted) < self.warmup or median is None or median <= 0.0:
-            return None  # a zero median would refuse every nonzero update
+        """The largest norm applied unclipped now; None only with no prior and no norm.
+
+        Until ``warmup`` norms are known, the missing ones count as ``prior``.
+        """
+        known = self._sorted
+        missing = self.warmup - len(known) if self.prior is not None else 0
+        if missing > 0:
+            assert self.prior is not None
+            padded = sorted([*known, *([self.prior] * missing)])
+            median = 0.5 * (padded[(len(padded) - 1) // 2] + padded[len(padded) // 2])
+        else:
+            median_or_none = self.median()
+            if median_or_none is None:
+                return None
+            median = median_or_none
+        if median <= 0.0:
+            return None  # all-zero updates so far: nothing to scale against
         return self.k * median
 
-    def admits(self, norm: float) -> bool:
-        """True if an update of this (finite) norm may be applied; counts refusals."""
+    def clip_scale(self, norm: float) -> float:
+        """The factor that brings an update of this (finite) norm within the bound."""
         limit = self.limit()
         if limit is None or norm <= limit:
-            return True
-        self.refused += 1
-        return False
+            return 1.0
+        self.clipped += 1
+        return limit / norm
 
     def accept(self, norm: float) -> None:
         """Record the norm of an update that was applied."""

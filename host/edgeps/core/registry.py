@@ -45,6 +45,8 @@ class WorkerRecord:
         "nonce",
         "max_batch",
         "refused",
+        "refused_in_row",
+        "clipped",
         "_state",
         "live",
         "clock",
@@ -70,6 +72,8 @@ class WorkerRecord:
         self.nonce = 0
         self.max_batch = 0
         self.refused: tuple[int, int] = (-1, 0)
+        self.refused_in_row = 0  # turns refused since the last applied push
+        self.clipped = 0  # pushes applied scaled down to the norm bound
         self._state = WorkerState.LIVE
         self.live = True
         self.clock = 0

@@ -49,10 +49,17 @@ from edgeps.core.types import (
     WorkerState,
     WorkerStats,
 )
-from edgeps.core.validate import content_problem, identity_problem, update_digest
+from edgeps.core.validate import (
+    clip_scale,
+    content_problem,
+    identity_problem,
+    update_digest,
+)
 from edgeps.core.view import ClusterView
 
 log = logging.getLogger(__name__)
+# a worker refused this many turns in a row (non-finite, malformed) leaves the job
+MAX_REFUSED_IN_ROW = 8
 
 
 class ParameterServer:
@@ -115,12 +122,15 @@ class ParameterServer:
             None if max_update_norm is None else float(max_update_norm)
         )
         self.norm_guard = norm_guard
+        if norm_guard is not None and norm_guard.prior is None:
+            norm_guard.prior = max(1.0, kernels.l2_norm(self._params))
         self.monitor = monitor if monitor is not None else PerformanceMonitor()
         if not isinstance(balancer, (Balancer, type(None))):
             raise TypeError(f"balancer must be a Balancer, got {type(balancer)!r}")
         self.balancer = balancer
         self.version = 0
         self.max_staleness_seen = 0
+        self.clipped = 0  # pushes applied scaled down to the norm bound
         self.forced_releases = 0  # safety net firings: a policy left everyone waiting
         self.rejected_unregistered: dict[str, int] = {}
         self._workers: dict[str, WorkerRecord] = {}
@@ -319,35 +329,57 @@ class ParameterServer:
             rec.refused = (seq, update_digest(push))
             self._count_rejection(rec, rec.worker_id, "not_released")
             return [Rejected(rec.worker_id, seq, "not_released")]
-        problem = content_problem(
-            rec,
-            push,
-            self.version,
-            self.n_params,
-            self.max_update_norm,
-            self.norm_guard,
-        )
-        if problem is None:
-            # only a usable push moves the clock: a forged one cannot poison it
-            rec.last_push_clock = int(push.clock)
-            problem = self.policy.admit(self.view, push, now)
+        problem = content_problem(rec, push, self.version, self.n_params)
+        if problem is not None:
+            # unusable, but the worker's turn: it answers the barrier
+            rec.refused = (seq, update_digest(push))
+            self._count_rejection(rec, rec.worker_id, problem)
+            return self._take_turn(rec, push, now, refused=problem)
+        # only a usable push moves the clock: a forged one cannot poison it
+        rec.last_push_clock = int(push.clock)
+        problem = self.policy.admit(self.view, push, now)
         if problem is not None:
             # remembered, not recorded: a refused push never blocks later ones
             rec.refused = (seq, update_digest(push))
             return self._reject_and_resync(rec, seq, problem, now)
-        return self._apply(rec, push, now)
+        return self._take_turn(rec, push, now)
 
-    def _apply(self, rec: WorkerRecord, push: Push, now: float) -> list[Action]:
-        staleness = self.version - int(push.base_version)
+    def _step(self, rec: WorkerRecord, push: Push, staleness: int) -> None:
+        """Apply the push's update, clipped to the norm bound, as one version."""
+        scale = clip_scale(push.update, self.max_update_norm, self.norm_guard)
+        if scale < 1.0:
+            rec.clipped += 1
+            self.clipped += 1
         lr = self.lr / (staleness + 1) if self.staleness_aware else self.lr
         lr *= self.step_backoff * worker_step_scale(self.lr_workers, self.view.n_live)
         lr *= self.policy.step_scale(self.view, push, staleness)
         if self.balancer is not None:
             lr *= self.balancer.weight(push.samples, rec.worker_id)
-        self.optimizer.step(self._params, push.update, lr)
+        self.optimizer.step(self._params, push.update, lr * scale)
         self.version += 1
         if self.norm_guard is not None:
-            self.norm_guard.accept(kernels.l2_norm(push.update))
+            self.norm_guard.accept(kernels.l2_norm(push.update) * scale)
+
+    def _take_turn(
+        self, rec: WorkerRecord, push: Push, now: float, refused: str | None = None
+    ) -> list[Action]:
+        """The worker's push counts for the barrier: applied, or refused as unusable.
+
+        A worker refused ``MAX_REFUSED_IN_ROW`` turns in a row leaves the job.
+        """
+        staleness = self.version - int(push.base_version)
+        if refused is None:
+            self._step(rec, push, staleness)
+            rec.refused_in_row = 0
+        else:
+            rec.refused_in_row += 1
+            if rec.refused_in_row >= MAX_REFUSED_IN_ROW:
+                self._drop(rec, now)
+                return [
+                    Rejected(rec.worker_id, int(push.seq), refused),
+                    WorkerLeft(rec.worker_id, "refused"),
+                    *self._release_action(now),
+                ]
         compute = float(push.compute_time)
         # iteration = release -> push (compute + both link legs): the worker's
         # own pace, without the time the policy kept it waiting at the barrier
@@ -363,19 +395,22 @@ class ParameterServer:
             self.balancer.observe(rec.worker_id, push.samples, compute, since_release)
         rec.clock += 1
         self.view.note_clock(rec, rec.clock - 1)
-        rec.last_seq = int(push.seq)
         rec.answer = int(push.seq)
         rec.waiting = True
-        rec.stats.accepted += 1
-        rec.stats.max_staleness = max(rec.stats.max_staleness, staleness)
-        rec.last_staleness = staleness
-        self.max_staleness_seen = max(self.max_staleness_seen, staleness)
+        if refused is None:
+            rec.last_seq = int(push.seq)
+            rec.stats.accepted += 1
+            rec.stats.max_staleness = max(rec.stats.max_staleness, staleness)
+            rec.last_staleness = staleness
+            self.max_staleness_seen = max(self.max_staleness_seen, staleness)
         self.policy.on_applied(self.view, push, now)
         keyed = self.policy.keyed_release
         key = self.policy.release_key(self.view, rec.worker_id) if keyed else None
         self._queue.hold(rec, key)
         actions: list[Action] = [
             Applied(rec.worker_id, int(push.seq), self.version, staleness)
+            if refused is None
+            else Rejected(rec.worker_id, int(push.seq), refused)
         ]
         released = self._release_pass(now)
         if rec.worker_id not in released:

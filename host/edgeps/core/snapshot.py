@@ -47,6 +47,7 @@ def server_snapshot(
             "accepted": r.stats.accepted,
             "rejected": dict(r.stats.rejected),
             "staleness": r.last_staleness,
+            "clipped": r.clipped,
             "max_staleness": r.stats.max_staleness,
             "silent_for": max(0.0, now - r.last_seen),
             "joins": r.joins,

@@ -35,29 +35,26 @@ def identity_problem(rec: WorkerRecord | None, push: Push) -> str | None:
         return "dead_worker"
     if push.session != rec.session:
         return "stale_session"  # an earlier session's push, or a made-up one
-    if push.seq < 0 or push.seq > rec.last_seq + SEQ_WINDOW:
+    # the window runs from the last push decided, applied or refused, so a run
+    # of refused pushes never locks the worker out
+    latest = max(rec.last_seq, rec.refused[0])
+    if push.seq < 0 or push.seq > latest + SEQ_WINDOW:
         return "bad_seq"
     if push.seq == rec.last_seq:
         return "duplicate"
     if push.seq == rec.refused[0] and update_digest(push) == rec.refused[1]:
         return "duplicate"  # a redelivery of the push just refused
-    if push.seq < rec.last_seq:
-        return "stale_seq"
+    if push.seq < latest:
+        return "stale_seq"  # older than a push already decided: a redelivery
     return None
 
 
 def content_problem(
-    rec: WorkerRecord,
-    push: Push,
-    version: int,
-    n_params: int,
-    max_norm: float | None,
-    guard: NormGuard | None = None,
+    rec: WorkerRecord, push: Push, version: int, n_params: int
 ) -> str | None:
-    """Is this (new) push from the worker's current turn usable?
+    """Is this (new) push from the worker's current turn usable at all?
 
-    ``norm``: above ``max_norm``, or outsized for the ``guard`` (k x the median
-    of the recent applied norms).
+    An outsized one is: ``clip_scale`` bounds its influence instead.
     """
     if push.clock < 1 or push.clock <= rec.last_push_clock:
         return "bad_clock"
@@ -74,11 +71,19 @@ def content_problem(
         return "bad_shape"
     if not kernels.all_finite(u):
         return "non_finite"
-    if max_norm is None and guard is None:
-        return None
-    norm = kernels.l2_norm(u)
-    if max_norm is not None and norm > max_norm:
-        return "norm"
-    if guard is not None and not guard.admits(norm):
-        return "norm"
     return None
+
+
+def clip_scale(
+    update: np.ndarray, max_norm: float | None, guard: NormGuard | None
+) -> float:
+    """The factor (<= 1) that brings a usable update within the norm bounds."""
+    if max_norm is None and guard is None:
+        return 1.0
+    norm = kernels.l2_norm(update)
+    scale = 1.0
+    if max_norm is not None and norm > max_norm:
+        scale = max_norm / norm
+    if guard is not None:
+        scale = min(scale, guard.clip_scale(norm))
+    return scale

@@ -208,6 +208,11 @@ class Coordinator:
 
     def on_left(self, action: WorkerLeft) -> None:
         log.info("worker %s left: %s", action.worker_id, action.reason)
+        if action.reason == "refused":
+            # its pushes kept failing: tell it why instead of letting it retry
+            peer = self.peers.get(action.worker_id)
+            if peer.session:
+                self.outbox.stop(peer, peer.session, "refused")
 
     def stop_workers(self, reason: str) -> None:
         """STOP every worker that holds a session, each signed with its own key."""
@@ -272,7 +277,7 @@ class Coordinator:
             accuracy=self.accuracy,
             params_finite=bool(np.isfinite(params).all()),
             applied_total=self.applied,
-            outsized_total=self.rejected["norm"],
+            outsized_total=self.server.clipped,
         )
         self.server.step_backoff = verdict.step_scale
         if verdict.backed_off:
@@ -354,6 +359,7 @@ class Coordinator:
                 "dropped": sum(dropped.values()),
                 "dropped_by_reason": dropped,
                 "max_staleness": s.max_staleness if s is not None else 0,
+                "clipped": w.get("clipped", 0),
             }
         return rows
 

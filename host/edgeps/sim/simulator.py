@@ -259,7 +259,7 @@ class Simulator:
         verdict = self.watch.check(
             non_finite_total=self.rejected.get("non_finite", 0),
             applied_total=self.applied,
-            outsized_total=self.rejected.get("norm", 0),
+            outsized_total=self.server.clipped,
             accuracy=acc,
             params_finite=bool(np.isfinite(params).all()),
         )
