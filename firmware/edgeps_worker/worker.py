@@ -79,11 +79,12 @@ class Worker:
     log: callable taking one string, or None to stay quiet.
 
     The link steps in ``worker_link`` share this state with the loop: ``sink``
-    (the PARAMS sink), ``joined`` (HELLO sent on this link), ``waiting`` (a
-    release is due), ``unacked`` (head of the push awaiting its release),
-    ``refused`` (HELLOs refused as duplicate_id), ``backoff_ms`` (the last
-    reconnect delay; 0 once a link came up), and ``note``, ``count_bad``,
-    ``should_stop`` and ``await_release``.
+    (the PARAMS sink), ``joined`` (HELLO sent on this link), ``waiting`` and
+    ``wait_since`` (a release is due, since then), ``last_hb`` (the last
+    HEARTBEAT, HELLO or UPDATE), ``unacked`` (head of the push awaiting its
+    release), ``refused`` (HELLOs refused as duplicate_id), ``backoff_ms``
+    (the last reconnect delay; 0 once a link came up), and ``note``,
+    ``count_bad`` and ``should_stop``.
     """
 
     def __init__(
@@ -158,8 +159,8 @@ class Worker:
         self._grad = None
         self.joined = False  # HELLO sent on this link
         self.waiting = False  # joined and waiting for PARAMS
-        self._wait_since = 0
-        self._last_hb = 0
+        self.wait_since = 0
+        self.last_hb = 0
         self.backoff_ms = 0  # the last reconnect delay; 0 once a link came up
 
     # -- public ---------------------------------------------------------
@@ -203,7 +204,7 @@ class Worker:
             budget = self.poll_ms
             if self.joined:  # wake up for the next heartbeat
                 left = self.heartbeat_ms - clock.ticks_diff(
-                    clock.ticks_ms(), self._last_hb
+                    clock.ticks_ms(), self.last_hb
                 )
                 budget = max(1, min(budget, left))
             msg = self.t.poll(budget)
@@ -224,17 +225,17 @@ class Worker:
             self._rare("hello")
             self.joined = True
         now = clock.ticks_ms()
-        if clock.ticks_diff(now, self._last_hb) >= self.heartbeat_ms:
+        if clock.ticks_diff(now, self.last_hb) >= self.heartbeat_ms:
             if self.session is not None:
                 beat = wire.encode_heartbeat(
                     self.job, self.wid, self.session, self.clock, self.key
                 )
                 self.t.publish(self.up, beat, 1)
                 self.stats["heartbeats"] += 1
-            self._last_hb = now
+            self.last_hb = now
         if (
             self.waiting
-            and clock.ticks_diff(now, self._wait_since) >= self.release_timeout_ms
+            and clock.ticks_diff(now, self.wait_since) >= self.release_timeout_ms
         ):
             self.stats["timeouts"] += 1
             self.note("no release, re-HELLO")
@@ -325,7 +326,8 @@ class Worker:
         self._grad = grad
         # the UPDATE tells the PS the worker lives: no HEARTBEAT due until
         # heartbeat_ms after it
-        self.await_release()
+        self.waiting = True
+        self.wait_since = self.last_hb = clock.ticks_ms()
         self._send_update()
 
     def _send_update(self):
@@ -378,12 +380,6 @@ class Worker:
             return getattr(worker_link, name)(self, *args)
         finally:
             unload("worker_link")
-
-    def await_release(self):
-        """A HELLO or UPDATE went out: wait for a release; no HEARTBEAT is due
-        until heartbeat_ms from now."""
-        self.waiting = True
-        self._wait_since = self._last_hb = clock.ticks_ms()
 
     def count_bad(self, reason):
         """Count and log a message dropped for ``reason``."""

@@ -55,7 +55,10 @@ def hello(w):
     w.t.publish(w.up, hi, 1)
     w.stats["hellos"] += 1
     w.sink.reset()  # the PS answers with a release, maybe the last one
-    w.await_release()
+    now = clock.ticks_ms()
+    w.last_hb = now
+    w.waiting = True
+    w.wait_since = now
 
 
 def on_welcome(w, msg):
