@@ -73,8 +73,7 @@ def start_board_and_cpython_workers(
     finds the job done (the CPython workers alone reach the target in about
     a second) and the board waits for the job's next run until it is killed.
     """
-    env = dict(os.environ, MICROPYPATH=f"{FIRMWARE}:.frozen")
-    board = Started([micropython, str(FIRMWARE / "main.py"), str(cfg)], env=env,
+    board = Started([micropython, str(FIRMWARE / "main.py"), str(cfg)], env=MPY_ENV,
                     cwd=tmp_path)  # fmt: skip
     worker = [sys.executable, "-m", "edgeps", "worker", "--broker",
               f"mqtt://127.0.0.1:{port}", "--job", job, "--batch", "16",
