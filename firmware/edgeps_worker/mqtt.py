@@ -116,15 +116,17 @@ class MQTTClient:
         self, will_topic=None, will_payload=None, will_retain=False, clean=True
     ):
         """Open the link, send CONNECT (last will QoS 1), wait for CONNACK."""
+        # mqtt_open.connect
         self._rare("connect", will_topic, will_payload, will_retain, clean)
 
     def subscribe(self, topic, qos=1):
         """Subscribe and wait for the SUBACK; OSError if refused or unanswered."""
-        self._rare("subscribe", topic, qos)
+        self._rare("subscribe", topic, qos)  # mqtt_open.subscribe
 
     def _rare(self, name, *args):
         # what runs per connect or per oversized message is in mqtt_open,
-        # which a board unloads after each use
+        # which a board unloads after each use; each call site names the
+        # function it calls (mqtt_open.<name>), as a module import would
         from edgeps_worker import mqtt_open
 
         try:
@@ -294,7 +296,7 @@ class MQTTClient:
         A PUBLISH longer than max_packet comes as its topic and packet id
         only, with ``_skip`` set to the bytes still to discard.
         """
-        if self._skip and not self._rare("drain", t0, timeout_ms):
+        if self._skip and not self._rare("drain", t0, timeout_ms):  # mqtt_open.drain
             return None
         if not self._fill(2, t0, timeout_ms):
             return None
@@ -314,7 +316,7 @@ class MQTTClient:
         # _fill may compact the buffer, moving the packet to index 0
         off = start - self._r0
         if rl > self.max_packet:  # a PUBLISH (check_header): its head, _skip set
-            rl = self._rare("oversized", off, rl, t0, timeout_ms)
+            rl = self._rare("oversized", off, rl, t0, timeout_ms)  # mqtt_open.oversized
         if rl is None or not self._fill(off + rl, t0, timeout_ms):
             return None
         start = self._r0 + off

@@ -77,6 +77,14 @@ class Worker:
     mem_probe: callable returning the bytes of heap in use, sampled around
         receiving, computing and sending; the peak lands in stats["peak_mem"].
     log: callable taking one string, or None to stay quiet.
+
+    The link steps in ``worker_link`` share this state with the loop: ``sink``
+    (the PARAMS sink), ``joined`` (HELLO sent on this link), ``waiting`` and
+    ``wait_since`` (a release is due, since then), ``last_hb`` (the last
+    HEARTBEAT, HELLO or UPDATE), ``unacked`` (head of the push awaiting its
+    release), ``refused`` (HELLOs refused as duplicate_id), ``backoff_ms``
+    (the last reconnect delay; 0 once a link came up), and ``note``,
+    ``count_bad`` and ``should_stop``.
     """
 
     def __init__(
@@ -129,7 +137,7 @@ class Worker:
         self._log = log
         self.n_params = n
         self.codec, self.codec_arg = 1, 0  # the UPDATE code and arg WELCOME names
-        self._sink = ParamsSink(trainer.params_buffer(), n * 4, trainer)
+        self.sink = ParamsSink(trainer.params_buffer(), n * 4, trainer)
         self.up = wire.topic_up(job, worker_id)
         self.down = wire.topic_down(job, worker_id)
         self.model_topic = wire.topic_model(job)
@@ -140,26 +148,27 @@ class Worker:
         self.run_id = 0  # the serve run, adopted from WELCOME
         self.session = None  # issued by the PS in WELCOME
         self.nonce = 0  # names this connection (HELLOs and last will)
-        self._refused = 0  # HELLOs refused as duplicate_id
+        self.refused = 0  # HELLOs refused as duplicate_id
         self.version = -1  # parameter version currently in the buffer
         self.last_loss = float("nan")
         self.model_state = None  # None until a MODEL message was read
         self.stop_reason = None
         # header of the last UPDATE until its release; the trainer's grad buffer
         # holds its body, so a send re-encodes instead of keeping the chunks
-        self._unacked = None
+        self.unacked = None
         self._grad = None
-        self._waiting = False  # joined and waiting for PARAMS
-        self._wait_since = 0
-        self._last_hb = 0
-        self._backoff = 0  # the last reconnect delay; 0 once a link came up
+        self.joined = False  # HELLO sent on this link
+        self.waiting = False  # joined and waiting for PARAMS
+        self.wait_since = 0
+        self.last_hb = 0
+        self.backoff_ms = 0  # the last reconnect delay; 0 once a link came up
 
     # -- public ---------------------------------------------------------
 
     def run(self):
         """Run until done, max_iterations, the stop callback or a model mismatch."""
         while self.stop_reason is None:
-            if self._should_stop():
+            if self.should_stop():
                 self.stop_reason = "stopped"
                 break
             try:
@@ -168,18 +177,18 @@ class Worker:
                 # a rejoin would fail the same way: stop instead of looping
                 self.stats["memory_errors"] += 1
                 self.stop_reason = "memory"
-                self._note("out of memory: " + repr(exc))
+                self.note("out of memory: " + repr(exc))
                 break
             except OSError as exc:
-                self._note("link lost: " + repr(exc))
-                self._rare("close")
-                if self.stop_reason is not None or self._should_stop():
+                self.note("link lost: " + repr(exc))
+                self._rare("close")  # worker_link.close
+                if self.stop_reason is not None or self.should_stop():
                     break
                 self.stats["reconnects"] += 1
-                self._rare("backoff")
+                self._rare("backoff")  # worker_link.backoff
         if self.stop_reason is None:
             self.stop_reason = "stopped"
-        self._leave()
+        self.leave()
         return self.stop_reason
 
     # -- one connection -------------------------------------------------
@@ -188,14 +197,14 @@ class Worker:
         """Connect, join and work until a stop reason is set or the link fails."""
         self.start_link()
         while self.stop_reason is None:
-            if self._should_stop():
+            if self.should_stop():
                 self.stop_reason = "stopped"
                 return
             self.run_timers()
             budget = self.poll_ms
-            if self._joined:  # wake up for the next heartbeat
+            if self.joined:  # wake up for the next heartbeat
                 left = self.heartbeat_ms - clock.ticks_diff(
-                    clock.ticks_ms(), self._last_hb
+                    clock.ticks_ms(), self.last_hb
                 )
                 budget = max(1, min(budget, left))
             msg = self.t.poll(budget)
@@ -204,39 +213,40 @@ class Worker:
 
     def start_link(self):
         """Step API (run() is built on it): connect, subscribe, new session."""
-        self._rare("start_link")
+        self._rare("start_link")  # worker_link.start_link
 
     def run_timers(self):
         """Join once MODEL says running; heartbeat and release timeout when due."""
-        joined = self._joined or self.model_state == "running"
+        joined = self.joined or self.model_state == "running"
         if self.stop_reason is not None or not joined:
             return
-        if not self._joined:
-            self._rare("hello")  # a rejoin need not await the retained MODEL again
-            self._joined = True
+        if not self.joined:
+            # worker_link.hello; a rejoin need not await the retained MODEL again
+            self._rare("hello")
+            self.joined = True
         now = clock.ticks_ms()
-        if clock.ticks_diff(now, self._last_hb) >= self.heartbeat_ms:
+        if clock.ticks_diff(now, self.last_hb) >= self.heartbeat_ms:
             if self.session is not None:
                 beat = wire.encode_heartbeat(
                     self.job, self.wid, self.session, self.clock, self.key
                 )
                 self.t.publish(self.up, beat, 1)
                 self.stats["heartbeats"] += 1
-            self._last_hb = now
+            self.last_hb = now
         if (
-            self._waiting
-            and clock.ticks_diff(now, self._wait_since) >= self.release_timeout_ms
+            self.waiting
+            and clock.ticks_diff(now, self.wait_since) >= self.release_timeout_ms
         ):
             self.stats["timeouts"] += 1
-            self._note("no release, re-HELLO")
-            self._rare("hello")
+            self.note("no release, re-HELLO")
+            self._rare("hello")  # worker_link.hello
 
     # -- incoming -------------------------------------------------------
 
     def _dispatch(self, topic, payload):
         self._sample()
         if payload is None:  # oversized: the transport dropped it, the link stays
-            self._rare("oversized", topic)
+            self._rare("oversized", topic)  # worker_link.oversized
         elif self._handle(payload):
             self._release()  # out of _handle: its message is garbage during the step
 
@@ -244,34 +254,34 @@ class Worker:
         try:
             msg = wire.decode(payload, self.key)
         except wire.WireError as exc:
-            self._bad("wire:" + str(exc.reason))
+            self.count_bad("wire:" + str(exc.reason))
             return
         kind = msg.type
         if msg.job != self.job:
-            self._bad("job")
+            self.count_bad("job")
         elif kind == wire.MODEL:
             # informational (unsigned): a new run of the job means a new HELLO
             known = self.model_state is not None and self.run_id
             self.model_state = msg.state
             if msg.state == "running" and known and msg.run != self.run_id:
-                self._rare("hello")
+                self._rare("hello")  # worker_link.hello
         elif kind == wire.PARAMS and not msg.wid:
             if msg.run == self.run_id:
                 return self._on_params(msg)  # a release round's shared copy
         elif msg.wid != self.wid:
-            self._bad("wid")
+            self.count_bad("wid")
         elif kind == wire.WELCOME:
-            self._rare("on_welcome", msg)
+            self._rare("on_welcome", msg)  # worker_link.on_welcome
         elif kind == wire.STOP and (msg.session == self.nonce or self._ours(msg)):
-            self._rare("on_stop", str(msg.reason))
+            self._rare("on_stop", str(msg.reason))  # worker_link.on_stop
         elif kind == wire.STOP or not self._ours(msg):
-            self._bad("session")
+            self.count_bad("session")
         elif kind == wire.PARAMS or kind == 10:  # 10: RELEASE
             return self._on_params(msg)
         elif kind == wire.REJECT:
-            self._rare("on_reject", msg)
+            self._rare("on_reject", msg)  # worker_link.on_reject
         else:
-            self._bad("type")
+            self.count_bad("type")
 
     def _ours(self, msg):
         """True if ``msg`` is addressed to this run and session."""
@@ -280,23 +290,24 @@ class Worker:
 
     def _on_params(self, msg):
         """A PARAMS chunk (own or shared) or a RELEASE; True once a release is whole."""
-        done = self._sink.add(msg)
+        done = self.sink.add(msg)
         if done is True:
             self._sample()
-            self.version, _, batch = self._sink.done  # pyright: ignore[reportGeneralTypeIssues]
+            self.version, _, batch = self.sink.done  # pyright: ignore[reportGeneralTypeIssues]
             if batch and hasattr(self.trainer, "set_batch"):
                 self.trainer.set_batch(batch)
             return True
         elif done is not None:
-            self._bad(done)
+            self.count_bad(done)
             if done[0] == "r":  # release_*: its shared copy is gone or wrong
-                self._rare("hello")  # the PS resends the release whole
+                # worker_link.hello: the PS resends the release whole
+                self._rare("hello")
 
     def _release(self):
         """Parameters are complete: compute one gradient and push it."""
         self.stats["releases"] += 1
-        self._unacked = None
-        self._waiting = False
+        self.unacked = None
+        self.waiting = False
         self._sample()
         t0 = clock.ticks_ms()
         loss, samples, grad = self.trainer.step()
@@ -305,23 +316,23 @@ class Worker:
                 grad = self.trainer.encode_grad(self.codec, self.codec_arg)
             except ValueError:  # NaN/Inf: not pushed; a re-HELLO asks a release
                 self.stats["bad_grads"] += 1
-                self._rare("hello")
+                self._rare("hello")  # worker_link.hello
                 return
         compute_time = clock.ticks_diff(clock.ticks_ms(), t0) / 1000
         self.clock += 1
         self.seq += 1
         self.last_loss = loss
-        self._unacked = (self.seq, self.clock, self.version, compute_time, samples)
+        self.unacked = (self.seq, self.clock, self.version, compute_time, samples)
         self._grad = grad
-        self._waiting = True
         # the UPDATE tells the PS the worker lives: no HEARTBEAT due until
         # heartbeat_ms after it
-        self._wait_since = self._last_hb = clock.ticks_ms()
+        self.waiting = True
+        self.wait_since = self.last_hb = clock.ticks_ms()
         self._send_update()
 
     def _send_update(self):
         """Encode and publish the last UPDATE one chunk at a time."""
-        head = self._unacked
+        head = self.unacked
         if head is None:
             return
         seq, clk, base, compute_time, samples = head
@@ -348,30 +359,34 @@ class Worker:
             if used > self.stats["peak_mem"]:
                 self.stats["peak_mem"] = used
 
-    def _should_stop(self):
+    def should_stop(self):
+        """True when the stop callback says so."""
         return self._stop_cb is not None and bool(self._stop_cb())
 
-    def _leave(self):
-        """Say BYE when a link is up; a dead link leaves it to the last will."""
-        self._rare("leave")
+    def leave(self):
+        """Step API: say BYE when a link is up (a dead link leaves it to the
+        last will), then close it."""
+        self._rare("leave")  # worker_link.leave
 
-    def _rare(self, name, arg=None):
+    feed = _dispatch  # step API: handle one received message
+
+    def _rare(self, name, *args):
         # what a worker runs now and then (joining, a STOP or REJECT, backing
-        # off, leaving) is in worker_link, which a board unloads after each use
+        # off, leaving) is in worker_link, which a board unloads after each
+        # use; each call site names the function it calls (worker_link.<name>)
         from edgeps_worker import worker_link
 
         try:
-            return getattr(worker_link, name)(self, arg)
+            return getattr(worker_link, name)(self, *args)
         finally:
             unload("worker_link")
 
-    feed = _dispatch  # step API: handle one received message
-    leave = _leave  # step API: BYE on a live link, then close it
-
-    def _bad(self, reason):
+    def count_bad(self, reason):
+        """Count and log a message dropped for ``reason``."""
         self.stats["bad_messages"] += 1
-        self._note("dropped message: " + reason)
+        self.note("dropped message: " + reason)
 
-    def _note(self, text):
+    def note(self, text):
+        """Log ``text`` with this worker's id, unless quiet."""
         if self._log is not None:
             self._log(self.wid + ": " + text)

@@ -7,50 +7,16 @@ import json
 import os
 import subprocess
 import sys
-import threading
 
-import paho.mqtt.client as mqtt
 import pytest
 from edgeps.workloads.datasets import load_dataset, partition_iid
 from edgeps_worker import datafile
-from edgeps_worker import wire_host as wire
 
 from tests.conftest import FIRMWARE
-from tests.helpers.fw_host import write_worker_config
+from tests.helpers.fw_host import Started, write_worker_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.firmware]
 MPY_ENV = dict(os.environ, MICROPYPATH=f"{FIRMWARE}:.frozen")
-
-
-class HelloWatch:
-    """A client on the broker that notes which worker ids said HELLO in a job."""
-
-    def __init__(self, port: int, job: str) -> None:
-        self.seen: set[str] = set()
-        self.cond = threading.Condition()
-        self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2)
-        self.client.on_message = self._on_message
-        self.client.connect("127.0.0.1", port)
-        self.client.subscribe(f"edgeps/{job}/up/+", qos=1)
-        self.client.loop_start()
-
-    def _on_message(self, client, userdata, message) -> None:
-        try:
-            msg = wire.decode(bytes(message.payload))
-        except wire.WireError:
-            return
-        if msg.type == wire.HELLO:
-            with self.cond:
-                self.seen.add(msg.wid)
-                self.cond.notify_all()
-
-    def wait(self, ids: set[str], timeout: float) -> bool:
-        with self.cond:
-            return self.cond.wait_for(lambda: ids <= self.seen, timeout)
-
-    def close(self) -> None:
-        self.client.loop_stop()
-        self.client.disconnect()
 
 
 def write_board_data(directory, shard: int) -> None:
@@ -93,6 +59,43 @@ def run_board_with_serve(
     summary = json.loads(lines[-1])
     summary["_stderr"] = err
     return board, summary
+
+
+def start_board_and_cpython_workers(
+    micropython: str, cfg, tmp_path, port: int, job: str, timeout: float = 90
+) -> tuple[Started, list[Started]]:
+    """The board (main.py on ``cfg``, verbose) and two `edgeps worker` processes
+    (py-1, py-2 on digits shards 1 and 2 of 4), each waited for until it is
+    ready: the board subscribed, the CPython workers done loading (numpy, their
+    data) and about to subscribe.
+
+    Start serve after this: its retained MODEL then reaches every worker at
+    once. Started after serve, a worker that is slow to start on a loaded box
+    finds the job done (the CPython workers alone reach the target in about
+    a second) and the board waits for the job's next run until it is killed.
+    """
+    board = Started([micropython, str(FIRMWARE / "main.py"), str(cfg)], env=MPY_ENV,
+                    cwd=tmp_path)  # fmt: skip
+    worker = [sys.executable, "-m", "edgeps", "worker", "--broker",
+              f"mqtt://127.0.0.1:{port}", "--job", job, "--batch", "16",
+              "--log-level", "info"]  # fmt: skip
+    cpython = [
+        Started([*worker, "--id", f"py-{i}", "--emulated", f"digits:{i}/4"])
+        for i in (1, 2)
+    ]
+    ready = [(board, "mpy-1: connected")]
+    ready += [(p, "local samples") for p in cpython]
+    for proc, text in ready:
+        if not proc.wait_for(text, timeout):
+            for p in [board, *cpython]:
+                p.kill()
+            raise AssertionError(f"not ready in {timeout} s:\n{proc.output}")
+    return board, cpython
+
+
+def board_stats(output: str) -> dict:
+    """The stats the board printed with ``stopped: done``."""
+    return json.loads(output.split("stopped: done ", 1)[1].splitlines()[0])
 
 
 def test_board_worker_reaches_the_target_accuracy(micropython, mosquitto, tmp_path):
@@ -188,61 +191,34 @@ def test_two_board_workers_in_lockstep_under_bsp(micropython, mosquitto, tmp_pat
 
 
 def test_board_worker_trains_next_to_cpython_workers(micropython, mosquitto, tmp_path):
-    # Prepare: one board and two `edgeps worker` processes share one DSP job
+    # Prepare: one board and two `edgeps worker` processes, ready before the
+    # DSP job starts
     write_board_data(tmp_path, 0)
     cfg = write_worker_config(
         tmp_path, mosquitto.port, job="mixed", model="mlp:64-32-10", batch=16,
-        max_iterations=0, verbose=False,
+        max_iterations=0, verbose=True,
     )  # fmt: skip
-    broker = f"mqtt://127.0.0.1:{mosquitto.port}"
-    watch = HelloWatch(mosquitto.port, "mixed")
-    serve = start_serve(mosquitto.port, "mixed", "dsp", "0.85")
-    procs = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "edgeps",
-                "worker",
-                "--broker",
-                broker,
-                "--job",
-                "mixed",
-                "--id",
-                f"py-{i}",
-                "--emulated",
-                f"digits:{i}/4",
-                "--batch",
-                "16",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        for i in (1, 2)
-    ]
+    board, cpython = start_board_and_cpython_workers(
+        micropython, cfg, tmp_path, mosquitto.port, "mixed"
+    )
+    serve = None
     try:
-        # the board starts once both CPython workers joined: on a loaded box it
-        # could otherwise reach the target before they import numpy
-        assert watch.wait({"py-1", "py-2"}, 90), watch.seen
-        # Execute
-        board = subprocess.run(
-            [micropython, str(FIRMWARE / "main.py"), str(cfg)], capture_output=True,
-            text=True, timeout=180, env=MPY_ENV, cwd=tmp_path,
-        )  # fmt: skip
+        # Execute: the job starts with every worker waiting for it
+        serve = start_serve(mosquitto.port, "mixed", "dsp", "0.85")
+        code, text = board.finish(timeout=180)
         out, err = serve.communicate(timeout=60)
-        for p in procs:
-            p.wait(timeout=30)
+        codes = [p.finish(timeout=30)[0] for p in cpython]
     finally:
-        watch.close()
-        for p in [*procs, serve]:
-            if p.poll() is None:
-                p.kill()
-                p.wait(timeout=10)
+        for p in [board, *cpython]:
+            p.kill()
+        if serve is not None and serve.poll() is None:
+            serve.kill()
+            serve.wait(timeout=10)
     # Assert: every worker's updates were accepted and counted in the summary
-    assert board.returncode == 0, board.stdout + board.stderr
+    assert code == 0 and "stopped: done" in text, text
     summary = json.loads(out.strip().splitlines()[-1])
     assert summary["stop_reason"] == "target_accuracy", err
     workers = summary["workers"]
     assert workers["mpy-1"]["accepted"] > 0 and workers["mpy-1"]["rejected"] == 0
     assert workers["py-1"]["accepted"] > 0 and workers["py-2"]["accepted"] > 0
-    assert all(p.returncode == 0 for p in procs)
+    assert codes == [0, 0]

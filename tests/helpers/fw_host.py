@@ -161,6 +161,61 @@ class MiniPS:
         return False
 
 
+class Started:
+    """A process whose output (stdout and stderr) a thread reads line by line,
+    so a test can wait until the process says it is ready."""
+
+    def __init__(self, cmd: list[str], **kw: Any) -> None:
+        self.proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw
+        )
+        self.lines: list[str] = []
+        self.cond = threading.Condition()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            with self.cond:
+                self.lines.append(line)
+                self.cond.notify_all()
+        with self.cond:
+            self.cond.notify_all()
+
+    @property
+    def output(self) -> str:
+        with self.cond:
+            return "".join(self.lines)
+
+    def wait_for(self, text: str, timeout: float) -> bool:
+        """True once a line containing ``text`` was printed; False if the
+        process ended or ``timeout`` passed first."""
+
+        def said() -> bool:
+            return any(text in line for line in self.lines)
+
+        def over() -> bool:
+            return said() or not self.reader.is_alive()
+
+        with self.cond:
+            self.cond.wait_for(over, timeout)
+            return said()
+
+    def finish(self, timeout: float) -> tuple[int, str]:
+        """Wait for the process to end (TimeoutExpired past ``timeout``); its
+        exit status and whole output."""
+        self.proc.wait(timeout=timeout)
+        self.reader.join(timeout=10)
+        return self.proc.returncode, self.output
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        self.reader.join(timeout=10)
+
+
 def write_worker_config(tmp_path: Path, port: int, **changes: Any) -> Path:
     cfg = {
         "job": "fwjob",
