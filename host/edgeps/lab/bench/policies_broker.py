@@ -7,10 +7,11 @@ A passive client on the broker (the compression bench's `Sniffer`) times
 each run from the first HELLO to the MODEL ``done`` serve publishes when it
 reaches the target; serve's JSON gives the final accuracy and the updates it
 applied. Per cell: medians over seeds, the best policy per row marked, and
-next to it the simulator's time for the same cell, run in-process by the
-policy matrix's own code (`edgeps.lab.matrix.grid.run_matrix`), and real/sim.
-Serve gets the simulator's learning rate and evaluation interval, so the
-two differ in timing only. A run that fails (serve or emulate exits
+next to it the simulator's time for the same cell and target, run in-process
+by the policy matrix's own code (`edgeps.lab.matrix.grid.run_matrix`) with
+the emulator's CPU charged to the host (`edgeps simulate --emulated`), and
+real/sim. Serve gets the simulator's step and evaluation interval, so the two
+differ in timing only. A run that fails (serve or emulate exits
 non-zero, or serve prints no JSON) is a failed cell with its stderr tail.
 """
 
@@ -49,8 +50,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--target-accuracy",
         type=float,
         default=None,
-        help=f"default: the matrix's for {DATASET}, {matrix.DATASETS[DATASET][1]:g}; "
-        "another target leaves the simulator out (the matrix runs at its own)",
+        help=f"default: the matrix's for {DATASET}, {matrix.DATASETS[DATASET][1]:g}",
     )
     parser.add_argument("--serve-args", default="", help="more flags for every serve")
     parser.add_argument("--emulate-args", default="", help="more flags for emulate")
@@ -89,6 +89,7 @@ def serve_command(
     cmd = _edgeps(
         "serve", "--broker", url, "--job", job, "--policy", policy,
         "--dataset", DATASET, "--seed", str(seed), "--lr", str(sim.lr),
+        "--lr-workers", str(sim.lr_workers),
         "--eval-interval", str(sim.eval_interval),
         "--target-accuracy", str(target_of(args)),
         "--max-time", str(args.max_time), "--json", "--quiet",
@@ -189,8 +190,8 @@ def _fill(run: BrokerRun, summary: dict[str, Any], sniff: Any) -> None:
 
 
 def with_sim(args: Any) -> bool:
-    """The simulator column: unless --no-sim, and only at the matrix's target."""
-    return not args.no_sim and target_of(args) == matrix.DATASETS[DATASET][1]
+    """The simulator column: unless --no-sim."""
+    return not args.no_sim
 
 
 def grid_of(args: Any) -> list[matrix.Cell]:
@@ -205,9 +206,19 @@ def _split(text: str) -> list[str]:
 def sim_times(
     grid: list[matrix.Cell], policies: list[str], args: Any
 ) -> dict[tuple[matrix.Cell, str], float | None]:
-    """The matrix's median virtual time per (cell, policy), at the matrix's max time."""
+    """The simulator's median virtual time per (cell, policy) for the same job."""
+    from edgeps.sim.types import EMULATOR_CPU_US
+
     results = matrix.run_matrix(
-        grid, policies, seeds=args.seeds, first_seed=args.seed, max_time=matrix.MAX_TIME
+        grid,
+        policies,
+        seeds=args.seeds,
+        first_seed=args.seed,
+        max_time=max(args.max_time, matrix.MAX_TIME),
+        overrides={
+            "target_accuracy": target_of(args),
+            "emulator_cpu_us": EMULATOR_CPU_US,
+        },
     )
     return {(r.cell, p): e.time for r in results for p, e in r.entries.items()}
 
@@ -275,8 +286,9 @@ def run(args: argparse.Namespace) -> int:
     target = target_of(args)
     if args.json:
         config = {k: v for k, v in vars(args).items() if not k.startswith("_")}
+        sim_max_time = max(args.max_time, matrix.MAX_TIME)
         config.update(dataset=DATASET, target_accuracy=target,
-                      sim=with_sim(args), sim_max_time=matrix.MAX_TIME)  # fmt: skip
+                      sim=with_sim(args), sim_max_time=sim_max_time)  # fmt: skip
         out = {"config": config, "rows": [r.to_dict(policies) for r in rows], **info}
         print(json.dumps(out, default=lambda x: None))
         return 0

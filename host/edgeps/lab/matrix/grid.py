@@ -10,6 +10,7 @@ marked, and checks the goals of balancing and of DSP against it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import statistics
@@ -159,13 +160,24 @@ def run_matrix(
     max_time: float = MAX_TIME,
     jobs: int | None = None,
     balance_eager: bool | None = None,
+    overrides: dict[str, Any] | None = None,
 ) -> list[CellResult]:
-    """Every policy in every cell over ``seeds`` seeds, on ``jobs`` processes."""
+    """Every policy in every cell over ``seeds`` seeds, on ``jobs`` processes.
+
+    ``overrides``: SimConfig fields set in every run (a target, the host's costs).
+    """
     policies = list(policies)
     if seeds < 1 or not policies or not grid:
         raise ValueError("need at least one seed, one policy and one cell")
     configs = [
-        (cell, pol, config(cell, pol, first_seed + s, max_time, balance_eager))
+        (
+            cell,
+            pol,
+            dataclasses.replace(
+                config(cell, pol, first_seed + s, max_time, balance_eager),
+                **(overrides or {}),
+            ),
+        )
         for cell in grid
         for pol in policies
         for s in range(seeds)
