@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import struct
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +23,8 @@ from edgeps.runtime.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
+
+from tests.helpers.zip_bomb import write_npz_bomb
 
 N = 64  # the model's parameter count in these tests
 
@@ -217,38 +218,12 @@ def test_unexpected_members_and_methods(tmp_path: Path) -> None:
     assert "compression method" in refused(bz)
 
 
-def _declare(path: Path, member: str, size: int) -> None:
-    """Rewrite the uncompressed size ``member`` declares, in its local header and
-    in the central directory, as a bomb's directory would read (the data stay)."""
-    data = bytearray(path.read_bytes())
-    name = member.encode()
-    for sig, offset in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):
-        at = data.find(sig)
-        while at >= 0:
-            name_at = at + (30 if sig == b"PK\x03\x04" else 46)
-            if data[name_at : name_at + len(name)] == name:
-                struct.pack_into("<I", data, at + offset, size)
-            at = data.find(sig, at + 4)
-    path.write_bytes(bytes(data))
-
-
 def test_a_bomb_is_refused_from_its_directory_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Prepare: 1.6 GB of float32 declared in the directory and in the .npy header
-    # by a deflated member that is small on disk (the inflated bytes never exist)
+    # Prepare: a genuine deflate bomb, 1.6 GB of float32 zeros in about 1.5 MB
     good = good_file(tmp_path / "c.npz")
-    bomb = tmp_path / "bomb.npz"
-    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as z:
-        buf = io.BytesIO()
-        np.lib.format.write_array_header_1_0(
-            buf, {"descr": "<f4", "fortran_order": False, "shape": (400_000_000,)}
-        )
-        z.writestr("params.npy", buf.getvalue() + bytes(1 << 20))
-        header = io.BytesIO()
-        np.save(header, members(good)["header"])
-        z.writestr("header.npy", header.getvalue())
-    _declare(bomb, "params.npy", 1_600_000_128)
+    bomb = write_npz_bomb(tmp_path / "bomb.npz", 400_000_000, members(good)["header"])
     opened: list[str] = []
     real_open = zipfile.ZipFile.open
 
@@ -263,6 +238,7 @@ def test_a_bomb_is_refused_from_its_directory_alone(
     without_model = refused(bomb, n_params=None)
 
     # Assert: refused on the declared size, before any member was opened
+    assert bomb.stat().st_size < 2_000_000
     assert "declares 1600000128 bytes uncompressed" in with_model
     assert "another model" in with_model
     assert "more than the file's" in without_model
