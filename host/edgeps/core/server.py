@@ -169,7 +169,9 @@ class ParameterServer:
     ) -> None:
         """Resume a checkpoint before any join (checked by ``edgeps.core.resume``)."""
         joined = any(r.live for r in self._workers.values())
-        ckpt = checked_checkpoint(version, params, worker_stats, self._params, joined)
+        ckpt = checked_checkpoint(
+            version, params, worker_stats, self._params, joined, optimizer_state
+        )
         if optimizer_state:
             self.optimizer.load_state_dict(optimizer_state)
         if ckpt.params is not None:

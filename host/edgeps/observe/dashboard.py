@@ -5,15 +5,25 @@ a `LatestState` that the coordinator fills once per metrics snapshot, so the
 training loop never waits on a browser. The page is one HTML file shipped in
 the package (no CDN: a field laptop has no internet); it polls `/api/state`.
 With `--dashboard-token-file`, every request must carry the token, as
-``Authorization: Bearer TOKEN`` or ``?token=TOKEN``; others get 401.
+``Authorization: Bearer TOKEN`` or ``?token=TOKEN``; others get 401. Off
+loopback the token is required. Each connection's socket times out after
+`REQUEST_TIMEOUT` seconds of silence and a request must be done within
+`REQUEST_DEADLINE`; at most `MAX_CONNECTIONS` are served at once (the rest get
+503), so idle or half-sent connections never pile up threads.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hmac
+import ipaddress
 import logging
+import math
+import socket
 import threading
+import time
+from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
@@ -27,6 +37,10 @@ from edgeps.observe.state import LatestState
 log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
+REQUEST_TIMEOUT = 5.0  # seconds a connection may stay silent
+REQUEST_DEADLINE = 15.0  # seconds from waiting for a request to its answer
+MAX_CONNECTIONS = 32  # served at once; more get 503 at once
+LINGER_MAX = 366 * 86400.0  # seconds
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -80,14 +94,37 @@ def read_token(path: str) -> str:
     return token
 
 
+def is_loopback(host: str) -> bool:
+    """True for localhost and loopback addresses; any other name is not."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _refuse_open(host: str, address: str) -> None:
+    raise ValueError(
+        f"--dashboard {address}: {host} is not a loopback address, and the "
+        "dashboard shows the job to anyone who reaches it: give "
+        "--dashboard-token-file (or listen on 127.0.0.1)"
+    )
+
+
 def check_options(address: str | None, token_file: str | None, linger: float) -> None:
     """Fail at start-up, not after the job is built (called by the config check)."""
     if address is not None:
-        parse_address(address)
+        host, _ = parse_address(address)
+        if token_file is None and not is_loopback(host):
+            _refuse_open(host, address)
     if token_file is not None:
         read_token(token_file)
-    if not linger >= 0:
-        raise ValueError(f"--dashboard-linger must be >= 0, got {linger!r}")
+    if not (math.isfinite(linger) and 0 <= linger <= LINGER_MAX):
+        raise ValueError(
+            f"--dashboard-linger must be a number of seconds in [0, "
+            f"{LINGER_MAX:.0f}], got {linger!r}"
+        )
 
 
 def _page() -> bytes:
@@ -96,11 +133,35 @@ def _page() -> bytes:
     )
 
 
+@dataclass(frozen=True)
+class Limits:
+    """How long a connection may stay silent, how long one request may take
+    (seconds), and how many connections are served at once."""
+
+    timeout: float = REQUEST_TIMEOUT
+    deadline: float = REQUEST_DEADLINE
+    connections: int = MAX_CONNECTIONS
+
+
 class _Handler(BaseHTTPRequestHandler):
     """Routes: / (the page), /api/state, /metrics; all behind the token if set."""
 
     server: _Server
     protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.settimeout(self.server.request_timeout)
+        self.server.watch(self.connection)
+
+    def handle_one_request(self) -> None:
+        self.server.watch(self.connection)  # the deadline runs per request
+        super().handle_one_request()
+
+    def finish(self) -> None:
+        self.server.unwatch(self.connection)
+        with contextlib.suppress(OSError):  # the peer left, or the deadline hit
+            super().finish()
 
     def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
         url = urlsplit(self.path)
@@ -158,10 +219,17 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _Server(ThreadingHTTPServer):
+    """A thread per connection, at most `MAX_CONNECTIONS`, each one on a deadline."""
+
     daemon_threads = True
+    request_queue_size = MAX_CONNECTIONS
 
     def __init__(
-        self, address: tuple[str, int], state: LatestState, token: str | None
+        self,
+        address: tuple[str, int],
+        state: LatestState,
+        token: str | None,
+        limits: Limits,
     ) -> None:
         from edgeps.observe.prometheus import Exporter
 
@@ -170,6 +238,64 @@ class _Server(ThreadingHTTPServer):
         self.token = token
         self.page = _page()
         self.exporter = Exporter(state)
+        self.request_timeout = limits.timeout
+        self.request_deadline = limits.deadline
+        self._slots = threading.BoundedSemaphore(limits.connections)
+        self._lock = threading.Lock()
+        self._since: dict[socket.socket, float] = {}
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self._turn_away(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()  # no thread took the slot
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def _turn_away(self, request: socket.socket) -> None:
+        """503 without a thread; a send that would block is dropped."""
+        try:
+            request.setblocking(False)
+            request.send(
+                b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+                b"Retry-After: 1\r\nConnection: close\r\n\r\n"
+            )
+        except OSError:
+            pass
+        self.shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A connection that broke off is no news: logged, not printed."""
+        log.debug("dashboard: connection %s failed", client_address, exc_info=True)
+
+    def watch(self, conn: socket.socket) -> None:
+        with self._lock:
+            self._since[conn] = time.monotonic()
+
+    def unwatch(self, conn: socket.socket) -> None:
+        with self._lock:
+            self._since.pop(conn, None)
+
+    def service_actions(self) -> None:
+        """Shut the sockets of requests past their deadline (each poll)."""
+        now = time.monotonic()
+        with self._lock:
+            late = [
+                c for c, t in self._since.items() if now - t > self.request_deadline
+            ]
+            for conn in late:
+                del self._since[conn]
+        for conn in late:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)  # the handler's recv returns
 
 
 class Dashboard:
@@ -181,11 +307,14 @@ class Dashboard:
         *,
         token: str | None = None,
         state: LatestState | None = None,
+        limits: Limits = Limits(),
     ) -> None:
         host, port = parse_address(address)
+        if token is None and not is_loopback(host):
+            _refuse_open(host, address)  # before anything binds
         self.state = state if state is not None else LatestState()
         try:
-            self._httpd = _Server((host, port), self.state, token)
+            self._httpd = _Server((host, port), self.state, token, limits)
         except OSError as exc:  # port taken, address not on this machine, ...
             raise RuntimeError(f"--dashboard {address}: cannot listen: {exc}") from exc
         self.token = token
@@ -221,7 +350,7 @@ class Dashboard:
             file=out,
             flush=True,
         )
-        stop.wait(seconds)
+        stop.wait(min(seconds, threading.TIMEOUT_MAX))
 
     def close(self) -> None:
         self._httpd.shutdown()

@@ -2,6 +2,9 @@
 
 Written to a temporary file in the same directory and renamed over the old
 one, so a crash mid-write never leaves a torn checkpoint behind.
+
+Read back with bounded memory and every field checked
+(`edgeps.runtime.checkpoint_read`).
 """
 
 from __future__ import annotations
@@ -16,6 +19,10 @@ from typing import Any
 import numpy as np
 
 FORMAT = "edgeps-checkpoint-1"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used; the message names the file and the fault."""
 
 
 @dataclass
@@ -40,16 +47,6 @@ def _flatten(value: Any, path: str, arrays: dict[str, np.ndarray]) -> Any:
         return [_flatten(v, f"{path}/{i}", arrays) for i, v in enumerate(value)]
     if isinstance(value, np.generic):
         return value.item()
-    return value
-
-
-def _unflatten(value: Any, arrays: dict[str, np.ndarray]) -> Any:
-    if isinstance(value, dict):
-        if set(value) == {"__array__"}:
-            return arrays[value["__array__"]]
-        return {k: _unflatten(v, arrays) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_unflatten(v, arrays) for v in value]
     return value
 
 
@@ -88,26 +85,20 @@ def save_checkpoint(path: str | Path, ckpt: Checkpoint) -> Path:
     return path
 
 
-def load_checkpoint(path: str | Path) -> Checkpoint:
-    """Read a checkpoint; a missing or foreign file gives a clear error."""
+def load_checkpoint(path: str | Path, *, n_params: int | None = None) -> Checkpoint:
+    """Read and check a checkpoint; a missing file is FileNotFoundError, any other
+    fault a `CheckpointError` (a ValueError) naming the file.
+
+    With ``n_params`` (the model's size) every array must hold exactly that many
+    float32 values, and no member may declare more bytes than that needs (plus a
+    small margin) before anything is decompressed. Without it, no member may
+    declare more bytes than the file holds (what `save_checkpoint` writes).
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            header = json.loads(bytes(data["header"]).decode())
-            params = np.array(data["params"], dtype=np.float32)
-            names = header["arrays"]
-            arrays = {k: np.array(data[f"a{i}"]) for i, k in enumerate(names)}
-    except (OSError, KeyError, ValueError) as exc:
-        raise ValueError(f"{path} is not an edgeps checkpoint: {exc}") from exc
-    if header.get("format") != FORMAT:
-        raise ValueError(f"{path}: unknown checkpoint format {header.get('format')!r}")
-    state = _unflatten(header["optimizer_state"], arrays)
-    return Checkpoint(
-        params=params,
-        version=int(header["version"]),
-        optimizer_state=state,
-        worker_stats=dict(header.get("worker_stats", {})),
-        meta=dict(header.get("meta", {})),
-    )
+    if n_params is not None and (isinstance(n_params, bool) or n_params < 1):
+        raise ValueError(f"n_params must be a positive int, got {n_params!r}")
+    from edgeps.runtime.checkpoint_read import Reader
+
+    return Reader(path, n_params).read()

@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, cast
 
+from edgeps_worker import wire
+
 from edgeps.codecs import parse_compress
 from edgeps.core.defaults import JOB
 from edgeps.kernels import params_codec
@@ -99,10 +101,13 @@ def _coerce(key: str, value: Any, source: str) -> Any:
         return None
     allowed = _FIELD_TYPES[key]
     # bool is an int in Python; a TOML `lr = true` must not pass as 1
-    if isinstance(value, bool) and bool not in allowed:
-        raise TypeError(f"{source}: {key} must be {allowed[0].__name__}, got {value!r}")
-    if not isinstance(value, allowed):
-        raise TypeError(f"{source}: {key} must be {allowed[0].__name__}, got {value!r}")
+    if (isinstance(value, bool) and bool not in allowed) or not isinstance(
+        value, allowed
+    ):
+        raise TypeError(
+            f"{source}: {key.replace('_', '-')} must be {allowed[0].__name__}, "
+            f"got {value!r}"
+        )
     if allowed[0] is float:
         return float(cast(float, value))
     return value
@@ -173,38 +178,81 @@ def merge(
     return cfg
 
 
-def _positive(name: str, value: float | None, *, allow_none: bool = True) -> None:
-    if value is None and allow_none:
-        return
-    if value is None or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"--{name} must be a positive number, got {value!r}")
+SECONDS_MAX = 366 * 86400.0  # the longest duration any setting may ask for
+SECONDS_MIN = 0.001
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+@dataclass(frozen=True)
+class Range:
+    """Where a numeric setting's values lie: [low, high], ``low`` excluded if
+    ``open_low``; ``off`` is one more value that turns the setting off."""
+
+    what: str
+    low: float
+    high: float
+    open_low: bool = False
+    off: float | None = None
+
+    def __contains__(self, value: float) -> bool:
+        if value == self.off:
+            return True
+        above = value > self.low if self.open_low else value >= self.low
+        return above and value <= self.high
+
+    def text(self) -> str:
+        low, high = _num(self.low), _num(self.high)
+        shown = f"{self.what} in {'(' if self.open_low else '['}{low}, {high}]"
+        return shown if self.off is None else f"{_num(self.off)} (off) or {shown}"
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
+
+
+_SECONDS = Range("a positive number of seconds", SECONDS_MIN, SECONDS_MAX)
+RANGES: dict[str, Range] = {
+    "lr": Range("a positive number", 0.0, 1e3, open_low=True),
+    "max_update_norm": Range("a positive number", 0.0, FLOAT32_MAX, open_low=True),
+    "norm_guard": Range("a number", 1.0, 1e6, open_low=True, off=0.0),
+    "liveness_timeout": _SECONDS,
+    "target_accuracy": Range("an accuracy", 0.0, 1.0, open_low=True),
+    "max_time": _SECONDS,
+    "eval_interval": _SECONDS,
+    "metrics_interval": _SECONDS,
+    "checkpoint_interval": _SECONDS,
+    "dashboard_linger": Range("a number of seconds", 0.0, SECONDS_MAX),
+    "seed": Range("an integer", 0, 2**32 - 1),  # scikit-learn's random_state
+    "lr_workers": Range("a number of workers", 1, 1_000_000, off=0),
+    "keepalive": Range("a number of seconds", 1, 65535),  # MQTT's two bytes
+    "max_chunk": Range("a number of bytes", 256, wire.MAX_MESSAGE // 2),
+}
+_NUMERIC = {k for k, t in _FIELD_TYPES.items() if t[0] in (int, float)}
+assert set(RANGES) == _NUMERIC, sorted(_NUMERIC ^ set(RANGES))  # one range each
+
+
+def check_ranges(cfg: ServeConfig) -> None:
+    """Every number finite and in its range (`RANGES`); the error names the key."""
+    for name, allowed in RANGES.items():
+        value = getattr(cfg, name)
+        if value is None:
+            continue
+        if not math.isfinite(value) or value not in allowed:
+            raise ValueError(
+                f"--{name.replace('_', '-')} must be {allowed.text()}, got {value!r}"
+            )
 
 
 def check(cfg: ServeConfig) -> None:
     """Value checks that need no imports of the heavy parts (those come at build)."""
-    _positive("lr", cfg.lr, allow_none=False)
-    if cfg.lr_workers < 0:
-        raise ValueError(f"--lr-workers must be 0 (off) or more, got {cfg.lr_workers}")
-    _positive("max-time", cfg.max_time)
-    _positive("liveness-timeout", cfg.liveness_timeout, allow_none=False)
-    _positive("eval-interval", cfg.eval_interval, allow_none=False)
-    _positive("metrics-interval", cfg.metrics_interval, allow_none=False)
-    _positive("checkpoint-interval", cfg.checkpoint_interval, allow_none=False)
-    _positive("max-update-norm", cfg.max_update_norm)
-    if not math.isfinite(cfg.norm_guard) or not (
-        cfg.norm_guard == 0 or cfg.norm_guard > 1
+    for name in sorted(
+        set(RANGES) - {"max_update_norm", "target_accuracy", "max_time"}
     ):
-        raise ValueError(
-            f"--norm-guard must be 0 (off) or a number > 1, got {cfg.norm_guard!r}"
-        )
-    if cfg.target_accuracy is not None and not 0.0 < cfg.target_accuracy <= 1.0:
-        raise ValueError(
-            f"--target-accuracy must be in (0, 1], got {cfg.target_accuracy!r}"
-        )
+        if getattr(cfg, name) is None:
+            raise ValueError(f"--{name.replace('_', '-')} needs a value")
+    check_ranges(cfg)
     check_dashboard(cfg.dashboard, cfg.dashboard_token_file, cfg.dashboard_linger)
     parse_compress(cfg.compress)
-    if cfg.max_chunk < 256:
-        raise ValueError(f"--max-chunk must be at least 256 bytes, got {cfg.max_chunk}")
     params_codec.parse_code(cfg.compress_down)
     if cfg.password_file is not None and cfg.username is None:
         raise ValueError("--password-file needs --username")

@@ -81,12 +81,8 @@ def read_hmac_key(path: str | None) -> bytes | None:
 def build_server(cfg: ServeConfig, model: Model) -> tuple[ParameterServer, str]:
     """A ParameterServer at fresh or resumed parameters; also the policy's name."""
     policy = parse_policy(cfg.policy)
-    ckpt = load_checkpoint(cfg.resume) if cfg.resume else None
-    if ckpt is not None and ckpt.params.size != model.spec.n_params:
-        raise ValueError(
-            f"--resume {cfg.resume}: {ckpt.params.size} params, "
-            f"model {model.spec} has {model.spec.n_params}"
-        )
+    n_params = model.spec.n_params
+    ckpt = load_checkpoint(cfg.resume, n_params=n_params) if cfg.resume else None
     params = ckpt.params if ckpt is not None else model.spec.init_params(cfg.seed)
     server = ParameterServer(
         params,
@@ -101,7 +97,10 @@ def build_server(cfg: ServeConfig, model: Model) -> tuple[ParameterServer, str]:
         balancer=Balancer.for_policy(policy) if cfg.balance else None,
     )
     if ckpt is not None:
-        restore(server, ckpt)
+        try:
+            restore(server, ckpt)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"--resume {cfg.resume}: {exc}") from None
     return server, str(policy.describe())
 
 
