@@ -2,7 +2,8 @@
 
 The header holds the model struct, the weights, the scaler (mean and
 1/std) and the class names, plus two static functions: ``<name>_check``
-(validates the scratch length once) and ``<name>_predict`` (one row of raw
+(validates the scratch length once), ``<name>_class_name`` and
+``<name>_predict`` (one row of raw
 features -> outputs and the class id), which scale the row and call
 ``eps_model_forward`` from native/. The caller owns every buffer; nothing
 allocates. Include the header in one .c file of the firmware.
@@ -126,15 +127,20 @@ def render(model: TrainedModel, name: str, meta: dict[str, Any]) -> str:
         out += [
             f"static const char *const {p}_class_names[{P}_N_CLASSES] = {{{names}}};",
             "",
+            "/* the name of a class id that predict returned */",
+            f"static inline const char *{p}_class_name(int32_t id) {{",
+            f'    return id >= 0 && id < {P}_N_CLASSES ? {p}_class_names[id] : "?";',
+            "}",
+            "",
         ]
     out += [
         "/* EpsOk when scratch_length floats of scratch are enough */",
-        f"static EpsStatus {p}_check(int32_t scratch_length) {{",
+        f"static inline EpsStatus {p}_check(int32_t scratch_length) {{",
         f"    return eps_model_check(&{p}_model, {P}_N_PARAMS, scratch_length, 1);",
         "}",
         "",
-        f"static int32_t {p}_predict(const float *x, float *x_scaled, float *out,",
-        "                        float *scratch) {",
+        f"static inline int32_t {p}_predict(const float *x, float *x_scaled,",
+        "                                   float *out, float *scratch) {",
         f"    for (int32_t i = 0; i < {P}_N_FEATURES; i++)",
     ]
     if card.scaler is not None:
