@@ -66,6 +66,14 @@ def test_ambiguous_first_row_is_refused_with_the_ways_out(tmp_path: Path) -> Non
     assert t.n_samples == 2 and t.classes == ("cat", "dog")
 
 
+def test_first_row_with_some_text_features_is_refused(tmp_path: Path) -> None:
+    f = _csv(tmp_path, "id,400,410,label\n1,2,3,0\n")
+    with pytest.raises(ValueError, match=r"some feature cells.*--label NAME"):
+        read_csv(f)
+    t = read_csv(f, label="label")
+    assert t.feature_names == ("id", "400", "410") and t.n_samples == 1
+
+
 def test_label_column_by_name_anywhere(tmp_path: Path) -> None:
     f = _csv(tmp_path, "kind,x,y\nb,1,2\na,3,4\n")
     t = read_csv(f, label="kind")

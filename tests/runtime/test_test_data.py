@@ -6,8 +6,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from edgeps.runtime.checkpoint import Checkpoint, save_checkpoint
 from edgeps.runtime.config import ServeConfig
-from edgeps.runtime.job import load_model
+from edgeps.runtime.job import build_server, load_model
 
 
 def _iris_like(tmp_path: Path) -> Path:
@@ -75,3 +76,28 @@ def test_builtin_dataset_still_works_without_a_scaler() -> None:
     model = load_model(ServeConfig(dataset="sensors"))
     assert model.card is not None and model.card.scaler is None
     assert model.card.classes is not None and model.card.classes[0] == "still"
+
+
+def test_a_csv_given_as_dataset_points_to_test_data() -> None:
+    with pytest.raises(ValueError, match="--test-data iris.csv"):
+        load_model(ServeConfig(dataset="iris.csv"))
+
+
+def test_resume_refuses_a_checkpoint_of_other_classes(tmp_path: Path) -> None:
+    # Prepare: a checkpoint of the same shape whose job named its classes otherwise
+    f = _iris_like(tmp_path)
+    cfg = ServeConfig(test_data=str(f), model="mlp:16")
+    model = load_model(cfg)
+    assert model.card is not None
+    meta = {**model.card.to_dict(), "classes": ["a", "b", "c"]}
+    ckpt = tmp_path / "old.npz"
+    save_checkpoint(ckpt, Checkpoint(model.spec.init_params(0), 3, meta=meta))
+    cfg.resume = str(ckpt)
+    # Execute / Assert
+    with pytest.raises(ValueError, match="classes"):
+        build_server(cfg, model)
+    save_checkpoint(
+        ckpt, Checkpoint(model.spec.init_params(0), 3, meta=model.card.to_dict())
+    )
+    server, _ = build_server(cfg, model)
+    assert server.version == 3

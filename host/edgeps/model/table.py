@@ -6,9 +6,10 @@ One reader for every command that takes a data file: `edgeps serve
 CSV rules. Empty lines are skipped; every row has the same number of cells.
 The label is the column named by ``label`` (then the first row must be a
 header holding that name) or else the last column; with ``n_features`` given,
-a file that is exactly that wide has no label column. The first row is a
-header when one of its feature cells is not a number (data rows hold numbers
-there). When only its label cell is text, it is data if that text is one of
+a file that is exactly that wide has no label column. With ``label`` the
+first row is the header. Otherwise it is a header when none of its feature
+cells is a number (data rows hold numbers there), and refused when some are
+and some are not. When only its label cell is text, it is data if that text is one of
 the known classes or appears again in the label column, and a header if the
 other labels are numbers; otherwise it cannot be told apart and the file is
 refused with a message saying how to settle it. No row is dropped silently.
@@ -160,8 +161,18 @@ def _first_is_header(
     p: Path,
 ) -> bool:
     cells = rows[0][1]
-    if any(not is_number(c) for i, c in enumerate(cells) if i != col):
+    feats = [c for i, c in enumerate(cells) if i != col]
+    texts = [c for c in feats if not is_number(c)]
+    if texts and len(texts) == len(feats):
         return True
+    if texts:
+        number = next(c for c in feats if is_number(c))
+        raise ValueError(
+            f"{p}:{rows[0][0]}: the first row has text ({texts[0]!r}) in some "
+            f"feature cells and numbers ({number!r}) in others: a header with "
+            "numeric names, or a data row with bad cells? If it is a header, "
+            "name the label column (--label NAME); if it is data, fix the cells"
+        )
     if col is None or is_number(cells[col]):
         return False
     name = cells[col]

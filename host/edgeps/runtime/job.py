@@ -31,6 +31,7 @@ from edgeps.runtime.coordinator import Coordinator, Settings
 from edgeps.runtime.summary import Summary
 from edgeps.runtime.test_data import (
     builtin_test_data,
+    check_resume,
     job_spec,
     load_test_data,
     worker_hint,
@@ -94,6 +95,8 @@ def build_server(cfg: ServeConfig, model: Model) -> tuple[ParameterServer, str]:
             f"--resume {cfg.resume}: {ckpt.params.size} params, "
             f"model {model.spec} has {model.spec.n_params}"
         )
+    if ckpt is not None and model.card is not None and "model" in ckpt.meta:
+        check_resume(model.card, ckpt.meta, str(cfg.resume))
     params = ckpt.params if ckpt is not None else model.spec.init_params(cfg.seed)
     server = ParameterServer(
         params,

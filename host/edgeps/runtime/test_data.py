@@ -86,7 +86,12 @@ def builtin_test_data(name: str, seed: int) -> TestData:
     """A built-in dataset's held-out split (standardised already: no scaler)."""
     from edgeps.workloads.datasets import ACTIVITY_CLASSES, load_dataset
 
-    ds = load_dataset(name, seed)
+    try:
+        ds = load_dataset(name, seed)
+    except ValueError as exc:
+        if name.lower().endswith((".csv", ".npz", ".txt")):
+            raise ValueError(f"{exc}; for your own data: --test-data {name}") from None
+        raise
     classes = ACTIVITY_CLASSES if name == "sensors" else None
     return TestData(ds.X_test, ds.y_test, classes, None, None, ds.model_spec)
 
@@ -107,9 +112,10 @@ def job_spec(text: str | None, data: TestData, name: str) -> ModelSpec:
         full = complete_model(_default_model(data), data.n_features, data.n_classes)
     spec = ModelSpec.parse(full)
     if spec.n_features != data.n_features:
+        hint = "" if data.default_model is None else " (your own data: --test-data)"
         raise ValueError(
             f"--model {spec} takes {spec.n_features} features but {name} has "
-            f"{data.n_features}"
+            f"{data.n_features}{hint}"
         )
     if data.is_regression and spec.kind != "linear":
         raise ValueError(f"{name} has real-valued labels: only a linear model fits")
@@ -122,6 +128,26 @@ def job_spec(text: str | None, data: TestData, name: str) -> ModelSpec:
     if spec.kind == "logistic" and data.n_classes != 2:
         raise ValueError(f"--model {spec}: logistic needs 2 classes, {name} has more")
     return spec
+
+
+def check_resume(card: ModelCard, meta: dict[str, object], path: str) -> None:
+    """Refuse resuming a checkpoint whose classes or scaler the job would change."""
+    old_classes = meta.get("classes")
+    if isinstance(old_classes, list) and tuple(old_classes) != card.classes:
+        raise ValueError(
+            f"--resume {path}: the checkpoint's classes {old_classes} differ from "
+            f"the job's {list(card.classes or ())}"
+        )
+    old = meta.get("scaler")
+    if (old is None) != (card.scaler is None) or (
+        old is not None
+        and card.scaler is not None
+        and not np.allclose(Scaler.from_dict(old).mean, card.scaler.mean)
+    ):
+        raise ValueError(
+            f"--resume {path}: the checkpoint's feature scaler differs from the "
+            "job's (give the same --test-data or --scaler-from, or --no-scale)"
+        )
 
 
 def worker_hint(card: ModelCard | None) -> str:
