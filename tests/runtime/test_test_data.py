@@ -101,3 +101,14 @@ def test_resume_refuses_a_checkpoint_of_other_classes(tmp_path: Path) -> None:
     )
     server, _ = build_server(cfg, model)
     assert server.version == 3
+
+
+def test_npz_test_data_with_text_labels(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    f = tmp_path / "test.npz"
+    y = np.array(["low", "high", "mid"] * 10)
+    np.savez(f, X=rng.normal(size=(30, 6)), y=y)
+    model = load_model(ServeConfig(test_data=str(f), model="softmax"))
+    assert str(model.spec) == "softmax:6x3"
+    assert model.card is not None and model.card.classes == ("high", "low", "mid")
+    assert model.y_test[:3].tolist() == [1, 0, 2]
