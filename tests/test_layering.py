@@ -27,6 +27,7 @@ RANKS: dict[str, int] = {
     "kernels": 0,
     "workloads": 0,
     "core": 1,
+    "model": 1,  # scaler, data files, exports: over kernels
     "codecs": 1,
     "policy": 2,
     "transport": 3,

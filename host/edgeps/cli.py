@@ -39,6 +39,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "edgeps.commands.relay",
         "serve one site's boards as one upstream worker",
     ),
+    "export": (
+        "edgeps.commands.export",
+        "write a checkpoint's model as ONNX, a C header or JSON",
+    ),
+    "predict": (
+        "edgeps.commands.predict",
+        "predict with a model on a data file; score it when labelled",
+    ),
     "plan": ("edgeps.commands.plan", "capacity plan: messages, bytes, CPU per tier"),
     "demo": (
         "edgeps.commands.demo",

@@ -19,6 +19,8 @@ EXAMPLES = """examples:
   edgeps serve --broker mqtts://broker.lan:8883 --tls-ca ca.pem --username host \\
       --password-file host.pass --job lab --policy ssp:3 --model mlp:64
   edgeps serve --config lab.toml --max-time 60   (flags override the file)
+  edgeps serve --test-data iris_test.csv --label species --model mlp:16 \
+      --checkpoint iris.npz --target-accuracy 0.95
 
 Without --target-accuracy and --max-time the run stops after 600 s."""
 
@@ -109,6 +111,27 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add_job_flags(p)
     on_off = argparse.BooleanOptionalAction
+    _flag(
+        p,
+        "--test-data",
+        "evaluate on this CSV or NPZ (instead of --dataset): it fixes the "
+        "features, the classes (text labels: their sorted names) and the scaler",
+        metavar="FILE",
+    )
+    _flag(p, "--label", "the label column's name in CSV files (default: the last)")
+    _flag(
+        p,
+        "--scaler-from",
+        "compute the feature scaler from this CSV or NPZ (default: --test-data)",
+        metavar="FILE",
+    )
+    _flag(
+        p,
+        "--scale",
+        "with --test-data, standardise features by the job's scaler; workers "
+        "with data files then need --scale too",
+        action=on_off,
+    )
     _flag(
         p,
         "--liveness-timeout",

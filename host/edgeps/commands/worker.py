@@ -56,6 +56,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--non-iid", action="store_true", help="label-skewed shards")
     parser.add_argument(
+        "--label", help="the label column's name in a CSV --data (default: the last)"
+    )
+    parser.add_argument(
+        "--classes",
+        metavar="A,B,...",
+        help="the job's class names, in order, for text labels (serve prints "
+        "them); default: this file's sorted names",
+    )
+    scale = parser.add_mutually_exclusive_group()
+    scale.add_argument(
+        "--scale",
+        action="store_true",
+        help="standardise features by this file's own mean and std (for a job "
+        "with a scaler: serve says so)",
+    )
+    scale.add_argument(
+        "--scaler-from",
+        metavar="FILE",
+        help="standardise features by the scaler of this CSV or NPZ (the file "
+        "given to serve's --scaler-from)",
+    )
+    parser.add_argument(
         "--seed", type=int, default=0, help="data split and shuffle (default: 0)"
     )
     parser.add_argument(
@@ -105,19 +127,24 @@ def _validate(args: argparse.Namespace) -> None:
         raise ValueError(f"--max-chunk must be in 256..{wire.MAX_MESSAGE // 2}")
     if args.non_iid and not args.emulated:
         raise ValueError("--non-iid applies to --emulated data only")
+    data_only = ("--label", "--classes", "--scale", "--scaler-from")
+    for flag in data_only:
+        if getattr(args, flag[2:].replace("-", "_")) and not args.data:
+            raise ValueError(f"{flag} applies to --data files only")
 
 
 def run(args: argparse.Namespace) -> int:
     setup_logging(args.log_level)
 
     from edgeps.kernels import ModelSpec
-    from edgeps.pyworker.localdata import load_emulated, load_file
+    from edgeps.pyworker.localdata import load_emulated
+    from edgeps.pyworker.scaling import check_classes, load_local
     from edgeps.pyworker.trainer import NativeTrainer
 
     try:
         _validate(args)
         if args.data:
-            data = load_file(args.data)
+            data = load_local(args)
         else:
             scheme = "dirichlet:0.5" if args.non_iid else "iid"
             data, _ = load_emulated(args.emulated, args.seed, scheme)
@@ -163,6 +190,7 @@ def run(args: argparse.Namespace) -> int:
                 expected = ModelSpec.parse(want)
                 if str(expected) != str(spec):
                     raise ValueError(f"job {args.job} trains {spec}, not {expected}")
+            check_classes(spec, data, given=args.classes is not None)
             trainer = NativeTrainer(spec, data, batch=args.batch, seed=args.seed)
         except ValueError as exc:
             log.error("%s", exc)

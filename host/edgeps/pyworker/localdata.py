@@ -1,21 +1,23 @@
 """A worker's local training data: CSV or NPZ files, or a slice of a built-in dataset.
 
 Everything comes back as ``LocalData`` (X float32 C-contiguous, y int32 class
-ids when every label is a whole number, else float32 targets) and every
-problem with a file is a ``ValueError`` that names the file and what is wrong.
+ids when every label is a whole number or a class name, else float32 targets)
+and every problem with a file is a ``ValueError`` that names the file and what
+is wrong. Files are read by `edgeps.model.table` (header and label rules).
 """
 
 from __future__ import annotations
 
-import csv
 import re
-import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-MAX_ROWS = 5_000_000  # refuse files that would not fit a small board's host anyway
+from edgeps.model.table import MAX_ROWS, Table, finish, read_csv, read_npz, read_table
+
+__all__ = ["MAX_ROWS", "LocalData", "load_csv", "load_emulated", "load_file"]
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,7 @@ class LocalData:
     X: np.ndarray  # float32 (n, n_features), C-contiguous
     y: np.ndarray  # int32 class ids or float32 targets, (n,)
     source: str
+    classes: tuple[str, ...] | None = None  # names of the class ids (text labels)
 
     @property
     def n_samples(self) -> int:
@@ -34,103 +37,38 @@ class LocalData:
 
 
 def _finish(X: np.ndarray, y: np.ndarray, source: str) -> LocalData:
-    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(f"{source}: features must be a non-empty 2-D array")
-    if y.ndim != 1 or y.shape[0] != X.shape[0]:
-        raise ValueError(
-            f"{source}: {X.shape[0]} feature rows but labels of shape {y.shape}"
-        )
-    if X.shape[0] > MAX_ROWS:
-        raise ValueError(f"{source}: more than {MAX_ROWS} rows")
-    Xf = np.ascontiguousarray(X, dtype=np.float32)
-    if not np.all(np.isfinite(Xf)):
-        raise ValueError(f"{source}: features contain NaN or infinity")
-    yf = np.asarray(y, dtype=np.float64)
-    if not np.all(np.isfinite(yf)):
-        raise ValueError(f"{source}: labels contain NaN or infinity")
-    if np.all(yf == np.round(yf)) and np.all(np.abs(yf) < 2**31):
-        yl: np.ndarray = np.ascontiguousarray(yf, dtype=np.int32)
-    else:
-        yl = np.ascontiguousarray(yf, dtype=np.float32)
-    return LocalData(Xf, yl, source)
+    return _local(finish(X, y, source))
 
 
-def _is_number(cell: str) -> bool:
-    try:
-        float(cell)
-    except ValueError:
-        return False
-    return True
+def _local(table: Table) -> LocalData:
+    if table.y is None:
+        raise ValueError(f"{table.source}: missing array(s) y (the labels)")
+    return LocalData(table.X, table.y, table.source, table.classes)
 
 
-def load_csv(path: str | Path) -> LocalData:
-    """Read a CSV: features, then the label in the last column; header optional."""
-    p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"data file not found: {p}")
-    rows: list[list[float]] = []
-    width = -1
-    try:
-        with p.open(newline="", encoding="utf-8") as fh:
-            for lineno, row in enumerate(csv.reader(fh), start=1):
-                cells = [c.strip() for c in row]
-                if not cells or all(c == "" for c in cells):
-                    continue
-                if width < 0 and not rows and not all(_is_number(c) for c in cells):
-                    width = len(cells)  # a header: it fixes the width, no data
-                    continue
-                if width < 0:
-                    width = len(cells)
-                if len(cells) != width:
-                    raise ValueError(
-                        f"{p}:{lineno}: {len(cells)} columns, expected {width}"
-                    )
-                try:
-                    rows.append([float(c) for c in cells])
-                except ValueError:
-                    raise ValueError(f"{p}:{lineno}: a cell is not a number") from None
-                if len(rows) > MAX_ROWS:
-                    raise ValueError(f"{p}: more than {MAX_ROWS} rows")
-    except UnicodeDecodeError:
-        raise ValueError(f"{p}: not a UTF-8 text CSV file") from None
-    except csv.Error as exc:
-        raise ValueError(f"{p}: malformed CSV: {exc}") from None
-    if not rows:
-        raise ValueError(f"{p}: no data rows")
-    if width < 2:
-        raise ValueError(f"{p}: need at least one feature column and a label column")
-    table = np.asarray(rows, dtype=np.float64)
-    return _finish(table[:, :-1], table[:, -1], str(p))
+def load_csv(
+    path: str | Path,
+    *,
+    label: str | None = None,
+    classes: Sequence[str] | None = None,
+) -> LocalData:
+    """Read a CSV: features, then the label (named, or the last column)."""
+    return _local(read_csv(path, label=label, classes=classes))
 
 
-def load_npz(path: str | Path) -> LocalData:
+def load_npz(path: str | Path, *, classes: Sequence[str] | None = None) -> LocalData:
     """Read an NPZ archive holding arrays ``X`` (n, features) and ``y`` (n,)."""
-    p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"data file not found: {p}")
-    try:
-        with np.load(p, allow_pickle=False) as archive:
-            missing = [k for k in ("X", "y") if k not in archive.files]
-            if missing:
-                raise ValueError(f"{p}: missing array(s) {', '.join(missing)}")
-            X = archive["X"]
-            y = archive["y"]
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise ValueError(f"{p}: not a readable .npz archive: {exc}") from None
-    for name, arr in (("X", X), ("y", y)):
-        if arr.dtype.kind not in "biuf":
-            raise ValueError(f"{p}: array {name} has non-numeric dtype {arr.dtype}")
-    return _finish(X, y, str(p))
+    return _local(read_npz(path, classes=classes))
 
 
-def load_file(path: str | Path) -> LocalData:
+def load_file(
+    path: str | Path,
+    *,
+    label: str | None = None,
+    classes: Sequence[str] | None = None,
+) -> LocalData:
     """Load a .csv or .npz file by its suffix."""
-    suffix = Path(path).suffix.lower()
-    if suffix == ".npz":
-        return load_npz(path)
-    if suffix in (".csv", ".txt"):
-        return load_csv(path)
-    raise ValueError(f"unsupported data file type {suffix!r} (use .csv or .npz)")
+    return _local(read_table(path, label=label, classes=classes))
 
 
 _EMULATED = re.compile(r"^([A-Za-z0-9_-]+)(?::(\d+)/(\d+))?$")

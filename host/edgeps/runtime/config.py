@@ -40,6 +40,10 @@ class ServeConfig:
     policy: str = "dsp"
     model: str | None = None  # spec text; None = the dataset's default
     dataset: str = "sensors"
+    test_data: str | None = None  # CSV/NPZ the job evaluates on (instead of dataset)
+    label: str | None = None  # the label column's name in CSV files; None: the last
+    scaler_from: str | None = None  # CSV/NPZ whose features fix the scaler
+    scale: bool = True  # with --test-data: the job standardises features
     seed: int = 0
     lr: float = JOB.lr
     lr_workers: int = JOB.lr_workers  # past this many live workers: lr x R / N
@@ -269,7 +273,10 @@ def check(cfg: ServeConfig) -> None:
         raise ValueError(
             f"--log-level must be debug, info, warning or error, got {cfg.log_level!r}"
         )
-    for name in ("resume", "hmac_key_file", "password_file"):
+    if cfg.label is not None and cfg.test_data is None:
+        raise ValueError("--label names a column of --test-data")
+    files = ("resume", "hmac_key_file", "password_file", "test_data", "scaler_from")
+    for name in files:
         path = getattr(cfg, name)
         if path is not None and not Path(path).is_file():
             raise FileNotFoundError(f"--{name.replace('_', '-')}: no such file: {path}")

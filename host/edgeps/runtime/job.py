@@ -19,6 +19,7 @@ from edgeps.core.norm_guard import NormGuard
 from edgeps.core.server import ParameterServer
 from edgeps.core.types import WorkerStats
 from edgeps.kernels import params_codec
+from edgeps.model.card import ModelCard
 from edgeps.observe.dashboard import Dashboard, open_dashboard
 from edgeps.observe.metrics import MetricsWriter, Progress
 from edgeps.policy import parse_policy
@@ -27,8 +28,14 @@ from edgeps.runtime.checkpoint import Checkpoint, load_checkpoint, save_checkpoi
 from edgeps.runtime.config import ServeConfig
 from edgeps.runtime.connection_flags import connection_options, read_key
 from edgeps.runtime.coordinator import Coordinator, Settings
-from edgeps.runtime.model_forms import complete_model
 from edgeps.runtime.summary import Summary
+from edgeps.runtime.test_data import (
+    builtin_test_data,
+    check_resume,
+    job_spec,
+    load_test_data,
+    worker_hint,
+)
 from edgeps.transport.broker import BrokerHandle, open_broker
 from edgeps.transport.host_link import HostLink
 
@@ -37,11 +44,16 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Model:
-    """The model being trained and the held-out data that scores it."""
+    """The model being trained, its card and the held-out data that scores it.
+
+    ``X_test`` is already scaled by the card's scaler, once.
+    """
 
     spec: Any  # edgeps.kernels.ModelSpec
     X_test: np.ndarray
     y_test: np.ndarray
+    card: ModelCard | None = None
+    data_name: str = ""  # the dataset or test file, for banners and checkpoints
 
     def evaluate(self, params: np.ndarray) -> float:
         from edgeps import kernels
@@ -50,27 +62,23 @@ class Model:
 
 
 def load_model(cfg: ServeConfig) -> Model:
-    """The dataset's test split and the model spec (the dataset's unless given)."""
-    from edgeps.kernels import ModelSpec
-    from edgeps.workloads.datasets import load_dataset
-
-    ds = load_dataset(cfg.dataset, cfg.seed)
-    text = ds.model_spec
-    if cfg.model:
-        text = complete_model(cfg.model, ds.n_features, ds.n_classes)
-    spec = ModelSpec.parse(text)
-    if spec.n_features != ds.n_features:
-        raise ValueError(
-            f"--model {spec} takes {spec.n_features} features but dataset "
-            f"{cfg.dataset!r} has {ds.n_features}"
-        )
-    want_classes = 1 if spec.kind in ("linear", "logistic") else ds.n_classes
-    if spec.kind != "linear" and spec.n_classes != want_classes:
-        raise ValueError(
-            f"--model {spec} has {spec.n_classes} outputs but dataset "
-            f"{cfg.dataset!r} needs {want_classes}"
-        )
-    return Model(spec, ds.X_test, ds.y_test)
+    """The test data (a file or a dataset's split) and the model spec that fits it."""
+    if cfg.test_data is not None:
+        data = load_test_data(cfg.test_data, cfg.label, cfg.scaler_from, cfg.scale)
+    else:
+        if cfg.scaler_from is not None:
+            raise ValueError("--scaler-from goes with --test-data")
+        data = builtin_test_data(cfg.dataset, cfg.seed)
+    name = cfg.test_data if cfg.test_data is not None else repr(cfg.dataset)
+    spec = job_spec(cfg.model, data, name)
+    card = ModelCard(
+        spec,
+        data.classes if spec.kind != "linear" else None,
+        data.scaler,
+        data.feature_names,
+    )
+    X = data.scaler.transform(data.X) if data.scaler is not None else data.X
+    return Model(spec, X, data.y, card, str(cfg.test_data or cfg.dataset))
 
 
 def read_hmac_key(path: str | None) -> bytes | None:
@@ -83,6 +91,8 @@ def build_server(cfg: ServeConfig, model: Model) -> tuple[ParameterServer, str]:
     policy = parse_policy(cfg.policy)
     n_params = model.spec.n_params
     ckpt = load_checkpoint(cfg.resume, n_params=n_params) if cfg.resume else None
+    if ckpt is not None and model.card is not None and "model" in ckpt.meta:
+        check_resume(model.card, ckpt.meta, str(cfg.resume))
     params = ckpt.params if ckpt is not None else model.spec.init_params(cfg.seed)
     server = ParameterServer(
         params,
@@ -147,9 +157,10 @@ def make_checkpointer(cfg: ServeConfig, model: Model) -> Callable[[Coordinator],
                 optimizer_state=optimizer.state_dict(),
                 worker_stats=stats,
                 meta={
+                    **(model.card.to_dict() if model.card is not None else {}),
                     "job": cfg.job,
                     "model": str(model.spec),
-                    "dataset": cfg.dataset,
+                    "dataset": model.data_name,
                     "policy": cfg.policy,
                     "accuracy": coord.accuracy,
                 },
@@ -241,9 +252,10 @@ class Job:
                 started = "" if b.kind == "external" else f" ({b.kind}, started here)"
                 print(
                     f"edgeps serve: job {cfg.job} on {b.url}{started}; policy "
-                    f"{self.policy_name}, model {self.model.spec}, dataset "
-                    f"{cfg.dataset}; workers: edgeps worker --broker {b.url} "
-                    f"--job {cfg.job} --id ID ...",
+                    f"{self.policy_name}, model {self.model.spec}, data "
+                    f"{self.model.data_name}; workers: edgeps worker --broker "
+                    f"{b.url} --job {cfg.job} --id ID {worker_hint(self.model.card)}"
+                    "...",
                     file=self.out,
                     flush=True,
                 )

@@ -1,0 +1,90 @@
+"""`edgeps predict`: a model's predictions on a data file, scored when it has labels."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = (
+        "examples:\n"
+        "  edgeps predict iris.npz --data new_flowers.csv\n"
+        "  edgeps predict iris.onnx --data iris_test.csv --label species --json\n"
+        "A file one column wider than the model's features has labels (the "
+        "last column, or --label): then the accuracy and a confusion matrix "
+        "(R2 and MAE for a linear model) follow the predictions."
+    )
+    parser.add_argument("model", help="a checkpoint (.npz) or an export (.json, .onnx)")
+    parser.add_argument("--data", required=True, help="CSV or NPZ of raw features")
+    parser.add_argument("--label", help="the label column's name in a CSV")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _load(path: str) -> Any:
+    from edgeps.model.files import from_checkpoint, load_export
+    from edgeps.runtime.checkpoint import load_checkpoint
+
+    if Path(path).suffix.lower() == ".npz":
+        ckpt = load_checkpoint(path)
+        return from_checkpoint(ckpt.params, ckpt.meta, path)
+    return load_export(path)[0]
+
+
+def _read(path: str, label: str | None, model: Any) -> Any:
+    from edgeps.model.table import read_table
+
+    classes = model.card.classes
+    n = model.spec.n_features
+    try:
+        return read_table(path, label=label, classes=classes, n_features=n)
+    except ValueError:
+        if classes is None:
+            raise
+        # labels written as class ids rather than names
+        return read_table(path, label=label, n_features=n)
+
+
+def run(args: argparse.Namespace) -> int:
+    from edgeps.model import scoring
+
+    try:
+        model = _load(args.model)
+        table = _read(args.data, args.label, model)
+        pred = model.predict(table.X)
+        result: dict[str, Any] = {"model": str(model.spec), "rows": table.n_samples}
+        linear = model.spec.kind == "linear"
+        names = model.card.class_names()
+        if linear:
+            result["predictions"] = [float(v) for v in pred]
+        else:
+            result["predictions"] = [names[int(i)] for i in pred]
+        if table.y is not None:
+            if linear:
+                result.update(scoring.regression(table.y, pred))
+            else:
+                result.update(scoring.classification(table.y, pred, names))
+    except (ValueError, FileNotFoundError, OSError) as exc:
+        print(f"edgeps predict: error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    for p in result["predictions"]:
+        print(p if not linear else f"{p:.6g}")
+    if "accuracy" in result:
+        print(
+            f"accuracy {result['accuracy']:.4f} on {table.n_samples} rows\n"
+            + scoring.confusion_table(result),
+            file=sys.stderr,
+        )
+    elif "r2" in result:
+        print(
+            f"R2 {result['r2']:.4f}, MAE {result['mae']:.6g} on {table.n_samples} rows",
+            file=sys.stderr,
+        )
+    return 0

@@ -1,0 +1,90 @@
+"""A data file made ready for the job: text labels named, features scaled.
+
+Until the job's welcome carries the job's scaler and label names, a worker
+with a data file scales by its own file (``--scale``) or by a shared one
+(``--scaler-from``), and names text labels by ``--classes`` or by its own
+sorted names; what may differ from the job is logged as a warning.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+import numpy as np
+
+from edgeps.kernels import ModelSpec
+from edgeps.model.scaler import Scaler
+from edgeps.model.table import parse_classes, read_table
+from edgeps.pyworker.localdata import LocalData, load_file
+
+log = logging.getLogger("edgeps.pyworker")
+
+# a file whose features stray this far from mean 0, std 1 was not standardised
+UNSCALED_MEAN = 3.0
+UNSCALED_STD = 10.0
+
+
+def looks_unscaled(X: np.ndarray) -> bool:
+    """True when some feature's mean or std is far from a standardised one's."""
+    mean = np.abs(X.mean(axis=0, dtype=np.float64))
+    std = X.std(axis=0, dtype=np.float64)
+    return bool(mean.max() > UNSCALED_MEAN or std.max() > UNSCALED_STD)
+
+
+def load_local(args: argparse.Namespace) -> LocalData:
+    """``--data`` read with ``--label``/``--classes``, scaled by ``--scale*``."""
+    classes = parse_classes(args.classes)
+    data = load_file(args.data, label=args.label, classes=classes)
+    scaler: Scaler | None = None
+    if args.scaler_from:
+        source = read_table(args.scaler_from, label=args.label, classes=classes)
+        scaler = Scaler.fit(source.X)
+        where = f"{args.scaler_from}'s"
+    elif args.scale:
+        scaler = Scaler.fit(data.X)
+        where = "this file's own"
+        log.warning(
+            "%s: features scaled by this file's own mean and std; the job's "
+            "scaler (from serve's test data) differs until the job's welcome "
+            "carries it: files drawn alike keep the difference small",
+            data.source,
+        )
+    elif looks_unscaled(data.X):
+        log.warning(
+            "%s: features look unscaled (mean up to %.3g, std up to %.3g): "
+            "training on raw features is slow or fails; pass --scale if the "
+            "job has a scaler (serve says so)",
+            data.source,
+            float(np.abs(data.X.mean(axis=0)).max()),
+            float(data.X.std(axis=0).max()),
+        )
+    if scaler is None:
+        return data
+    if scaler.n_features != data.n_features:
+        raise ValueError(
+            f"--scaler-from {args.scaler_from} has {scaler.n_features} features, "
+            f"{data.source} has {data.n_features}"
+        )
+    log.info("%s: features standardised by %s mean and std", data.source, where)
+    return LocalData(scaler.transform(data.X), data.y, data.source, data.classes)
+
+
+def check_classes(spec: ModelSpec, data: LocalData, *, given: bool) -> None:
+    """Refuse text labels that cannot be the job's classes; warn when guessed."""
+    if data.classes is None or spec.kind == "linear":
+        return
+    n = 2 if spec.kind == "logistic" else spec.n_classes
+    if len(data.classes) != n:
+        raise ValueError(
+            f"{data.source} has the classes {', '.join(data.classes)} but the job's "
+            f"model {spec} has {n}: pass the job's names with --classes (serve "
+            "prints them)"
+        )
+    if not given:
+        log.warning(
+            "%s: text labels named by this file's sorted names (%s); pass "
+            "--classes as serve prints them so every worker names them alike",
+            data.source,
+            ", ".join(data.classes),
+        )
