@@ -45,14 +45,14 @@ from edgeps.core.types import (
 from edgeps.kernels import params_codec
 from edgeps.netem.links import is_shaped, with_links
 from edgeps.policy import parse_policy
-from edgeps.pyworker.batches import Shuffle
 from edgeps.sim.energy import BoardMeter, BoardTime, board_joules, board_power
 from edgeps.sim.engine import EventLoop
 from edgeps.sim.links import EMULATED_CHUNK, SimLink, message_bytes
 from edgeps.sim.local import local_update, plan_steps
 from edgeps.sim.types import SimConfig, SimResult
+from edgeps.sim.worker import SimWorker
 from edgeps.workloads.datasets import Dataset, load_dataset, partition
-from edgeps.workloads.scenarios import WorkerProfile, make_scenario
+from edgeps.workloads.scenarios import make_scenario
 
 log = logging.getLogger(__name__)
 
@@ -60,66 +60,6 @@ log = logging.getLogger(__name__)
 @functools.lru_cache(maxsize=8)
 def _dataset(name: str, seed: int) -> Dataset:
     return load_dataset(name, seed)
-
-
-class SimWorker:
-    """One simulated board: its data shard, random streams and protocol state."""
-
-    def __init__(
-        self,
-        worker_id: str,
-        profile: WorkerProfile,
-        X: np.ndarray,
-        y: np.ndarray,
-        *,
-        seed: int,
-        index: int,
-        batch: int,
-    ) -> None:
-        self.worker_id = worker_id
-        self.profile = profile
-        self.X, self.y = X, y
-        # the stream an emulated sensor's EmulatedTrainer draws its times from
-        self.compute_rng = np.random.default_rng([seed, index])
-        self.link_rng = np.random.default_rng([seed, index, 2])
-        # the minibatch order an emulated sensor's trainer draws (seed + index)
-        self.batch_seed = seed + index
-        self.shuffle = Shuffle(len(y), self.batch_seed)
-        self.alive = True
-        self.epoch = 0  # bumped on crash/rejoin; events of an old epoch are void
-        self.incarnation = 0
-        self.clock = 0
-        self.seq = 0
-        self.expected_release = 0  # releases are numbered so redeliveries are ignored
-        self.waiting = True
-        self.default_batch = batch
-        self.batch = batch  # the PS may assign another with each release
-        self.busy_time = 0.0
-        self.alive_since: float | None = 0.0
-        self.alive_time = 0.0
-        self.link: SimLink | None = None  # a shaped link, else the delay model
-        self.encoder: GradEncoder | None = None  # under --compress
-
-    @property
-    def cap(self) -> int:
-        """The batch limit it announces: its memory's, or its shard's if smaller.
-
-        A board never draws more rows than its shard holds, so a shard smaller
-        than the batch is a limit like memory is (0: none).
-        """
-        limits = [m for m in (self.profile.max_batch, len(self.y)) if m > 0]
-        low = min(limits) if limits else 0
-        return low if low < self.default_batch or self.profile.max_batch else 0
-
-    def next_batch(self, size: int) -> tuple[np.ndarray, np.ndarray]:
-        """The next minibatch of this worker's shard, as ``NativeTrainer`` draws it."""
-        idx = self.shuffle.take(min(size, len(self.y)))
-        return self.X[idx], self.y[idx]
-
-    def new_process(self) -> None:
-        """A rejoin is a new worker process: a fresh trainer and a zero residual."""
-        self.shuffle = Shuffle(len(self.y), self.batch_seed)
-        self.encoder = None
 
 
 class Simulator:
