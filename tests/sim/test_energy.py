@@ -63,6 +63,10 @@ def test_the_meter_counts_bytes_and_holds() -> None:
     meter.sent_down("w", 9.0)  # not held: nothing added
     assert (meter.up["w"], meter.down["w"]) == (100, 80)
     assert meter.held["w"] == pytest.approx(3.0)
+    meter.hold("w", 10.0)
+    meter.end_hold("w", 10.5)  # it went down: the hold ends, nothing sent
+    assert meter.held_until("w", 20.0) == pytest.approx(3.5)
+    assert meter.down["w"] == 80
 
 
 def test_unknown_boards_and_bad_figures_are_refused() -> None:

@@ -125,6 +125,10 @@ class BoardMeter:
 
     def sent_down(self, wid: str, now: float) -> None:
         self.down[wid] += self._down_size[wid]
+        self.end_hold(wid, now)
+
+    def end_hold(self, wid: str, now: float) -> None:
+        """The board is released, or went down: its hold ends ``now``."""
         since = self._since.pop(wid, None)
         if since is not None:
             self.held[wid] += now - since

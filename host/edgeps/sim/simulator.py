@@ -329,6 +329,7 @@ class Simulator:
         self.loop.after(self.config.heartbeat_interval, self._heartbeat, w, w.epoch)
 
     def _crash(self, w: SimWorker) -> None:
+        self.meter.end_hold(w.worker_id, self.loop.now)
         w.alive = False
         w.epoch += 1
         if w.alive_since is not None:
