@@ -48,8 +48,10 @@ def test_the_delta_is_h_sgd_steps_on_the_next_minibatches() -> None:
     spec = kernels.ModelSpec.parse("softmax:3x2")
     rng = np.random.default_rng(4)
     params = spec.init_params(0)
-    batches = [(rng.normal(size=(8, 3)).astype(np.float32), rng.integers(0, 2, 8).astype(np.int32))
-               for _ in range(3)]  # fmt: skip
+    batches = [
+        (rng.normal(size=(8, 3)).astype(np.float32), rng.integers(0, 2, 8, np.int32))
+        for _ in range(3)
+    ]
     it = iter(batches)
     loss, delta, samples = local_update(spec, params, lambda: next(it), 3, 0.1)
     ref = params.copy()
