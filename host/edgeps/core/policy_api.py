@@ -17,7 +17,10 @@ alone becomes lr x gradient, one local step), clipped, through ``collect``,
 and the core applies nothing until ``aggregate`` returns a pseudo-gradient:
 before every release pass it asks, and applies what it gets as one version,
 by the server optimizer at the server lr. The policy owns the weights
-(samples, staleness) and the buffer; the core owns the parameters.
+(samples, staleness) and the buffer; the core owns the parameters. The
+per-push scalings (``staleness_aware``, ``lr_workers``, the balancer,
+``step_scale``) do not apply to aggregates; clipping and the divergence
+backoff do.
 
 Cost at scale. A policy whose rule reads "proceed iff my key <= a limit"
 sets ``keyed_release`` and gives ``release_key`` (fixed while the worker
