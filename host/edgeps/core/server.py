@@ -83,7 +83,8 @@ class ParameterServer:
     balancer : assigns each released worker its batch and weights each push by
         its samples (lr x samples / base batch); None: every push weighs the same.
     server_opt, server_lr : the optimizer and step a delta (``Push.steps`` > 1)
-        and every aggregate is applied with (``edgeps.core.defaults``).
+        and every aggregate is applied with (``edgeps.core.defaults``); the
+        balancer does not weigh a delta, which already holds its samples.
     """
 
     def __init__(
