@@ -111,3 +111,13 @@ def test_more_workers_never_make_a_larger_step_per_round() -> None:
     steps = [round_step(n) for n in (1, 8, 16, 32, 64, 512, 2000)]
     assert steps == sorted(steps)
     assert max(steps) == pytest.approx(JOB.lr * JOB.lr_workers)
+
+
+def test_simulate_runs_the_job_default_local_rounds() -> None:
+    sim, args = SimConfig(), parse("simulate")
+    local = ("local_steps", "local_epochs", "local_time", "server_opt", "server_lr")
+    for name in local:
+        assert getattr(sim, name) == getattr(args, name) == getattr(JOB, name)
+    ps = ParameterServer(np.zeros(4, np.float32), policy=parse_policy("fedavg"))
+    assert ps.server_lr == JOB.server_lr
+    assert type(ps.server_optimizer).__name__.lower() == JOB.server_opt

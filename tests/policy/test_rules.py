@@ -165,6 +165,10 @@ def test_dssp_without_timing_data_is_ssp_at_the_lower_threshold() -> None:
         "kofn:auto,cap=2",
         "dssp:sl=1,su=6",
         "dssp:sl=0,su=0",
+        "fedavg",
+        "fedavg:k=3,deadline=1.5",
+        "fedbuff:k=4",
+        "fedasync:a=0.5",
     ],  # fmt: skip
 )
 def test_policy_text_round_trips(text: str) -> None:

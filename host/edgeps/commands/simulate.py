@@ -72,6 +72,49 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "third (off); default: eager for policies that wait for whole rounds "
         "(bsp, kofn), not for asp, dsp, ssp and dssp",
     )
+    local = parser.add_argument_group("local rounds (a push is a delta)")
+    local.add_argument(
+        "--local-steps",
+        type=int,
+        default=d.local_steps,
+        metavar="H",
+        help="SGD steps a board takes at --lr between pushes; H > 1 pushes the delta",
+    )
+    local.add_argument(
+        "--local-epochs",
+        type=float,
+        default=d.local_epochs,
+        metavar="E",
+        help="instead: E passes over the board's shard per push (0: off)",
+    )
+    local.add_argument(
+        "--local-time",
+        type=float,
+        default=d.local_time,
+        metavar="S",
+        help="instead: local steps until S seconds of compute (0: off)",
+    )
+    local.add_argument(
+        "--server-opt",
+        choices=("sgd", "momentum", "adam"),
+        default=d.server_opt,
+        help="the optimizer the PS applies deltas with (FedOpt)",
+    )
+    local.add_argument(
+        "--server-lr",
+        type=float,
+        default=d.server_lr,
+        help="the step the PS applies deltas with",
+    )
+    energy = parser.add_argument_group("energy (edgeps.sim.energy)")
+    energy.add_argument(
+        "--board", choices=("esp32", "pi"), default=d.board, help="power model"
+    )
+    energy.add_argument(
+        "--sleep-at-barrier",
+        action="store_true",
+        help="a board held at the barrier sleeps (light sleep) until released",
+    )
     parser.add_argument("--target-accuracy", type=float, default=d.target_accuracy)
     parser.add_argument("--max-time", type=float, default=d.max_time, help="seconds")
     add_link_flags(parser)
@@ -124,6 +167,13 @@ def _config(args: argparse.Namespace) -> SimConfig:
         compress_down=args.compress_down,
         emulator_cpu_us=EMULATOR_CPU_US if args.emulated else 0.0,
         host_cores=args.host_cores,
+        local_steps=args.local_steps,
+        local_epochs=args.local_epochs,
+        local_time=args.local_time,
+        server_opt=args.server_opt,
+        server_lr=args.server_lr,
+        board=args.board,
+        sleep_at_barrier=args.sleep_at_barrier,
     )
 
 
@@ -183,6 +233,11 @@ def run(args: argparse.Namespace) -> int:
         head += f", updates {cfg.compress}"
     if cfg.compress_down != "f32":
         head += f", releases {cfg.compress_down}"
+    if cfg.local_steps > 1 or cfg.local_epochs > 0 or cfg.local_time > 0:
+        head += f", local steps {cfg.local_steps}" if cfg.local_steps > 1 else ""
+        head += f", local epochs {cfg.local_epochs:g}" if cfg.local_epochs else ""
+        head += f", local time {cfg.local_time:g} s" if cfg.local_time else ""
+        head += f", server {cfg.server_opt} lr {cfg.server_lr:g}"
     if summaries is None:
         if args.plot and draw([summarize(cfg.policy, [result])], cfg, args.plot):
             return 2
@@ -190,7 +245,8 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps(_json_safe({"config": vars_of(cfg), **result.to_dict()})))
             return 0
         print(f"{head}, seed {cfg.seed}")
-        header = ["policy", "t_target_s", "final_acc", "updates/s", "idle", "max_stale"]
+        header = ["policy", "t_target_s", "final_acc", "updates/s", "idle", "max_stale",
+                  "up_B/board", "down_B/board", f"J/board ({cfg.board})"]  # fmt: skip
         row = [
             result.policy,
             fmt_time(result.time_to_target, cfg.max_time),
@@ -198,6 +254,9 @@ def run(args: argparse.Namespace) -> int:
             f"{result.updates_per_s:.1f}",
             f"{result.idle_fraction:.2f}",
             str(result.max_staleness),
+            f"{result.bytes_up_per_board:.0f}",
+            f"{result.bytes_down_per_board:.0f}",
+            f"{result.joules_per_board:.2f}",
         ]
         print(table(header, [row]))
         step = max(1, len(result.trace) // 8)
@@ -230,11 +289,19 @@ def run(args: argparse.Namespace) -> int:
         "updates/s",
         "idle",
         "max_stale",
+        "up_B/board",
+        "down_B/board",
+        f"J/board ({cfg.board})",
     ]
     rows = []
     for s in summaries:
         cells = summary_cells(s, cfg.max_time)
-        rows.append([s.policy, cells[0], fmt_ratio(ref[s.policy]), *cells[1:]])
+        usage = [
+            f"{s.bytes_up_per_board:.0f}",
+            f"{s.bytes_down_per_board:.0f}",
+            f"{s.joules_per_board:.2f}",
+        ]
+        rows.append([s.policy, cells[0], fmt_ratio(ref[s.policy]), *cells[1:], *usage])
     print(table(header, rows))
     return 0
 

@@ -29,6 +29,16 @@ class JobDefaults:
         to target is known to this precision.
     divergence_backoff : the factor the step is multiplied by each time the job
         is seen diverging (``edgeps.core.divergence``); 1.0 = never back off.
+    local_steps : SGD steps a worker takes at ``lr`` between two pushes; 1 =
+        push every gradient, H > 1 = push the model delta after H steps.
+    local_epochs : when > 0, the local steps are this many passes over the
+        worker's shard (ceil(epochs x shard / batch)) instead of ``local_steps``.
+    local_time : when > 0, a worker takes local steps until this many seconds
+        of compute have passed (at least one) instead of ``local_steps``.
+    server_opt : the optimizer the PS applies deltas with (FedOpt, Reddi et
+        al., ICLR 2021: a delta is a pseudo-gradient): sgd, momentum or adam.
+    server_lr : the step the PS applies deltas with; 1.0 with sgd adds the
+        delta as the worker computed it.
     """
 
     lr: float = 0.1
@@ -39,6 +49,11 @@ class JobDefaults:
     norm_guard: float = 10.0
     eval_interval: float = 0.5
     divergence_backoff: float = 0.5
+    local_steps: int = 1
+    local_epochs: float = 0.0
+    local_time: float = 0.0
+    server_opt: str = "sgd"
+    server_lr: float = 1.0
 
 
 JOB = JobDefaults()

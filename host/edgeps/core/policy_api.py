@@ -11,6 +11,17 @@ A policy answers two questions for the core: may this push be applied
 (``may_proceed``). After every event the core releases every waiting worker
 that may proceed, so a policy never has to remember whom to wake.
 
+Aggregation. A policy that sets ``aggregates`` (FedAvg, FedBuff, FedAsync)
+gets each admitted push's update from the core as a delta (a gradient pushed
+alone becomes lr x gradient, one local step), clipped, through ``collect``,
+and the core applies nothing until ``aggregate`` returns a pseudo-gradient:
+before every release pass it asks, and applies what it gets as one version,
+by the server optimizer at the server lr. The policy owns the weights
+(samples, staleness) and the buffer; the core owns the parameters. The
+per-push scalings (``staleness_aware``, ``lr_workers``, the balancer,
+``step_scale``) do not apply to aggregates; clipping and the divergence
+backoff do.
+
 Cost at scale. A policy whose rule reads "proceed iff my key <= a limit"
 sets ``keyed_release`` and gives ``release_key`` (fixed while the worker
 waits) and ``release_limit``; the core then keeps the waiting workers in a
@@ -22,6 +33,8 @@ the core asks ``may_proceed`` for every waiting worker.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+
+import numpy as np
 
 from edgeps.core.types import Push
 from edgeps.core.view import ClusterView
@@ -84,6 +97,23 @@ class Policy(ABC):
     def step_scale(self, view: ClusterView, push: Push, staleness: int) -> float:
         """Share of the step this admitted push gets (1.0: the plain step)."""
         return 1.0
+
+    #: True: the core hands updates to ``collect`` and applies ``aggregate``'s
+    aggregates: bool = False
+
+    def collect(
+        self, view: ClusterView, push: Push, delta: np.ndarray, staleness: int
+    ) -> None:
+        """Take this push's ``delta`` (only with ``aggregates``; a read-only view).
+
+        ``staleness`` is the version now minus the push's base version; a
+        version counts the aggregates applied.
+        """
+        raise NotImplementedError
+
+    def aggregate(self, view: ClusterView, now: float) -> np.ndarray | None:
+        """The pseudo-gradient to apply now as one step, or None (``aggregates``)."""
+        return None
 
     def on_applied(self, view: ClusterView, push: Push, now: float) -> None:
         """Called after a push is applied and the pusher's clock advanced."""

@@ -26,6 +26,7 @@ from edgeps.core.args import (
 )
 from edgeps.core.balance import Balancer
 from edgeps.core.defaults import JOB, worker_step_scale
+from edgeps.core.deltas import push_delta
 from edgeps.core.monitor import PerformanceMonitor
 from edgeps.core.norm_guard import NormGuard
 from edgeps.core.policy_api import Policy
@@ -81,6 +82,9 @@ class ParameterServer:
     monitor : the ``PerformanceMonitor`` to feed (a default one if None).
     balancer : assigns each released worker its batch and weights each push by
         its samples (lr x samples / base batch); None: every push weighs the same.
+    server_opt, server_lr : the optimizer and step a delta (``Push.steps`` > 1)
+        and every aggregate is applied with (``edgeps.core.defaults``); the
+        balancer does not weigh a delta, which already holds its samples.
     """
 
     def __init__(
@@ -97,6 +101,8 @@ class ParameterServer:
         norm_guard: NormGuard | None = None,
         monitor: PerformanceMonitor | None = None,
         balancer: Balancer | None = None,
+        server_opt: str | kernels.Optimizer = JOB.server_opt,
+        server_lr: float = JOB.server_lr,
     ) -> None:
         check_params(params)
         if not isinstance(policy, Policy):
@@ -109,6 +115,8 @@ class ParameterServer:
         self.optimizer = resolve_optimizer(optimizer, self._params.size)
         self.policy = policy
         self.lr = float(lr)
+        self.server_optimizer = resolve_optimizer(server_opt, self._params.size)
+        self.server_lr = check_positive("server_lr", server_lr)
         if isinstance(lr_workers, bool) or not isinstance(lr_workers, int):
             raise TypeError(f"lr_workers must be an int, got {lr_workers!r}")
         if lr_workers < 0:
@@ -348,6 +356,9 @@ class ParameterServer:
 
     def _step(self, rec: WorkerRecord, push: Push, staleness: int) -> None:
         """Apply the push's update, clipped to the norm bound, as one version."""
+        if self.policy.aggregates or int(push.steps) > 1:
+            self._step_delta(rec, push, staleness)
+            return
         scale = clip_scale(push.update, self.max_update_norm, self.norm_guard)
         if scale < 1.0:
             rec.clipped += 1
@@ -361,6 +372,33 @@ class ParameterServer:
         self.version += 1
         if self.norm_guard is not None:
             self.norm_guard.accept(kernels.l2_norm(push.update) * scale)
+
+    def _step_delta(self, rec: WorkerRecord, push: Push, staleness: int) -> None:
+        """A delta by the server optimizer, or, under an aggregating policy,
+        collected by the policy (``_apply_aggregate`` applies what it releases)."""
+        delta, clipped = push_delta(
+            push, self.lr, self.max_update_norm, self.norm_guard
+        )
+        if clipped:
+            rec.clipped += 1
+            self.clipped += 1
+        if self.policy.aggregates:
+            self.policy.collect(self.view, push, delta, staleness)
+            return
+        lr = self.server_lr / (staleness + 1 if self.staleness_aware else 1)
+        lr *= self.step_backoff * worker_step_scale(self.lr_workers, self.view.n_live)
+        lr *= self.policy.step_scale(self.view, push, staleness)
+        self.server_optimizer.step(self._params, delta, lr)
+        self.version += 1
+
+    def _apply_aggregate(self, now: float) -> None:
+        """Apply the aggregate the policy releases now, if any, as one version."""
+        pseudo = self.policy.aggregate(self.view, now)
+        if pseudo is None:
+            return
+        lr = self.server_lr * self.step_backoff
+        self.server_optimizer.step(self._params, pseudo, lr)
+        self.version += 1
 
     def _take_turn(
         self, rec: WorkerRecord, push: Push, now: float, refused: str | None = None
@@ -458,6 +496,8 @@ class ParameterServer:
 
     def _release_pass(self, now: float) -> list[str]:
         """Release the waiting workers that may go on (``edgeps.core.release``)."""
+        if self.policy.aggregates:
+            self._apply_aggregate(now)
         released, forced = release_pass(
             self.policy,
             self.view,

@@ -49,7 +49,11 @@ class Push:
 
     ``clock`` is the number of iterations the worker has completed, this one
     included (the first push carries clock 1). ``seq`` increases per session;
-    ``(worker_id, session, seq)`` identifies a push.
+    ``(worker_id, session, seq)`` identifies a push. ``steps`` says what
+    ``update`` is: 0 or 1, a gradient (the PS steps it by the job's lr); H > 1,
+    the model delta after H local SGD steps at the job's lr, ``params_before -
+    params_after``, which the PS applies as a pseudo-gradient by its server lr
+    (``ParameterServer``, FedOpt). ``samples`` counts every local step's rows.
     """
 
     worker_id: str
@@ -61,6 +65,7 @@ class Push:
     samples: int = 0
     session: int = 0
     loss: float = float("nan")
+    steps: int = 0  # local steps behind ``update``: <= 1 a gradient, H > 1 a delta
 
 
 @dataclass(frozen=True)

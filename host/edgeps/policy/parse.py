@@ -1,7 +1,8 @@
 """``parse_policy``: the text forms of the sync policies, read at the edges.
 
 Text forms: "bsp", "asp", "ssp:3", "dsp", "dsp:w=8", "dsp:rounds=48", "kofn:k=6",
-"kofn:auto" (both kofn forms also take ",cap=N"), "dssp:sl=1,su=6".
+"kofn:auto" (both kofn forms also take ",cap=N"), "dssp:sl=1,su=6"; over deltas:
+"fedavg", "fedavg:k=K,deadline=S", "fedbuff:k=K", "fedasync:a=A".
 """
 
 from __future__ import annotations
@@ -14,10 +15,23 @@ from edgeps.policy.asp import ASP
 from edgeps.policy.bsp import BSP
 from edgeps.policy.dsp import DSP
 from edgeps.policy.dssp import DSSP
+from edgeps.policy.fedasync import FedAsync
+from edgeps.policy.fedavg import FedAvg
+from edgeps.policy.fedbuff import FedBuff
 from edgeps.policy.kofn import KofN
 from edgeps.policy.ssp import SSP
 
-POLICIES: tuple[str, ...] = ("bsp", "asp", "ssp", "dsp", "kofn", "dssp")
+POLICIES: tuple[str, ...] = (
+    "bsp",
+    "asp",
+    "ssp",
+    "dsp",
+    "kofn",
+    "dssp",
+    "fedavg",
+    "fedbuff",
+    "fedasync",
+)
 
 _NAME = re.compile(r"^[a-z]+$")
 _KEY = re.compile(r"^[a-z_]+$")
@@ -58,6 +72,20 @@ def _options(name: str, rest: str, allowed: set[str] | None) -> dict[str, str]:
     return opts
 
 
+_FED = {"fedavg": {"k", "deadline"}, "fedbuff": {"k"}, "fedasync": {"a"}}
+
+
+def _federated(name: str, opts: dict[str, str]) -> Policy:
+    if name == "fedbuff":
+        return FedBuff(_int(opts.get("k", "10"), "fedbuff k"))
+    if name == "fedasync":
+        return FedAsync(float(_number(opts.get("a", "0.6"), "fedasync a")))
+    k = _int(opts["k"], "fedavg k") if "k" in opts else None
+    deadline = opts.get("deadline")
+    secs = None if deadline is None else float(_number(deadline, "fedavg deadline"))
+    return FedAvg(k, deadline=secs)
+
+
 def parse_policy(text: str) -> Policy:
     """Build a policy from its text form; ValueError on anything unknown."""
     if not isinstance(text, str):
@@ -67,7 +95,8 @@ def parse_policy(text: str) -> Policy:
     if not _NAME.match(name) or name not in POLICIES:
         raise ValueError(
             f"unknown policy {text!r}; expected one of: bsp, asp, ssp:S, dsp, "
-            "dsp:w=W, kofn:k=K, kofn:auto, dssp:sl=L,su=U"
+            "dsp:w=W, kofn:k=K, kofn:auto, dssp:sl=L,su=U, fedavg, "
+            "fedavg:k=K,deadline=S, fedbuff:k=K, fedasync:a=A"
         )
     if colon and not rest:
         raise ValueError(f"policy {text!r}: nothing after ':'")
@@ -90,6 +119,8 @@ def parse_policy(text: str) -> Policy:
         except TypeError as exc:
             raise ValueError(f"policy {text!r}: {exc}") from None
         return policy
+    if name in ("fedavg", "fedbuff", "fedasync"):
+        return _federated(name, _options(name, rest, _FED[name]) if colon else {})
     if name == "kofn":
         if not colon:
             raise ValueError("kofn needs k=K or auto, e.g. 'kofn:k=6' or 'kofn:auto'")

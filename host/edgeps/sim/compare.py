@@ -42,6 +42,10 @@ class PolicySummary:
     idle_fraction: float
     max_staleness: float
     runs: list[SimResult]
+    # per board, up to the target (to the end if unreached): medians over seeds
+    bytes_up_per_board: float = 0.0
+    bytes_down_per_board: float = 0.0
+    joules_per_board: float = 0.0
 
     def to_dict(self, *, with_runs: bool = False) -> dict[str, Any]:
         out = {k: v for k, v in dataclasses.asdict(self).items() if k != "runs"}
@@ -70,6 +74,9 @@ def summarize(policy: str, runs: list[SimResult]) -> PolicySummary:
         idle_fraction=statistics.median(r.idle_fraction for r in runs),
         max_staleness=statistics.median(r.max_staleness for r in runs),
         runs=runs,
+        bytes_up_per_board=statistics.median(r.bytes_up_per_board for r in runs),
+        bytes_down_per_board=statistics.median(r.bytes_down_per_board for r in runs),
+        joules_per_board=statistics.median(r.joules_per_board for r in runs),
     )
 
 

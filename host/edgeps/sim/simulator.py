@@ -45,12 +45,14 @@ from edgeps.core.types import (
 from edgeps.kernels import params_codec
 from edgeps.netem.links import is_shaped, with_links
 from edgeps.policy import parse_policy
-from edgeps.pyworker.batches import Shuffle
+from edgeps.sim.energy import BoardMeter, BoardTime, board_joules, board_power
 from edgeps.sim.engine import EventLoop
-from edgeps.sim.links import SimLink
+from edgeps.sim.links import EMULATED_CHUNK, SimLink, message_bytes
+from edgeps.sim.local import local_update, plan_steps
 from edgeps.sim.types import SimConfig, SimResult
+from edgeps.sim.worker import SimWorker
 from edgeps.workloads.datasets import Dataset, load_dataset, partition
-from edgeps.workloads.scenarios import WorkerProfile, make_scenario
+from edgeps.workloads.scenarios import make_scenario
 
 log = logging.getLogger(__name__)
 
@@ -58,66 +60,6 @@ log = logging.getLogger(__name__)
 @functools.lru_cache(maxsize=8)
 def _dataset(name: str, seed: int) -> Dataset:
     return load_dataset(name, seed)
-
-
-class SimWorker:
-    """One simulated board: its data shard, random streams and protocol state."""
-
-    def __init__(
-        self,
-        worker_id: str,
-        profile: WorkerProfile,
-        X: np.ndarray,
-        y: np.ndarray,
-        *,
-        seed: int,
-        index: int,
-        batch: int,
-    ) -> None:
-        self.worker_id = worker_id
-        self.profile = profile
-        self.X, self.y = X, y
-        # the stream an emulated sensor's EmulatedTrainer draws its times from
-        self.compute_rng = np.random.default_rng([seed, index])
-        self.link_rng = np.random.default_rng([seed, index, 2])
-        # the minibatch order an emulated sensor's trainer draws (seed + index)
-        self.batch_seed = seed + index
-        self.shuffle = Shuffle(len(y), self.batch_seed)
-        self.alive = True
-        self.epoch = 0  # bumped on crash/rejoin; events of an old epoch are void
-        self.incarnation = 0
-        self.clock = 0
-        self.seq = 0
-        self.expected_release = 0  # releases are numbered so redeliveries are ignored
-        self.waiting = True
-        self.default_batch = batch
-        self.batch = batch  # the PS may assign another with each release
-        self.busy_time = 0.0
-        self.alive_since: float | None = 0.0
-        self.alive_time = 0.0
-        self.link: SimLink | None = None  # a shaped link, else the delay model
-        self.encoder: GradEncoder | None = None  # under --compress
-
-    @property
-    def cap(self) -> int:
-        """The batch limit it announces: its memory's, or its shard's if smaller.
-
-        A board never draws more rows than its shard holds, so a shard smaller
-        than the batch is a limit like memory is (0: none).
-        """
-        limits = [m for m in (self.profile.max_batch, len(self.y)) if m > 0]
-        low = min(limits) if limits else 0
-        return low if low < self.default_batch or self.profile.max_batch else 0
-
-    def next_batch(self, size: int) -> tuple[np.ndarray, np.ndarray]:
-        """The next minibatch of this worker's shard, as ``NativeTrainer`` draws it."""
-        idx = self.shuffle.take(min(size, len(self.y)))
-        return self.X[idx], self.y[idx]
-
-    def new_process(self) -> None:
-        """A rejoin is a new worker process: a fresh trainer and a zero residual."""
-        self.shuffle = Shuffle(len(self.y), self.batch_seed)
-        self.encoder = None
 
 
 class Simulator:
@@ -162,7 +104,10 @@ class Simulator:
                 if cfg.balance
                 else None
             ),
+            server_opt=cfg.server_opt,
+            server_lr=cfg.server_lr,
         )
+        self.power = board_power(cfg.board)
         shards = partition(self.data.y_train, cfg.n_workers, cfg.partition, cfg.seed)
         self.workers: dict[str, SimWorker] = {}
         pairs = zip(shards, profiles.items(), strict=True)
@@ -184,6 +129,16 @@ class Simulator:
         self.applied = 0
         self.applied_at: list[tuple[float, str]] = []  # (time, worker) per update
         self._release_no: dict[str, int] = dict.fromkeys(self.workers, 0)
+        sizes = {
+            wid: message_bytes(wid, self.spec.n_params, str(self.spec),
+                               EMULATED_CHUNK, cfg.compress, cfg.compress_down)
+            for wid in self.workers
+        }  # fmt: skip
+        self.meter = BoardMeter(
+            {w: z["update"] for w, z in sizes.items()},
+            {w: z["params"] for w, z in sizes.items()},
+        )
+        self._usage: tuple[float, float, float] | None = None  # at the target
 
     # -- links -------------------------------------------------------------
     def _send(self, w: SimWorker, handler: object, *args: object) -> None:
@@ -221,6 +176,7 @@ class Simulator:
             self._release_no[wid] += 1
             n = self._release_no[wid]
             batch = batches.get(wid, w.default_batch)
+            self.meter.sent_down(wid, self.loop.now)
             args = (w, n, action.version, action.params, batch)
             self._over(w, False, "params", self._on_params, *args)
 
@@ -232,7 +188,8 @@ class Simulator:
         self.rejected[action.reason] = self.rejected.get(action.reason, 0) + 1
 
     def on_held(self, action: Held) -> None:
-        """Nothing crosses the link for a held worker."""
+        """Nothing crosses the link for a held worker; the meter counts its hold."""
+        self.meter.hold(action.worker_id, self.loop.now)
 
     def on_left(self, action: WorkerLeft) -> None:
         """The board finds out on its own (it crashed, or it said bye)."""
@@ -256,6 +213,8 @@ class Simulator:
             kernels.accuracy(self.spec, params, self.data.X_test, self.data.y_test)
         )
         self.trace.append((round(self.loop.now, 6), acc))
+        if self._usage is None and acc >= self.config.target_accuracy:
+            self._usage = self._board_usage(self.loop.now)
         verdict = self.watch.check(
             non_finite_total=self.rejected.get("non_finite", 0),
             applied_total=self.applied,
@@ -284,9 +243,14 @@ class Simulator:
         w.batch = min(batch, w.profile.max_batch or batch)
         # it computes the rows it draws: a shard smaller than the batch is
         # all of it, with balancing or without
-        duration = w.profile.sample_compute(w.compute_rng, min(w.batch, len(w.y)))
+        cfg = self.config
+        steps, duration = plan_steps(
+            w.profile, w.compute_rng, min(w.batch, len(w.y)), len(w.y),
+            local_steps=cfg.local_steps, local_epochs=cfg.local_epochs,
+            local_time=cfg.local_time,
+        )  # fmt: skip
         self.loop.after(
-            duration, self._on_computed, w, w.epoch, version, params, duration
+            duration, self._on_computed, w, w.epoch, version, params, duration, steps
         )
 
     def _on_computed(
@@ -296,13 +260,16 @@ class Simulator:
         version: int,
         params: np.ndarray,
         duration: float,
+        steps: int = 1,
     ) -> None:
         if epoch != w.epoch:
             return  # crashed meanwhile: the work is lost
-        X, y = w.next_batch(w.batch)
         if self.params_code != F32:  # the board holds what its release decodes to
             params = params_codec.decoded(params, self.params_code)
-        loss, grad = kernels.loss_and_grad(self.spec, params, X, y)
+        draw = functools.partial(w.next_batch, w.batch)
+        loss, grad, samples = local_update(
+            self.spec, params, draw, steps, self.config.lr
+        )
         if self.compress.code != F32:  # what the PS decodes, error feedback and all
             w.encoder = w.encoder or GradEncoder(grad.shape[0])
             c, arg = self.compress.code, self.compress.arg(grad.shape[0])
@@ -320,10 +287,12 @@ class Simulator:
             base_version=version,
             update=grad,
             compute_time=duration,
-            samples=len(y),
+            samples=samples,
             session=w.incarnation,
             loss=float(loss),
+            steps=steps if steps > 1 else 0,
         )
+        self.meter.sent_up(w.worker_id)
         self._over(w, True, "update", self._host_in, push)
 
     def _host_in(self, push: Push) -> None:
@@ -360,6 +329,7 @@ class Simulator:
         self.loop.after(self.config.heartbeat_interval, self._heartbeat, w, w.epoch)
 
     def _crash(self, w: SimWorker) -> None:
+        self.meter.end_hold(w.worker_id, self.loop.now)
         w.alive = False
         w.epoch += 1
         if w.alive_since is not None:
@@ -387,6 +357,29 @@ class Simulator:
         self.loop.run_until(cfg.max_time)
         return self._result()
 
+    def _board_usage(self, now: float) -> tuple[float, float, float]:
+        """(bytes up, bytes down, joules) per board up to ``now``, means over boards."""
+        ups, downs, joules = [], [], []
+        cfg = self.config
+        for wid, w in self.workers.items():
+            since = w.alive_since
+            t = BoardTime(
+                alive=w.alive_time + (now - since if since is not None else 0.0),
+                compute=w.busy_time,
+                held=self.meter.held_until(wid, now),
+                bytes_up=self.meter.up[wid],
+                bytes_down=self.meter.down[wid],
+            )
+            rate = w.profile.link_rate if cfg.link_rate is None else cfg.link_rate
+            ups.append(t.bytes_up)
+            downs.append(t.bytes_down)
+            joules.append(
+                board_joules(
+                    self.power, t, link_rate=rate, sleep_at_barrier=cfg.sleep_at_barrier
+                )
+            )
+        return float(np.mean(ups)), float(np.mean(downs)), float(np.mean(joules))
+
     def _result(self) -> SimResult:
         cfg = self.config
         end = cfg.max_time
@@ -402,6 +395,7 @@ class Simulator:
         final = float(
             kernels.accuracy(self.spec, params, self.data.X_test, self.data.y_test)
         )
+        up, down, joules = self._usage or self._board_usage(end)
         return SimResult(
             policy=cfg.policy,
             scenario=cfg.scenario,
@@ -422,6 +416,9 @@ class Simulator:
                 for wid, w in self.workers.items()
                 if w.link is not None
             },
+            bytes_up_per_board=up,
+            bytes_down_per_board=down,
+            joules_per_board=joules,
         )
 
 

@@ -55,6 +55,17 @@ class SimConfig:
     host_cpu_us: float = HOST_CPU_US
     emulator_cpu_us: float = 0.0  # 0: boards compute on their own CPUs
     host_cores: float = 2.0
+    # local rounds (edgeps.core.defaults): SGD steps between pushes, or local
+    # epochs over the shard, or seconds of compute (> 0 wins, in that order)
+    local_steps: int = JOB.local_steps
+    local_epochs: float = JOB.local_epochs
+    local_time: float = JOB.local_time
+    server_opt: str = JOB.server_opt  # what the PS applies deltas with
+    server_lr: float = JOB.server_lr
+    # the energy model (edgeps.sim.energy): which board, and whether a board
+    # held at the barrier sleeps
+    board: str = "esp32"
+    sleep_at_barrier: bool = False
 
     def __post_init__(self) -> None:
         positive = {
@@ -65,6 +76,7 @@ class SimConfig:
             "heartbeat_interval": self.heartbeat_interval,
             "tick_interval": self.tick_interval,
             "retry_timeout": self.retry_timeout,
+            "server_lr": self.server_lr,
         }
         for key, value in positive.items():
             if not (
@@ -82,6 +94,8 @@ class SimConfig:
             raise ValueError("lr_workers must be >= 0; norm_guard 0 or > 1")
         if self.n_workers < 1 or self.batch_size < 1:
             raise ValueError("n_workers and batch_size must be >= 1")
+        if self.local_steps < 1 or self.local_epochs < 0 or self.local_time < 0:
+            raise ValueError("local_steps must be >= 1, local epochs and time >= 0")
         if self.heartbeat_interval >= self.liveness_timeout:
             raise ValueError("heartbeat_interval must be shorter than liveness_timeout")
 
@@ -105,6 +119,10 @@ class SimResult:
     link_bytes: dict[str, list[int]] = field(default_factory=dict)  # [up, down]
     state: str = "learning"  # edgeps.core.divergence: learning, diverging, backed off
     step_backoffs: int = 0  # times the step was cut for divergence
+    # per board, means over boards, up to the target (to the end if unreached)
+    bytes_up_per_board: float = 0.0
+    bytes_down_per_board: float = 0.0
+    joules_per_board: float = 0.0
 
     def to_dict(self, *, with_trace: bool = True) -> dict[str, Any]:
         out = asdict(self)

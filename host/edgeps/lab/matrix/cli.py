@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from edgeps.lab.matrix import grid as matrix
-from edgeps.lab.matrix.report import check_goals, table
+from edgeps.lab.matrix.report import check_goals, table, usage_table
 from edgeps.policy import parse_policy
 from edgeps.sim.compare import split_policies
 
@@ -49,6 +49,9 @@ def run_matrix_command(args: argparse.Namespace) -> int:
             balance,
         )
         max_time = args.max_time or matrix.MAX_TIME
+        local_steps = [int(h) for h in _list(args.local_steps, matrix.LOCAL_STEPS)]
+        if any(h < 1 for h in local_steps):
+            raise ValueError("--local-steps takes integers >= 1")
         started = time.monotonic()
         results = matrix.run_matrix(
             grid,
@@ -58,6 +61,7 @@ def run_matrix_command(args: argparse.Namespace) -> int:
             max_time=max_time,
             jobs=args.jobs,
             balance_eager=_EAGER[args.balance_mode],
+            local_steps=local_steps,
         )
         wall = time.monotonic() - started
     except (ValueError, TypeError) as exc:
@@ -72,6 +76,7 @@ def run_matrix_command(args: argparse.Namespace) -> int:
                 "first_seed": args.seed,
                 "max_time": max_time,
                 "balance_mode": args.balance_mode,
+                "local_steps": local_steps,
                 "datasets": {d: matrix.DATASETS[d] for d in {c.dataset for c in grid}},
                 "wall_seconds": wall,
             },
@@ -87,6 +92,8 @@ def run_matrix_command(args: argparse.Namespace) -> int:
         f" (digits past {matrix.LARGE} workers: labelmix:0.3)"
     )
     print(table(results, max_time))
+    print("\nbytes up per board (kB) / joules per board (ESP32 model) to the target")
+    print(usage_table(results))
     print()
     rows = [
         [g["goal"], f"{g['value']:.2f}", g["need"], "yes" if g["ok"] else "NO"]

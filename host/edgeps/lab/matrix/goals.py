@@ -48,6 +48,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="balancing from a board's first push or its third; policy: eager "
         "for those that wait for whole rounds (bsp, kofn)",
     )
+    m.add_argument(
+        "--local-steps",
+        default="1",
+        metavar="LIST",
+        help="local steps per push, a row per value: e.g. 1,8 (rows POLICY/hH)",
+    )
     m.add_argument("--max-time", type=float, default=None, help="virtual s per run")
     m.add_argument("--jobs", type=int, default=None, help="processes (default 2)")
     scale_rows.configure(parser)

@@ -1,6 +1,7 @@
 """The policy matrix: every policy in every scenario, dataset, size and balancing.
 
-A cell is (dataset, workers, scenario, balancing); in each cell every policy
+A cell is (dataset, workers, scenario, balancing); in each cell every row (a
+policy, with ``/hH`` its boards take H local steps per push: "fedavg/h8")
 runs over the same seeds and is summarised by its median time to the dataset's
 target accuracy and median final accuracy. Runs go to a process pool (one per
 core by default), so the whole matrix takes minutes on a small machine.
@@ -34,7 +35,18 @@ DATASETS: dict[str, tuple[str, float]] = {
 LARGE = 16
 LARGE_PARTITION = {"dirichlet:0.3": "labelmix:0.3"}
 SIZES = (8, 64)
-POLICIES = ("bsp", "asp", "ssp:3", "dsp", "kofn:auto", "dssp")
+POLICIES = (
+    "bsp",
+    "asp",
+    "ssp:3",
+    "dsp",
+    "kofn:auto",
+    "dssp",
+    "fedavg",
+    "fedbuff:k=8",
+    "fedasync:a=0.6",
+)
+LOCAL_STEPS = (1,)  # the local-steps dimension: each policy once per H
 MAX_TIME = 30.0  # virtual seconds per run
 
 
@@ -50,6 +62,21 @@ class Cell:
         return f"{self.dataset}/{self.workers}/{self.scenario}/bal-{bal}"
 
 
+def row_name(policy: str, local_steps: int) -> str:
+    """A matrix row: the policy, with "/hH" when boards take H > 1 local steps."""
+    return policy if local_steps == 1 else f"{policy}/h{local_steps}"
+
+
+def split_row(row: str) -> tuple[str, int]:
+    """(policy, local steps) of a row name."""
+    policy, slash, h = row.rpartition("/h")
+    if not slash:
+        return row, 1
+    if not h.isdigit() or int(h) < 1:
+        raise ValueError(f"bad row {row!r}: expected POLICY or POLICY/hH, H >= 1")
+    return policy, int(h)
+
+
 @dataclass
 class Entry:
     """One policy in one cell: medians over seeds (unreached runs count as inf)."""
@@ -58,6 +85,8 @@ class Entry:
     times: list[float | None]
     accuracies: list[float]
     staleness: list[int]
+    bytes_up: list[float] = field(default_factory=list)  # per board, to the target
+    joules: list[float] = field(default_factory=list)  # per board, to the target
 
     @property
     def time(self) -> float | None:
@@ -76,6 +105,8 @@ class Entry:
             "reached": sum(t is not None for t in self.times),
             "seeds": len(self.times),
             "max_staleness": statistics.median(self.staleness),
+            "bytes_up_per_board": _median(self.bytes_up),
+            "joules_per_board": _median(self.joules),
             "runs": {"time_to_target": self.times, "final_accuracy": self.accuracies},
         }
 
@@ -101,6 +132,10 @@ class CellResult:
             "best": self.best(),
             "policies": [e.to_dict() for e in self.entries.values()],
         }
+
+
+def _median(xs: list[float]) -> float | None:
+    return float(statistics.median(xs)) if xs else None
 
 
 def cells(
@@ -130,6 +165,7 @@ def config(
     balance_eager: bool | None = None,
 ) -> SimConfig:
     partition, target = DATASETS[cell.dataset]
+    policy, local_steps = split_row(policy)
     if cell.workers > LARGE:
         partition = LARGE_PARTITION.get(partition, partition)
     return SimConfig(
@@ -143,12 +179,17 @@ def config(
         balance_eager=balance_eager,  # None: the mode by policy
         target_accuracy=target,
         max_time=max_time,
+        local_steps=local_steps,
     )
 
 
-def _one(cfg: SimConfig) -> tuple[float | None, float, int]:
+Outcome = tuple[float | None, float, int, float, float]
+
+
+def _one(cfg: SimConfig) -> Outcome:
     r = simulate(cfg)
-    return r.time_to_target, r.final_accuracy, r.max_staleness
+    usage = (r.bytes_up_per_board, r.joules_per_board)
+    return r.time_to_target, r.final_accuracy, r.max_staleness, *usage
 
 
 def run_matrix(
@@ -160,13 +201,13 @@ def run_matrix(
     max_time: float = MAX_TIME,
     jobs: int | None = None,
     balance_eager: bool | None = None,
+    local_steps: Iterable[int] = LOCAL_STEPS,
     overrides: dict[str, Any] | None = None,
 ) -> list[CellResult]:
-    """Every policy in every cell over ``seeds`` seeds, on ``jobs`` processes.
-
-    ``overrides``: SimConfig fields set in every run (a target, the host's costs).
-    """
-    policies = list(policies)
+    """Every row (policy x local steps) in every cell over ``seeds`` seeds, on
+    ``jobs`` processes. ``overrides``: SimConfig fields set in every run (a
+    target, the host's costs)."""
+    policies = [row_name(p, h) for p in policies for h in local_steps]
     if seeds < 1 or not policies or not grid:
         raise ValueError("need at least one seed, one policy and one cell")
     configs = [
@@ -194,9 +235,11 @@ def run_matrix(
         for i, out in zip(order, done, strict=True):
             outcomes[i] = out
     results = {cell: CellResult(cell) for cell in grid}
-    for (cell, pol, _), (t, acc, stale) in zip(configs, outcomes, strict=True):
+    for (cell, pol, _), (t, acc, stale, up, j) in zip(configs, outcomes, strict=True):
         entry = results[cell].entries.setdefault(pol, Entry(pol, [], [], []))
         entry.times.append(t)
         entry.accuracies.append(acc)
         entry.staleness.append(stale)
+        entry.bytes_up.append(up)
+        entry.joules.append(j)
     return [results[c] for c in grid]

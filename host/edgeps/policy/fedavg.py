@@ -1,0 +1,94 @@
+"""Federated averaging: synchronous rounds, one sample-weighted mean step each."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from edgeps.core.types import Push
+from edgeps.core.view import ClusterView
+from edgeps.policy.kofn import KofN
+
+
+class FedAvg(KofN):
+    """FedAvg (McMahan et al., "Communication-Efficient Learning of Deep
+    Networks from Decentralized Data", AISTATS 2017) over the PS's rounds.
+
+    Rule: a round closes when every live worker pushed for it, or, with
+    ``k``, when the first K of them did, or, with ``deadline``, ``deadline``
+    seconds after the round's first release once at least one push is in.
+    The round's deltas are combined into one step, their mean weighted by
+    each push's samples (sum n_i d_i / sum n_i; a push that counts no
+    samples weighs one), applied by the server optimizer at the server lr: the
+    step is an average, so more workers never make it larger. Then every
+    waiting worker is released into the next round. A push for a closed
+    round (a straggler past K or the deadline) is dropped ("too_stale") and
+    its worker resynced, as FedAvg drops late clients. Rounds are K-of-N's
+    (``edgeps.policy.kofn``) with cap 0. Bound: every applied push was
+    computed on the round's parameters (lag 0).
+    """
+
+    name = "fedavg"
+    aggregates = True
+
+    def __init__(self, k: int | None = None, *, deadline: float | None = None) -> None:
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+            raise ValueError(f"fedavg k must be an int >= 1, got {k!r}")
+        if deadline is not None and not (math.isfinite(deadline) and deadline > 0):
+            raise ValueError(f"fedavg deadline must be > 0 seconds, got {deadline!r}")
+        super().__init__(1 if k is None else k, cap=0)
+        self.want = k
+        self.deadline = None if deadline is None else float(deadline)
+        self.opened: float | None = None  # the round's first release
+        self._sum: np.ndarray | None = None  # sum of samples x delta this round
+        self._weight = 0.0
+        self._of_round = 0  # the round the sum is of
+
+    @property
+    def bound_description(self) -> str:
+        k = "every live worker" if self.want is None else f"the first {self.want}"
+        return f"one mean step per round of {k}; an applied push lags 0 rounds"
+
+    def k_effective(self, view: ClusterView, now: float | None = None) -> int:
+        n_live = view.n_live
+        return n_live if self.want is None else max(1, min(self.want, n_live))
+
+    def _close_round(self, view: ClusterView, now: float) -> None:
+        if not self._pushed:
+            return
+        opened, deadline = self.opened, self.deadline
+        due = opened is not None and deadline is not None and now >= opened + deadline
+        if due or len(self._pushed) >= self.k_effective(view, now):
+            self.round += 1
+            self._pushed.clear()
+            self._late.clear()
+
+    def collect(
+        self, view: ClusterView, push: Push, delta: np.ndarray, staleness: int
+    ) -> None:
+        if self._sum is None:
+            self._sum = np.zeros(delta.shape, np.float64)
+        weight = max(1, int(push.samples))  # a push that counts none weighs one
+        self._sum += weight * delta.astype(np.float64)
+        self._weight += weight
+        self._of_round = self.round
+
+    def aggregate(self, view: ClusterView, now: float) -> np.ndarray | None:
+        self._close_round(view, now)
+        if self._sum is None or self._of_round >= self.round:
+            return None
+        self.opened = None
+        mean = (self._sum / self._weight).astype(np.float32)
+        self._sum, self._weight = None, 0.0
+        return mean
+
+    def on_released(self, view: ClusterView, worker_id: str, now: float) -> None:
+        if self.opened is None:
+            self.opened = now
+        super().on_released(view, worker_id, now)
+
+    def describe(self) -> str:
+        opts = [] if self.want is None else [f"k={self.want}"]
+        opts += [] if self.deadline is None else [f"deadline={self.deadline:g}"]
+        return "fedavg" + (":" + ",".join(opts) if opts else "")
