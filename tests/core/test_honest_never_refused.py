@@ -81,7 +81,9 @@ def test_honest_pushes_are_never_refused_and_every_worker_gets_released(
         carry(ps.handle(push, now))
         carry(ps.handle(Tick(), now))
 
-    # Assert
-    assert refusals == []
-    assert ps.version == len(order)
+    # Assert: only K-of-N's own rule (a round's late gradient is dropped, as
+    # backup workers do) may turn an honest push away; never its size
+    assert [r for r in refusals if r.reason != "too_stale"] == []
+    assert not refusals or policy.startswith("kofn")
+    assert ps.version == len(order) - len(refusals)
     assert np.isfinite(ps.params_snapshot()[1]).all()

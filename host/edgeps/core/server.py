@@ -340,18 +340,21 @@ class ParameterServer:
             self._count_rejection(rec, rec.worker_id, "not_released")
             return [Rejected(rec.worker_id, seq, "not_released")]
         problem = content_problem(rec, push, self.version, self.n_params)
+        if problem is None:
+            # only a usable push moves the clock: a forged one cannot poison it
+            rec.last_push_clock = int(push.clock)
+        # the policy's own rule (a round's late push) goes first: such a push
+        # would not have counted for the barrier even if it were usable
+        late = self.policy.admit(self.view, push, now)
+        if late is not None:
+            # remembered, not recorded: a refused push never blocks later ones
+            rec.refused = (seq, update_digest(push))
+            return self._reject_and_resync(rec, seq, problem or late, now)
         if problem is not None:
             # unusable, but the worker's turn: it answers the barrier
             rec.refused = (seq, update_digest(push))
             self._count_rejection(rec, rec.worker_id, problem)
             return self._take_turn(rec, push, now, refused=problem)
-        # only a usable push moves the clock: a forged one cannot poison it
-        rec.last_push_clock = int(push.clock)
-        problem = self.policy.admit(self.view, push, now)
-        if problem is not None:
-            # remembered, not recorded: a refused push never blocks later ones
-            rec.refused = (seq, update_digest(push))
-            return self._reject_and_resync(rec, seq, problem, now)
         return self._take_turn(rec, push, now)
 
     def _step(self, rec: WorkerRecord, push: Push, staleness: int) -> None:
