@@ -86,7 +86,7 @@ def test_the_scale_bench_runs_the_job_defaults() -> None:
 
 def test_the_core_defaults_are_the_job_defaults() -> None:
     ps = ParameterServer(np.zeros(4, np.float32), policy=parse_policy("asp"))
-    assert (ps.lr, ps.lr_workers, ps.staleness_aware) == (
+    assert (ps.model.lr, ps.model.lr_workers, ps.model.staleness_aware) == (
         JOB.lr,
         JOB.lr_workers,
         JOB.staleness_aware,
@@ -119,5 +119,5 @@ def test_simulate_runs_the_job_default_local_rounds() -> None:
     for name in local:
         assert getattr(sim, name) == getattr(args, name) == getattr(JOB, name)
     ps = ParameterServer(np.zeros(4, np.float32), policy=parse_policy("fedavg"))
-    assert ps.server_lr == JOB.server_lr
-    assert type(ps.server_optimizer).__name__.lower() == JOB.server_opt
+    assert ps.model.server_lr == JOB.server_lr
+    assert type(ps.model.server_optimizer).__name__.lower() == JOB.server_opt

@@ -115,7 +115,7 @@ def test_core_clips_an_outsized_push_instead_of_refusing_it() -> None:
     assert moved == pytest.approx(0.1 * bound, rel=1e-4)
     assert any(isinstance(x, Applied) for x in ok)
     assert ps.stats()["b"].rejected == {}
-    assert ps.clipped == 1
+    assert ps.model.clipped == 1
 
 
 def test_the_first_push_of_a_run_is_bounded_too() -> None:

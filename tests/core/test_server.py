@@ -149,8 +149,8 @@ def test_an_update_above_max_update_norm_is_clipped_to_it() -> None:
     acts = a.push(1.0, np.full(N, 100.0, np.float32))
     moved = float(np.linalg.norm(ps.params_snapshot()[1] - before))
     assert reasons(acts) == [] and ps.version == 1
-    assert moved == pytest.approx(ps.lr * 10.0, rel=1e-4)
-    assert ps.clipped == 1 and ps.stats()["a"].rejected == {}
+    assert moved == pytest.approx(ps.model.lr * 10.0, rel=1e-4)
+    assert ps.model.clipped == 1 and ps.stats()["a"].rejected == {}
 
 
 def test_unknown_dead_and_wrong_session_pushes_are_rejected() -> None:
@@ -363,7 +363,7 @@ def test_restore_sets_version_optimizer_state_and_params() -> None:
     ps.restore(version=41, optimizer_state=src.state_dict(), params=grad(3.0))
     acts = ps.handle(Join("a"), 0.0)
     assert acts == [Release(("a",), 41)]
-    assert np.all(ps.params_snapshot()[1] == 3.0) and ps.optimizer.t == 1
+    assert np.all(ps.params_snapshot()[1] == 3.0) and ps.model.optimizer.t == 1
 
 
 def test_restore_carries_worker_counters_over_to_a_rejoin() -> None:

@@ -77,7 +77,7 @@ def test_one_gradient_ten_thousand_times_the_usual_size_is_clipped(
     job, host = start_job(mosquitto.url, "robust", "asp", None)
     coord = job.coordinator
     assert coord is not None
-    guard = coord.server.norm_guard
+    guard = coord.server.model.norm_guard
     assert guard is not None and guard.k == 10.0  # on by default
     emu = Emulation(mosquitto.url, "robust", n_workers=4, duration=80.0).start()
     evil = Intruder(mosquitto.host, mosquitto.port, "robust", "evil")

@@ -34,7 +34,9 @@ def good(tmp_path_factory: pytest.TempPathFactory) -> Path:
     params = np.random.default_rng(0).standard_normal(n).astype(np.float32)
     server = ParameterServer(params, policy=ASP(), optimizer=cfg.optimizer)
     stats = {"w00": {"accepted": 4, "rejected": {"stale": 1}, "max_staleness": 2}}
-    ckpt = Checkpoint(params, 9, server.optimizer.state_dict(), stats, {"job": "lab"})
+    ckpt = Checkpoint(
+        params, 9, server.model.optimizer.state_dict(), stats, {"job": "lab"}
+    )
     return save_checkpoint(tmp_path_factory.mktemp("good") / "good.npz", ckpt)
 
 

@@ -19,14 +19,12 @@ from edgeps import kernels
 from edgeps.core.args import (
     check_int,
     check_now,
-    check_params,
     check_positive,
     check_worker_id,
-    resolve_optimizer,
 )
 from edgeps.core.balance import Balancer
-from edgeps.core.defaults import JOB, worker_step_scale
-from edgeps.core.deltas import push_delta
+from edgeps.core.defaults import JOB
+from edgeps.core.model_step import ModelStep
 from edgeps.core.monitor import PerformanceMonitor
 from edgeps.core.norm_guard import NormGuard
 from edgeps.core.policy_api import Policy
@@ -51,7 +49,6 @@ from edgeps.core.types import (
     WorkerStats,
 )
 from edgeps.core.validate import (
-    clip_scale,
     content_problem,
     identity_problem,
     update_digest,
@@ -76,15 +73,19 @@ class ParameterServer:
         live (``edgeps.core.defaults.worker_step_scale``); 0: the plain lr.
     liveness_timeout : seconds a computing worker may stay silent before it is
         declared dead and leaves the barrier (suspected after half of it).
-    max_update_norm : pushes whose L2 norm exceeds this are dropped ("norm").
-    norm_guard : also drop ("norm") pushes outsized against the recent applied
-        norms (``edgeps.core.norm_guard``); None: no such check.
+    max_update_norm : updates whose L2 norm exceeds this are clipped to it.
+    norm_guard : also clip updates outsized against the recent applied norms
+        (``edgeps.core.norm_guard``); None: no such bound.
     monitor : the ``PerformanceMonitor`` to feed (a default one if None).
     balancer : assigns each released worker its batch and weights each push by
         its samples (lr x samples / base batch); None: every push weighs the same.
     server_opt, server_lr : the optimizer and step a delta (``Push.steps`` > 1)
         and every aggregate is applied with (``edgeps.core.defaults``); the
         balancer does not weigh a delta, which already holds its samples.
+
+    The parameters and the step rules live in ``self.model``
+    (``edgeps.core.model_step.ModelStep``); this class decides whose update is
+    applied, when, and whom it releases.
     """
 
     def __init__(
@@ -104,41 +105,26 @@ class ParameterServer:
         server_opt: str | kernels.Optimizer = JOB.server_opt,
         server_lr: float = JOB.server_lr,
     ) -> None:
-        check_params(params)
         if not isinstance(policy, Policy):
             raise TypeError(f"policy must be a Policy, got {type(policy)!r}")
-        lr = check_positive("lr", lr)
-        liveness_timeout = check_positive("liveness_timeout", liveness_timeout)
-        if max_update_norm is not None:
-            max_update_norm = check_positive("max_update_norm", max_update_norm)
-        self._params = np.array(params, dtype=np.float32, copy=True, order="C")
-        self.optimizer = resolve_optimizer(optimizer, self._params.size)
-        self.policy = policy
-        self.lr = float(lr)
-        self.server_optimizer = resolve_optimizer(server_opt, self._params.size)
-        self.server_lr = check_positive("server_lr", server_lr)
-        if isinstance(lr_workers, bool) or not isinstance(lr_workers, int):
-            raise TypeError(f"lr_workers must be an int, got {lr_workers!r}")
-        if lr_workers < 0:
-            raise ValueError(f"lr_workers must be >= 0, got {lr_workers}")
-        self.lr_workers = lr_workers
-        # cut by the runtime's DivergenceWatch when the job diverges
-        self.step_backoff = 1.0
-        self.staleness_aware = bool(staleness_aware)
-        self.liveness_timeout = float(liveness_timeout)
-        self.max_update_norm = (
-            None if max_update_norm is None else float(max_update_norm)
+        self.model = ModelStep(
+            params,
+            optimizer=optimizer,
+            lr=lr,
+            lr_workers=lr_workers,
+            staleness_aware=staleness_aware,
+            max_update_norm=max_update_norm,
+            norm_guard=norm_guard,
+            server_opt=server_opt,
+            server_lr=server_lr,
         )
-        self.norm_guard = norm_guard
-        if norm_guard is not None and norm_guard.prior is None:
-            norm_guard.prior = max(1.0, kernels.l2_norm(self._params))
+        self.policy = policy
+        self.liveness_timeout = check_positive("liveness_timeout", liveness_timeout)
         self.monitor = monitor if monitor is not None else PerformanceMonitor()
         if not isinstance(balancer, (Balancer, type(None))):
             raise TypeError(f"balancer must be a Balancer, got {type(balancer)!r}")
         self.balancer = balancer
-        self.version = 0
         self.max_staleness_seen = 0
-        self.clipped = 0  # pushes applied scaled down to the norm bound
         self.forced_releases = 0  # safety net firings: a policy left everyone waiting
         self.rejected_unregistered: dict[str, int] = {}
         self._workers: dict[str, WorkerRecord] = {}
@@ -146,26 +132,25 @@ class ParameterServer:
         self.view = ClusterView(self._workers, self.monitor, lambda: self.version)
         self._queue = WaitQueue()  # live workers held at the barrier
         self.keyed_release = True  # False: ask the policy about every waiting one
-        self._shared: tuple[int, np.ndarray] | None = None  # see params_view()
 
     # ---- parameters -------------------------------------------------------
 
     @property
+    def version(self) -> int:
+        """The parameters' version: how many updates have been applied."""
+        return self.model.version
+
+    @property
     def n_params(self) -> int:
-        return int(self._params.size)
+        return self.model.n_params
 
     def params_snapshot(self) -> tuple[int, np.ndarray]:
         """(version, a copy of the parameters)."""
-        return self.version, self._params.copy()
+        return self.model.snapshot()
 
     def params_view(self) -> tuple[int, np.ndarray]:
         """(version, the parameters as a read-only array: one copy per version)."""
-        shared = self._shared
-        if shared is None or shared[0] != self.version:
-            frozen = self._params.copy()
-            frozen.flags.writeable = False
-            shared = self._shared = (self.version, frozen)
-        return shared
+        return self.model.view()
 
     def restore(
         self,
@@ -178,13 +163,14 @@ class ParameterServer:
         """Resume a checkpoint before any join (checked by ``edgeps.core.resume``)."""
         joined = any(r.live for r in self._workers.values())
         ckpt = checked_checkpoint(
-            version, params, worker_stats, self._params, joined, optimizer_state
+            version,
+            params,
+            worker_stats,
+            self.model.like_params(),
+            joined,
+            optimizer_state,
         )
-        if optimizer_state:
-            self.optimizer.load_state_dict(optimizer_state)
-        if ckpt.params is not None:
-            self._params[...] = ckpt.params
-        self.version, self._shared = ckpt.version, None
+        self.model.restore(ckpt.version, ckpt.params, optimizer_state)
         self._carried_stats.update(ckpt.worker_stats)
         self.max_staleness_seen = max(self.max_staleness_seen, ckpt.max_staleness)
 
@@ -358,50 +344,31 @@ class ParameterServer:
         return self._take_turn(rec, push, now)
 
     def _step(self, rec: WorkerRecord, push: Push, staleness: int) -> None:
-        """Apply the push's update, clipped to the norm bound, as one version."""
-        if self.policy.aggregates or int(push.steps) > 1:
-            self._step_delta(rec, push, staleness)
-            return
-        scale = clip_scale(push.update, self.max_update_norm, self.norm_guard)
-        if scale < 1.0:
-            rec.clipped += 1
-            self.clipped += 1
-        lr = self.lr / (staleness + 1) if self.staleness_aware else self.lr
-        lr *= self.step_backoff * worker_step_scale(self.lr_workers, self.view.n_live)
-        lr *= self.policy.step_scale(self.view, push, staleness)
-        if self.balancer is not None:
-            lr *= self.balancer.weight(push.samples, rec.worker_id)
-        self.optimizer.step(self._params, push.update, lr * scale)
-        self.version += 1
-        if self.norm_guard is not None:
-            self.norm_guard.accept(kernels.l2_norm(push.update) * scale)
+        """Apply the push's update, clipped to the norm bound, as one version.
 
-    def _step_delta(self, rec: WorkerRecord, push: Push, staleness: int) -> None:
-        """A delta by the server optimizer, or, under an aggregating policy,
-        collected by the policy (``_apply_aggregate`` applies what it releases)."""
-        delta, clipped = push_delta(
-            push, self.lr, self.max_update_norm, self.norm_guard
-        )
-        if clipped:
-            rec.clipped += 1
-            self.clipped += 1
+        A delta (``steps`` > 1), or any push under an aggregating policy, goes
+        through the server optimizer, or is collected by the policy
+        (``_apply_aggregate`` applies what it releases).
+        """
+        model, n_live = self.model, self.view.n_live
+        weight = self.policy.step_scale(self.view, push, staleness)
+        if not self.policy.aggregates and int(push.steps) <= 1:
+            if self.balancer is not None:
+                weight *= self.balancer.weight(push.samples, rec.worker_id)
+            rec.clipped += model.step_gradient(push, staleness, n_live, weight)
+            return
+        delta, clipped = model.delta_of(push)
+        rec.clipped += clipped
         if self.policy.aggregates:
             self.policy.collect(self.view, push, delta, staleness)
-            return
-        lr = self.server_lr / (staleness + 1 if self.staleness_aware else 1)
-        lr *= self.step_backoff * worker_step_scale(self.lr_workers, self.view.n_live)
-        lr *= self.policy.step_scale(self.view, push, staleness)
-        self.server_optimizer.step(self._params, delta, lr)
-        self.version += 1
+        else:
+            model.step_delta(delta, staleness, n_live, weight)
 
     def _apply_aggregate(self, now: float) -> None:
         """Apply the aggregate the policy releases now, if any, as one version."""
         pseudo = self.policy.aggregate(self.view, now)
-        if pseudo is None:
-            return
-        lr = self.server_lr * self.step_backoff
-        self.server_optimizer.step(self._params, pseudo, lr)
-        self.version += 1
+        if pseudo is not None:
+            self.model.step_aggregate(pseudo)
 
     def _take_turn(
         self, rec: WorkerRecord, push: Push, now: float, refused: str | None = None

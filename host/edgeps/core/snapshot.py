@@ -17,7 +17,10 @@ class SnapshotSource(Protocol):
     view: ClusterView
     monitor: PerformanceMonitor
     policy: Policy
-    version: int
+
+    @property
+    def version(self) -> int: ...
+
     max_staleness_seen: int
     forced_releases: int
     rejected_unregistered: dict[str, int]

@@ -74,15 +74,9 @@ class SiteServer(ParameterServer):
 
     def adopt(self, params: np.ndarray) -> int:
         """The central parameters become the site's, at a new version (returned)."""
-        values = np.asarray(params, dtype=np.float32).reshape(-1)
-        if values.size != self.n_params:
-            raise ValueError(f"{values.size} parameters, the site has {self.n_params}")
-        # what core.resume does before a join; here between two releases
-        self._params[...] = values
-        self.version += 1
-        self._shared = None
-        self.fanout_version = self.version
-        return self.version
+        # what a resume does before a join; here between two releases
+        self.fanout_version = self.model.adopt(params)
+        return self.fanout_version
 
 
 class SiteCoordinator(Coordinator):

@@ -277,11 +277,11 @@ class Coordinator:
             accuracy=self.accuracy,
             params_finite=bool(np.isfinite(params).all()),
             applied_total=self.applied,
-            outsized_total=self.server.clipped,
+            outsized_total=self.server.model.clipped,
         )
-        self.server.step_backoff = verdict.step_scale
+        self.server.model.step_backoff = verdict.step_scale
         if verdict.backed_off:
-            log.warning("%s", self.watch.advice(self.server.lr))
+            log.warning("%s", self.watch.advice(self.server.model.lr))
         return self.accuracy
 
     def elapsed(self, now: float | None = None) -> float:
@@ -475,5 +475,5 @@ class Coordinator:
                 else self.elapsed(self.first_applied_at)
             ),
             state=self.watch.state,
-            advice=self.watch.advice(self.server.lr),
+            advice=self.watch.advice(self.server.model.lr),
         )

@@ -140,7 +140,7 @@ def make_checkpointer(cfg: ServeConfig, model: Model) -> Callable[[Coordinator],
 
     def write(coord: Coordinator) -> None:
         version, params = coord.server.params_snapshot()
-        optimizer = coord.server.optimizer
+        optimizer = coord.server.model.optimizer
         stats = {
             wid: {
                 "accepted": s.accepted,

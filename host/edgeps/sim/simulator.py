@@ -218,11 +218,11 @@ class Simulator:
         verdict = self.watch.check(
             non_finite_total=self.rejected.get("non_finite", 0),
             applied_total=self.applied,
-            outsized_total=self.server.clipped,
+            outsized_total=self.server.model.clipped,
             accuracy=acc,
             params_finite=bool(np.isfinite(params).all()),
         )
-        self.server.step_backoff = verdict.step_scale
+        self.server.model.step_backoff = verdict.step_scale
         # multiples of the interval, so float steps do not drift past max_time
         self.loop.at(len(self.trace) * self.config.eval_interval, self._evaluate)
 
