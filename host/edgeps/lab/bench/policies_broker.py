@@ -176,6 +176,9 @@ def _fill(run: BrokerRun, summary: dict[str, Any], sniff: Any) -> None:
     run.elapsed = summary.get("elapsed")
     run.updates_per_s = float(summary.get("updates_per_s", 0.0))
     run.max_staleness = int(summary.get("max_staleness", 0))
+    workers = summary.get("workers", {}).values()
+    run.rejected = sum(int(w.get("rejected", 0)) for w in workers)
+    run.state = str(summary.get("state", ""))
     if run.final_accuracy is None or not math.isfinite(run.final_accuracy):
         run.error = f"serve's JSON gave no final accuracy ({acc!r})"
         return

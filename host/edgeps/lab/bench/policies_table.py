@@ -33,6 +33,8 @@ class BrokerRun:
     elapsed: float | None = None  # serve's own elapsed time
     updates_per_s: float = 0.0
     max_staleness: int = 0
+    rejected: int = 0  # pushes serve refused, every worker's summed
+    state: str = ""  # serve's job state at the end: learning, diverging, backed off
     error: str = ""  # empty: the run produced serve's JSON and both exited 0
     stderr_tail: str = ""
 
