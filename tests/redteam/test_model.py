@@ -58,6 +58,12 @@ def test_serve_puts_its_model_back_over_a_forged_done(mosquitto: Any) -> None:
         # Execute: the intruder retains a MODEL "done" of this run
         run.intruder.publish(wire.topic_model(JOB), forged, retain=True)
         replaced = wait_until(lambda: run.coord.model_guard.replaced >= 1, 10.0)
+
+        def ours() -> bool:
+            m = retained_model(mosquitto)
+            return m is not None and m.run == run_id and m.state == "running"
+
+        wait_until(ours, 10.0)
         after = retained_model(mosquitto)
         link = MqttLink(ConnectionOptions(broker=mosquitto.url), "late")
         late = fetch_model(link, JOB, timeout=10.0)

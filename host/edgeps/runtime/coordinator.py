@@ -175,7 +175,7 @@ class Coordinator:
         """Retained MODEL message: job state, model spec and current version."""
         self.outbox.model(state, self.server.version, self.server.n_params)
         if self.outbox.last_model is not None:
-            self.model_guard.published(self.outbox.last_model, self.clock())
+            self.model_guard.published(self.outbox.last_model)
 
     def _restore_model(self, now: float) -> None:
         # another retained MODEL (a forged "done") replaced ours: put ours back
@@ -183,7 +183,7 @@ class Coordinator:
         if payload is None:
             return
         self.link.publish(self.model_topic, payload, 1, True)
-        self.model_guard.published(payload, now)
+        self.model_guard.restored(payload, now)
         self.ingest.drop("foreign_model", "retained MODEL replaced by another")
 
     def link_up(self) -> None:

@@ -22,18 +22,22 @@ class ModelGuard:
         self.own: deque[bytes] = deque(maxlen=4)  # our recent MODEL payloads
         self.replaced = 0  # foreign MODELs heard on the job's topic
         self.pending = False  # a republish waits for the gap
-        self._last = float("-inf")
+        self._last = float("-inf")  # the last republish over another MODEL
 
     @property
     def current(self) -> bytes | None:
         """The MODEL payload the PS published last (None: none yet)."""
         return self.own[-1] if self.own else None
 
-    def published(self, payload: bytes, now: float) -> None:
-        """The PS published ``payload`` as its retained MODEL at ``now``."""
+    def published(self, payload: bytes) -> None:
+        """The PS published ``payload`` as its retained MODEL."""
         self.own.append(bytes(payload))
-        self._last = now
         self.pending = False
+
+    def restored(self, payload: bytes, now: float) -> None:
+        """The PS republished its own MODEL over another one at ``now``."""
+        self.published(payload)
+        self._last = now
 
     def heard(self, payload: bytes, now: float) -> bool:
         """A retained MODEL arrived; True when the PS must republish now."""
