@@ -43,6 +43,7 @@ class ParamsSink:
         self.version = -1  # version being received, -1 between releases
         self.pending = None  # (version, seq, batch, digest) of a waiting RELEASE
         self.done = None  # (version, seq, batch) of the release last used
+        self.top = -1  # newest shared copy seen: older ones are replays
 
     def add(self, msg, f32_code=None):
         if f32_code is not None and msg.dtype != f32_code:

@@ -23,8 +23,12 @@ def add(s, msg):
     if msg.total_len != encoded_len(d, len(s.view) >> 2):
         return "params_length"
     shared = not msg.wid
-    if shared and s.left and s.seq >= 0 and s.version >= 0:
-        return None  # the worker's own signed release goes first
+    if shared:
+        if msg.version < s.top:
+            return None  # older than a copy already seen: a replay, never used
+        s.top = msg.version
+        if s.left and s.seq >= 0 and s.version >= 0:
+            return None  # the worker's own signed release goes first
     if not shared:
         p = s.done
         if p is not None and p[0] == msg.version and p[1] == msg.seq:
@@ -78,15 +82,20 @@ def on_release(s, msg):
     p = s.done
     if p is not None and p[0] == msg.version and p[1] == msg.seq:
         return None  # a QoS 1 redelivery of a release already used
+    v = msg.version
+    if p is not None and v < p[0]:
+        return None  # older than the release last used: a replay
     if s.seq >= 0:
         s.version = -1  # an own release's missing chunks were lost: the PS moved on
-    elif s.version > msg.version:
-        s.pending = None
-        return "release_stale"  # its copy was overwritten by a newer one
-    p = (msg.version, msg.seq, msg.batch, bytes(msg.digest))
+    p = (v, msg.seq, msg.batch, bytes(msg.digest))
+    if s.seq < 0 and s.version == v:  # its copy is held or filling
+        s.pending = p
+        return None if s.left else _check(s, p)
+    s.pending = None
+    if s.top >= v:
+        # its copy came and went (overwritten, skipped or refused): missing
+        return "release_stale"
     s.pending = p
-    if s.seq < 0 and s.version == msg.version and not s.left:
-        return _check(s, p)
     return None  # waits for the shared copy, up to the release timeout
 
 
@@ -94,6 +103,7 @@ def _check(s, p):
     s.pending = None
     if sha256(s.view).digest()[:16] != p[3]:
         s.version = -1
+        s.done = (p[0], p[1], p[2])  # settled: its redelivery asks nothing again
         return "release_digest"
     # the copy stays held (complete): its redelivered chunks change nothing
     s.done = (p[0], p[1], p[2])

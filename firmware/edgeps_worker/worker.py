@@ -290,6 +290,7 @@ class Worker:
 
     def _on_params(self, msg):
         """A PARAMS chunk (own or shared) or a RELEASE; True once a release is whole."""
+        asked = self.sink.done is None  # no release used since the last HELLO
         done = self.sink.add(msg)
         if done is True:
             self._sample()
@@ -299,8 +300,9 @@ class Worker:
             return True
         elif done is not None:
             self.count_bad(done)
-            if done[0] == "r":  # release_*: its shared copy is gone or wrong
-                # worker_link.hello: the PS resends the release whole
+            if done[0] == "r" and not asked:  # release_*: its copy is gone or wrong
+                # worker_link.hello: the PS resends the release whole; once
+                # asked, more forged copies ask nothing until a release is used
                 self._rare("hello")
 
     def _release(self):

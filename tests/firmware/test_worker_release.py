@@ -163,3 +163,36 @@ def test_a_copy_that_does_not_match_its_digest_is_never_used():
     assert reason == "iterations" and w.stats["bad_messages"] == 1
     assert w.stats["timeouts"] == 0 and ps.hellos() == 2
     assert [m.base_version for m in ps.sent if m.type == wire.UPDATE] == [1, 1]
+
+
+def test_a_replayed_old_copy_before_the_release_changes_nothing():
+    # Prepare: round 2's copy arrives, then an old copy replayed, then the RELEASE
+    t = trainer()
+    n = t.n_params
+    v2, stale = vector(2, n), vector(1, n)
+    round2 = [*shared(2, v2), *shared(1, stale), *shared(1, stale), release(2, v2, 1)]
+    ps = ScriptedPS(n, [round2])
+    w = make_worker(ps, t, iterations=2)
+    # Execute
+    reason = w.run()
+    # Assert: the RELEASE used the held copy at once: no HELLO, no timeout
+    assert reason == "iterations" and w.stats["timeouts"] == 0, (
+        "HELD: the worker waited out its release timeout"
+    )
+    assert ps.hellos() == 1
+    assert [m.base_version for m in ps.sent if m.type == wire.UPDATE] == [1, 2]
+
+
+def test_a_forged_copy_asks_one_hello_per_release():
+    # Prepare: a forged copy; its RELEASE redelivered twice, the forgery resent
+    t = trainer()
+    n = t.n_params
+    real, forged = vector(2, n), vector(98, n)
+    rel = release(2, real, 1)
+    ps = ScriptedPS(n, [[*shared(2, forged), rel, rel, *shared(2, forged), rel]])
+    w = make_worker(ps, t, iterations=2)
+    # Execute
+    reason = w.run()
+    # Assert: one HELLO for the one RELEASE (plus the join's), no timeout
+    assert reason == "iterations" and w.stats["timeouts"] == 0
+    assert ps.hellos() == 2, "HELD: forged copies made the worker flood HELLOs"

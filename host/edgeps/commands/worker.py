@@ -176,11 +176,12 @@ def run(args: argparse.Namespace) -> int:
         job = fetch_model(transport, args.job, stop=stop.is_set, want_running=runs > 0)
         if job is None:
             return EXIT_OK
-        if job.state == "done" and not args.persist:
-            log.info("job %s is already done", args.job)
-            return EXIT_OK
         if job.state != "running":
-            runs += 1  # a finished run: with --persist, wait for the next one
+            # MODEL is unsigned: its "done" cannot end a worker that holds no
+            # session; it waits for a running MODEL (logged every 30 s)
+            if runs == 0:
+                log.info("job %s says done; waiting for it to run", args.job)
+            runs += 1
             continue
         try:
             spec = ModelSpec.parse(job.model)

@@ -56,6 +56,7 @@ class WorkerRecord:
         "waiting",
         "last_seen",
         "released_at",
+        "resent_at",
         "last_staleness",
         "joins",
         "stats",
@@ -83,6 +84,7 @@ class WorkerRecord:
         self.waiting = False
         self.last_seen = 0.0
         self.released_at = 0.0
+        self.resent_at = float("-inf")  # the last release a HELLO asked for
         self.last_staleness = 0
         self.joins = 0
         self.stats = WorkerStats()

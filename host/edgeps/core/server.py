@@ -58,6 +58,9 @@ from edgeps.core.view import ClusterView
 log = logging.getLogger(__name__)
 # a worker refused this many turns in a row (non-finite, malformed) leaves the job
 MAX_REFUSED_IN_ROW = 8
+# a HELLO on the same link brings a resend at most this often (seconds) unless
+# the worker was released since the last one: a replayed HELLO cannot flood
+RESEND_GAP = 1.0
 
 
 class ParameterServer:
@@ -126,6 +129,8 @@ class ParameterServer:
         self.balancer = balancer
         self.max_staleness_seen = 0
         self.forced_releases = 0  # safety net firings: a policy left everyone waiting
+        self.resend_gap = RESEND_GAP
+        self.resends_refused = 0  # same-link HELLOs answered by no second copy
         self.rejected_unregistered: dict[str, int] = {}
         self._workers: dict[str, WorkerRecord] = {}
         self._carried_stats: dict[str, WorkerStats] = {}  # from a checkpoint
@@ -206,8 +211,9 @@ class ParameterServer:
         rec = self._workers.get(worker_id)
         if rec is not None and rec.live and instance == rec.instance:
             # same process (a new link keeps its place, with a new session)
+            same_link = session == rec.session
             rec.open_session(session, instance, event.nonce, event.max_batch)
-            return self._rehello(rec, now)
+            return self._rehello(rec, now, same_link)
         if rec is not None and rec.live:
             if now - rec.last_seen <= self.liveness_timeout:
                 self._count_rejection(rec, worker_id, "duplicate_id")
@@ -231,16 +237,31 @@ class ParameterServer:
             self.balancer.joined(worker_id, max(0, int(event.max_batch)))
         self.policy.on_joined(self.view, worker_id, now)
         self.policy.on_released(self.view, worker_id, now)
-        return [self._release([worker_id, *self._release_pass(now)])]
+        # its own release, never a shared copy: a HELLO asks for a whole one
+        return [self._release([worker_id]), *self._release_action(now)]
 
-    def _rehello(self, rec: WorkerRecord, now: float) -> list[Action]:
-        """Same process says hello again: held stays held, a lost release is resent."""
+    def _rehello(
+        self, rec: WorkerRecord, now: float, same_link: bool = False
+    ) -> list[Action]:
+        """Same process says hello again: held stays held, a lost release is resent.
+
+        The resend is the worker's own release. On the same link it is sent
+        when the worker was released since the last resend, or ``resend_gap``
+        seconds after it: a replayed HELLO gets at most that many copies.
+        """
         self._heard(rec, now)
         if rec.waiting:
             return [Held(rec.worker_id, rec.clock), *self._release_action(now)]
-        rec.released_at = now
+        if (
+            same_link
+            and rec.resent_at >= rec.released_at
+            and now - rec.resent_at < self.resend_gap
+        ):
+            self.resends_refused += 1
+            return self._release_action(now)
+        rec.released_at = rec.resent_at = now
         self.policy.on_released(self.view, rec.worker_id, now)
-        return [self._release([rec.worker_id, *self._release_pass(now)])]
+        return [self._release([rec.worker_id]), *self._release_action(now)]
 
     def _join_clock(self, worker_id: str) -> int:
         """A (re)joining worker starts level with the slowest live worker.

@@ -153,6 +153,8 @@ class Rejected:
     worker_id: str
     seq: int  # of the refused push, 0 for a refused join
     reason: str  # short stable token: "duplicate", "stale_seq", "unknown_worker", ...
+    # the session of the refused message (None: the worker's current one)
+    session: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

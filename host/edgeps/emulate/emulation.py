@@ -214,18 +214,15 @@ class Emulation:
         while not self._should_end():
             model = self.model
             if model is None:
-                # a sensor that already joined ends only on a STOP for it: the
-                # retained MODEL is unsigned, so its "done" cannot end a rejoin
+                # a sensor ends only on a STOP for it: the retained MODEL is
+                # unsigned, so its "done" only makes it wait for a running one
                 job = fetch_model(
                     self._make_transport(wid),
                     cfg.job,
                     stop=self._should_end,
-                    want_running=report.lives > 0,
+                    want_running=True,
                 )
                 if job is None:
-                    return
-                if job.state == "done":
-                    report.stop_reason = "done"
                     return
                 model = job.model
             trainer = EmulatedTrainer(

@@ -95,10 +95,13 @@ def _job_model(cfg: EmulationConfig, stop: Any, deadline: float | None) -> str |
     timeout = None if deadline is None else max(0.1, deadline - time.monotonic())
     link = MqttLink(cfg.connection, f"{cfg.job}-emulate")
     try:
-        job = fetch_model(link, cfg.job, stop=stop.is_set, timeout=timeout)
+        # an unsigned MODEL "done" cannot end sensors that hold no session
+        job = fetch_model(
+            link, cfg.job, stop=stop.is_set, timeout=timeout, want_running=True
+        )
     finally:
         link.close()
-    if job is None or job.state == "done":
+    if job is None:
         return None
     return job.model
 

@@ -20,10 +20,11 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
+from edgeps_worker import wire
 
 from edgeps.codecs import parse_compress
 from edgeps.core.defaults import JOB
@@ -34,6 +35,7 @@ from edgeps.core.types import (
     Applied,
     Held,
     Join,
+    Push,
     Rejected,
     Release,
     Tick,
@@ -45,6 +47,7 @@ from edgeps.runtime.accounting import Accounting
 from edgeps.runtime.gc_freeze import GcFreeze
 from edgeps.runtime.inbound import Inbound
 from edgeps.runtime.ingest import Ingest
+from edgeps.runtime.model_guard import ModelGuard
 from edgeps.runtime.outbox import Outbox
 from edgeps.runtime.peers import Peers
 from edgeps.runtime.summary import Summary
@@ -159,6 +162,8 @@ class Coordinator:
         self._rate = 0.0
         self._relink = threading.Event()  # set by `link_up`, on the network thread
         self.model_republished = 0
+        self.model_topic = wire.topic_model(settings.job)
+        self.model_guard = ModelGuard()  # our retained MODEL stays ours
         self.gc = GcFreeze(enabled=settings.gc_freeze)  # edgeps.runtime.gc_freeze
 
     # ---- outgoing messages: the MQTT ActionSink
@@ -169,6 +174,17 @@ class Coordinator:
     def publish_model(self, state: str) -> None:
         """Retained MODEL message: job state, model spec and current version."""
         self.outbox.model(state, self.server.version, self.server.n_params)
+        if self.outbox.last_model is not None:
+            self.model_guard.published(self.outbox.last_model)
+
+    def _restore_model(self, now: float) -> None:
+        # another retained MODEL (a forged "done") replaced ours: put ours back
+        payload = self.outbox.last_model
+        if payload is None:
+            return
+        self.link.publish(self.model_topic, payload, 1, True)
+        self.model_guard.restored(payload, now)
+        self.ingest.drop("foreign_model", "retained MODEL replaced by another")
 
     def link_up(self) -> None:
         """The link is up again (HostLink's ``on_up``): republish MODEL in the loop."""
@@ -201,7 +217,7 @@ class Coordinator:
             peer = self.peers.get(action.worker_id)
             self.outbox.stop(peer, peer.hello_nonce, stop)
             return
-        self.outbox.reject(action.worker_id, action.seq, action.reason)
+        self.outbox.reject(action.worker_id, action.seq, action.reason, action.session)
 
     def on_held(self, action: Held) -> None:
         """A held worker is sent nothing: it waits for its release."""
@@ -230,6 +246,10 @@ class Coordinator:
         if topic.startswith("$SYS/"):
             self.accounting.feed_sys(topic, payload)
             return
+        if topic == self.model_topic:
+            if self.model_guard.heard(payload, now):
+                self._restore_model(now)
+            return
         item = self.ingest.feed(topic, payload, now)
         self.inbound.feed(item, now)
         if isinstance(item, Rejected):
@@ -244,6 +264,8 @@ class Coordinator:
             carry_out([item], self)  # refused at ingest: the core never sees it
             return
         actions = self.server.handle(item, now)
+        if isinstance(item, Push):  # a refusal goes to the session that pushed
+            actions = [_from(a, item.session) for a in actions]
         if isinstance(item, Join) and not any(isinstance(a, Rejected) for a in actions):
             # the core took the HELLO: its session is the worker's from now on
             peer = self.peers.get(item.worker_id)
@@ -255,6 +277,8 @@ class Coordinator:
     # ---- periodic work
     def tick(self, now: float) -> None:
         self.ingest.expire(now)
+        if self.model_guard.due(now):
+            self._restore_model(now)
         self.inbound.sample(self.link)
         self.accounting.resync(self.ingest.dropped)
         # a backlog in the inbox may hold heartbeats: silence counts up to
@@ -477,3 +501,10 @@ class Coordinator:
             state=self.watch.state,
             advice=self.watch.advice(self.server.model.lr),
         )
+
+
+def _from(action: Any, session: int | None) -> Any:
+    """A push's refusal, naming the session of the push it refuses."""
+    if isinstance(action, Rejected) and action.session is None:
+        return replace(action, session=session)
+    return action

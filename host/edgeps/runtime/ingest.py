@@ -156,6 +156,7 @@ class Ingest:
         if kind == wire.BYE:
             reason = str(getattr(msg, "reason", "") or "bye")
             kind_of = "last_will" if reason == "lost" else "bye"
+            peer.end_link(int(msg.nonce))
             return Leave(wid, kind_of, nonce=int(msg.nonce))
         if kind == wire.UPDATE:
             seen = self.reassembler.duplicates
@@ -224,7 +225,7 @@ class Ingest:
             # only the code its WELCOME named (without a session the core
             # answers, e.g. unknown_worker, which sends the worker to HELLO)
             self.drop("codec", f"code {code} from {wid}, welcomed with {peer.codec}")
-            return Rejected(wid, seq, "codec")
+            return Rejected(wid, seq, "codec", int(msg.session))
         if code == wire.DTYPE_F32:
             # a wrong length reaches the core, which refuses it as bad_shape
             if len(data) % 4:
@@ -235,7 +236,7 @@ class Ingest:
             return decode_update(code, data, self.n_params)
         except CodecError as exc:
             self.drop(exc.reason, f"from {wid}: {exc}")
-            return Rejected(wid, seq, exc.reason)
+            return Rejected(wid, seq, exc.reason, int(msg.session))
 
 
 def _canonical(text: str) -> str | None:

@@ -243,6 +243,7 @@ class Job:
                 client_id=f"edgeps-host-{cfg.job}",
                 subscriptions=[
                     (wire.topic_up_wildcard(cfg.job), 1),
+                    (wire.topic_model(cfg.job), 1),  # ModelGuard: ours stays
                     *sys_subscriptions(),
                 ],
             )

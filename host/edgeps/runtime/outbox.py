@@ -56,6 +56,7 @@ class Outbox:
         self.shared = shared  # one shared PARAMS per multi-worker release
         self.params_topic = wire.topic_params(self.job)
         self.releases_sent = 0
+        self.last_model: bytes | None = None  # the retained MODEL published last
         self.errors = 0
         self.rounds = 0  # Release actions carried out
         self.shared_rounds = 0  # of which published once on the shared topic
@@ -90,6 +91,7 @@ class Outbox:
             self.job, self.run, state, self.model_text, int(version), int(n_params)
         )
         self.link.publish(wire.topic_model(self.job), payload, 1, True)
+        self.last_model = bytes(payload)
 
     def welcome(self, peer: Peer, n_params: int) -> None:
         """Answer the HELLO that opened ``peer.session`` (its nonce echoed)."""
@@ -210,14 +212,24 @@ class Outbox:
             self.release_bytes += len(payload)
             self.releases_sent += 1
 
-    def reject(self, wid: str, seq: int, reason: str) -> None:
-        """Tell a worker why its message was dropped (optional, best effort)."""
+    def reject(
+        self, wid: str, seq: int, reason: str, session: int | None = None
+    ) -> None:
+        """Tell a worker why its message was dropped (optional, best effort).
+
+        The REJECT names ``session``, the session of the refused message (None:
+        the worker's current one), so only the sender acts on it: replayed
+        traffic of an old session never sends a live worker back to HELLO.
+        """
         if not self.send_rejects or not wire.valid_id(wid):
             return
         peer = self.peers.get(wid)
+        to = peer.session if session is None else int(session)
+        if not 0 <= to < 1 << 64:
+            return
         try:
             payload = wire.encode_reject(
-                self.job, wid, self.run, peer.session, seq, reason, key=peer.key
+                self.job, wid, self.run, to, seq, reason, key=peer.key
             )
         except (ValueError, TypeError) as exc:
             self.errors += 1

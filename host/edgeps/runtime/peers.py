@@ -43,6 +43,13 @@ class Peer:
             self.old_nonces.append(self.nonce)
         self.session, self.nonce = session, nonce
 
+    def end_link(self, nonce: int) -> None:
+        """A BYE or last will named this link: a HELLO naming it is a replay."""
+        if nonce == self.nonce:
+            self.nonce = 0  # no HELLO reopens it: nothing keeps its session
+        if nonce and nonce not in self.old_nonces:
+            self.old_nonces.append(nonce)
+
 
 class Peers:
     """Peers by worker id and by up topic.
