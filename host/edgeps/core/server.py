@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from edgeps import kernels
+from edgeps.core.admission import Admission, Roster
 from edgeps.core.args import (
     check_int,
     check_now,
@@ -81,6 +82,8 @@ class ParameterServer:
     monitor : the ``PerformanceMonitor`` to feed (a default one if None).
     balancer : assigns each released worker its batch and weights each push by
         its samples (lr x samples / base batch); None: every push weighs the same.
+    admission : when a newcomer starts to hold the barrier and how many ids
+        are kept (``edgeps.core.admission``); None: ``Admission()``.
     """
 
     def __init__(
@@ -97,6 +100,7 @@ class ParameterServer:
         norm_guard: NormGuard | None = None,
         monitor: PerformanceMonitor | None = None,
         balancer: Balancer | None = None,
+        admission: Admission | None = None,
     ) -> None:
         check_params(params)
         if not isinstance(policy, Policy):
@@ -128,6 +132,9 @@ class ParameterServer:
         if not isinstance(balancer, (Balancer, type(None))):
             raise TypeError(f"balancer must be a Balancer, got {type(balancer)!r}")
         self.balancer = balancer
+        self.admission = admission if admission is not None else Admission()
+        self._roster = Roster()  # joining and dead ids, oldest first
+        self._next_order = 0
         self.version = 0
         self.max_staleness_seen = 0
         self.clipped = 0  # pushes applied scaled down to the norm bound
@@ -208,6 +215,8 @@ class ParameterServer:
         instance = session if event.instance is None else event.instance
         instance = check_int("instance", instance)
         rec = self._workers.get(worker_id)
+        if rec is not None and rec.state is WorkerState.JOINING:
+            return self._rejoin_joining(rec, event, instance, now)
         if rec is not None and rec.live and instance == rec.instance:
             # same process (a new link keeps its place, with a new session)
             rec.open_session(session, instance, event.nonce, event.max_batch)
@@ -220,11 +229,24 @@ class ParameterServer:
             self._drop(rec, now)
         base = self._join_clock(worker_id)
         if rec is None:
-            rec = WorkerRecord(worker_id, session, instance, len(self._workers))
+            if not self._make_room(worker_id):
+                self._count_rejection(None, worker_id, "admission_full")
+                return [Rejected(worker_id, 0, "admission_full")]
+            rec = WorkerRecord(worker_id, session, instance, self._next_order)
+            self._next_order += 1
             rec.stats = self._carried_stats.pop(worker_id, rec.stats)
             self._workers[worker_id] = rec
         rec.open_session(session, instance, event.nonce, event.max_batch)
         rec.last_push_clock = 0
+        if self.admission.on_first_push:
+            # released like anyone, but no barrier waits until it pushes
+            rec.state, rec.clock, rec.answer, rec.waiting = (
+                WorkerState.JOINING, base, None, False)  # fmt: skip
+            rec.last_seen = rec.released_at = now
+            rec.joins += 1
+            self._roster.note_joining(worker_id)
+            return [self._release([worker_id])]
+        self._roster.note_live(worker_id)
         rec.state, rec.clock, rec.answer = WorkerState.LIVE, base, None
         rec.waiting = False
         self._queue.discard(rec)
@@ -236,6 +258,66 @@ class ParameterServer:
         self.policy.on_joined(self.view, worker_id, now)
         self.policy.on_released(self.view, worker_id, now)
         return [self._release([worker_id, *self._release_pass(now)])]
+
+    def _rejoin_joining(
+        self, rec: WorkerRecord, event: Join, instance: int, now: float
+    ) -> list[Action]:
+        """A hello for an id that has not pushed yet: same process, or a takeover.
+
+        Another process takes a joining id over once it was silent for the
+        liveness timeout, as for a live one."""
+        heard = now - rec.last_seen <= self.liveness_timeout
+        if instance != rec.instance and heard:
+            self._count_rejection(rec, rec.worker_id, "duplicate_id")
+            return [Rejected(rec.worker_id, 0, "duplicate_id")]
+        rec.open_session(check_int("session", event.session), instance,
+                         event.nonce, event.max_batch)  # fmt: skip
+        self._heard(rec, now)
+        rec.released_at = now
+        return [self._release([rec.worker_id])]
+
+    def _make_room(self, worker_id: str) -> bool:
+        """Evict the oldest joining (else dead) record a new one needs; False: none."""
+        roster, limits = self._roster, self.admission
+        if len(roster.joining) >= limits.max_joining:
+            self._forget(roster.oldest_joining())
+        while len(self._workers) >= limits.max_records:
+            victim = roster.evictable()
+            if victim is None:
+                return False
+            self._forget(victim)
+        return True
+
+    def _forget(self, worker_id: str | None) -> None:
+        """Drop a joining or dead record: its id becomes unknown again."""
+        if worker_id is None:
+            return
+        rec = self._workers.pop(worker_id, None)
+        if rec is not None:
+            self._queue.discard(rec)
+            self._roster.note_forgotten(worker_id)
+            log.debug("forgot worker %r (%s)", worker_id, rec.state.value)
+
+    def take_forgotten(self) -> list[str]:
+        """Ids forgotten since the last call (the runtime drops their peers)."""
+        return self._roster.take_forgotten()
+
+    @property
+    def forgotten_total(self) -> int:
+        """How many records were forgotten (joining ids expired, evictions)."""
+        return self._roster.forgotten_total
+
+    def _enter(self, rec: WorkerRecord, now: float) -> None:
+        """A joining worker's first push: it enters the live set, level with the
+        slowest live worker, and counts for the barrier from now on."""
+        rec.clock = self.view.min_live_clock()
+        rec.state = WorkerState.LIVE
+        self._roster.note_live(rec.worker_id)
+        self.view.note_live(rec)
+        if self.balancer is not None:
+            self.balancer.joined(rec.worker_id, max(0, rec.max_batch))
+        self.policy.on_joined(self.view, rec.worker_id, now)
+        self.policy.on_released(self.view, rec.worker_id, now)
 
     def _rehello(self, rec: WorkerRecord, now: float) -> list[Action]:
         """Same process says hello again: held stays held, a lost release is resent."""
@@ -255,22 +337,26 @@ class ParameterServer:
     def _heartbeat(self, event: Heartbeat, now: float) -> list[Action]:
         """Note that a worker is alive; dead or unknown workers must join again."""
         rec = self._workers.get(event.worker_id)
-        if rec is None or not rec.live:
+        if rec is None or not (rec.live or rec.state is WorkerState.JOINING):
             return []
         if event.session is not None and event.session != rec.session:
             self._count_rejection(rec, rec.worker_id, "stale_session")
             return []
         self._heard(rec, now)
-        return self._release_action(now)
+        return self._release_action(now) if rec.live else []
 
     def _leave(self, event: Leave, now: float) -> list[Action]:
         """A worker is gone (bye, last will of its current link): it leaves at once."""
         worker_id, reason = event.worker_id, event.reason
         rec = self._workers.get(worker_id)
-        if rec is None or not rec.live:
+        joining = rec is not None and rec.state is WorkerState.JOINING
+        if rec is None or not (rec.live or joining):
             return []
         if event.nonce is not None and event.nonce != rec.nonce:
             self._count_rejection(rec, worker_id, "stale_session")
+            return []
+        if joining:
+            self._forget(worker_id)  # it never held anything
             return []
         self._drop(rec, now)
         return [WorkerLeft(worker_id, str(reason)), *self._release_action(now)]
@@ -281,10 +367,16 @@ class ParameterServer:
         A worker held at the barrier is never timed out: it is silent because
         the PS told it to wait, and it blocks nobody. Its silence is counted
         again from the moment it is released, and only up to ``heard_until``
-        (messages that arrived later are still waiting to be handled).
+        (messages that arrived later are still waiting to be handled). A
+        joining id silent that long is forgotten.
         """
         actions: list[Action] = []
         for rec in list(self._workers.values()):
+            if rec.state is WorkerState.JOINING:
+                silent = heard_until - max(rec.last_seen, rec.released_at)
+                if silent > self.liveness_timeout:
+                    self._forget(rec.worker_id)
+                continue
             if not rec.live or rec.waiting:
                 continue
             silent = heard_until - max(rec.last_seen, rec.released_at)
@@ -307,6 +399,7 @@ class ParameterServer:
         rec.state = WorkerState.DEAD
         rec.waiting = False
         self._queue.discard(rec)
+        self._roster.note_dead(rec.worker_id)
         self.view.note_dead(rec)
         if self.balancer is not None:
             self.balancer.left(rec.worker_id)
@@ -324,6 +417,8 @@ class ParameterServer:
             return [Rejected(push.worker_id, seq, problem)]
         assert rec is not None
         self._heard(rec, now)
+        if rec.state is WorkerState.JOINING:
+            self._enter(rec, now)
         if rec.waiting:
             # it was not released, so this push breaks the worker protocol
             rec.refused = (seq, update_digest(push))
@@ -448,6 +543,11 @@ class ParameterServer:
         version, params = self.params_view()
         answers = tuple(self._workers[w].answer for w in worker_ids)
         batches = None if self.balancer is None else self.balancer.batches(worker_ids)
+        if batches is not None:
+            for w in worker_ids:  # a joining worker is not the balancer's yet
+                rec = self._workers[w]
+                if rec.state is WorkerState.JOINING and rec.max_batch > 0:
+                    batches[w] = min(batches[w], rec.max_batch)
         return Release(tuple(worker_ids), version, params, answers, batches)
 
     def _release_action(self, now: float) -> list[Action]:

@@ -14,6 +14,7 @@ from typing import IO, Any
 import numpy as np
 from edgeps_worker import wire_host as wire
 
+from edgeps.core.admission import Admission
 from edgeps.core.balance import Balancer
 from edgeps.core.norm_guard import NormGuard
 from edgeps.core.server import ParameterServer
@@ -99,6 +100,8 @@ def build_server(cfg: ServeConfig, model: Model) -> tuple[ParameterServer, str]:
         max_update_norm=cfg.max_update_norm,
         norm_guard=NormGuard(cfg.norm_guard) if cfg.norm_guard > 0 else None,
         balancer=Balancer.for_policy(policy) if cfg.balance else None,
+        # anyone on the broker can say HELLO: only pushing workers hold a barrier
+        admission=Admission(on_first_push=True),
     )
     if ckpt is not None:
         restore(server, ckpt)

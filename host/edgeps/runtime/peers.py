@@ -71,6 +71,12 @@ class Peers:
     def __len__(self) -> int:
         return len(self._by_id)
 
+    def forget(self, worker_id: str) -> None:
+        """Drop the peer of an id the core forgot (it never pushed, or was evicted)."""
+        peer = self._by_id.pop(worker_id, None)
+        if peer is not None:
+            self._by_topic.pop(wire.topic_up(self.job, worker_id), None)
+
     def of_topic(self, topic: str) -> Peer | None:
         """The peer already seen on this up topic, if any."""
         return self._by_topic.get(topic)
