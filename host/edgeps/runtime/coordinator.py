@@ -265,7 +265,8 @@ class Coordinator:
         age = float(oldest_age()) if oldest_age is not None else 0.0
         carry_out(self.server.handle(Tick(heard_until=now - age), now), self)
         for wid in self.server.take_forgotten():
-            self.peers.forget(wid)  # ids that never pushed: bounded memory
+            if self.server.worker_state(wid) is None:  # not back since
+                self.peers.forget(wid)  # ids that never pushed: bounded memory
         self.gc.tick(now)
 
     def run_evaluation(self) -> float | None:
