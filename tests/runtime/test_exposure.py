@@ -53,12 +53,12 @@ def test_an_exposed_broker_without_keys_is_refused_with_what_to_do() -> None:
     with pytest.raises(ValueError) as err:
         check_keys(ServeConfig(broker="mqtt://10.1.2.3:1883"))
     text = str(err.value)
-    assert "--hmac-key-file" in text and "--insecure" in text and "\n" not in text
+    assert "--hmac-key-file" in text and "--allow-unsigned" in text and "\n" not in text
 
 
-def test_keys_or_insecure_let_an_exposed_broker_run() -> None:
+def test_keys_or_allow_unsigned_let_an_exposed_broker_run() -> None:
     check_keys(ServeConfig(broker="mqtt://10.1.2.3:1883", hmac_key_file="m.key"))
-    check_keys(ServeConfig(broker="mqtt://10.1.2.3:1883", insecure=True))
+    check_keys(ServeConfig(broker="mqtt://10.1.2.3:1883", allow_unsigned=True))
     check_keys(ServeConfig(broker="mqtt://127.0.0.1:1883"))  # loopback: nothing
 
 

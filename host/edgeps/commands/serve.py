@@ -170,7 +170,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     _flag(
         p,
-        "--insecure",
+        "--allow-unsigned",
         "run on a broker reachable from other machines without per-device keys "
         "(--hmac-key-file); refused without this",
         action="store_true",

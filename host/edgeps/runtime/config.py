@@ -76,7 +76,7 @@ class ServeConfig:
     dashboard_linger: float = 0.0  # seconds the dashboard outlives the job
     compress: str = "f32"  # UPDATE code: f32, f16, int8 or topk:F (edgeps.codecs)
     # off loopback without --hmac-key-file (runtime.exposure); serve's LAN broker
-    insecure: bool = False
+    allow_unsigned: bool = False
     lan: bool = False  # start mosquitto for boards on a LAN (runtime.lan)
     listen: str | None = None  # HOST:PORT of that broker (implies lan)
     workers: str | None = None  # the boards' ids, for their credentials and keys

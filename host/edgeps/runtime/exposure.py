@@ -4,7 +4,7 @@ Anyone who can reach the broker can say HELLO, push, or stop a worker that
 trusts unsigned messages. On a loopback broker that is only this machine's
 users; off loopback it is the network. So `edgeps serve` refuses to start on
 a broker reachable from other machines without ``--hmac-key-file`` (each
-worker's traffic signed with its own key), unless told ``--insecure``. The
+worker's traffic signed with its own key), unless told ``--allow-unsigned``. The
 decision reads the configuration only: nothing is resolved or bound.
 """
 
@@ -50,10 +50,10 @@ def exposed_broker(cfg: ServeConfig) -> str | None:
 def check_keys(cfg: ServeConfig) -> None:
     """ValueError (exit 2) when the broker is off loopback and the job has no keys."""
     where = exposed_broker(cfg)
-    if where is None or cfg.hmac_key_file is not None or cfg.insecure:
+    if where is None or cfg.hmac_key_file is not None or cfg.allow_unsigned:
         return
     raise ValueError(
         f"the broker {where} is reachable from other machines and the job has no "
         "per-device keys: pass --hmac-key-file master.key (make it with `edgeps "
-        "keys new --out master.key`), or --insecure to run without them"
+        "keys new --out master.key`), or --allow-unsigned to run without them"
     )
