@@ -56,3 +56,19 @@ def test_an_id_back_before_the_tick_keeps_its_peer() -> None:
     hello(coord, "a", 0.2)  # a is back (evicting b) before the runtime looks
     coord.tick(0.3)
     assert coord.peers.get("a").session != 0
+
+
+def test_peers_of_ids_that_never_joined_are_capped() -> None:
+    # Prepare: serve with keys; HELLOs signed with a wrong key never join
+    server = ParameterServer(np.zeros(N, np.float32), policy=BSP())
+    settings = Settings(job=JOB, model=f"linear:{N - 1}", hmac_key=b"k" * 32)
+    coord = Coordinator(server, RecordingLink(), settings, policy_name="bsp")
+    coord.peers.max_unjoined = 64
+    # Execute
+    for i in range(1000):
+        wid = f"f{i:04d}"
+        bad = wire.encode_hello(JOB, wid, 1, 1, key=b"x" * 32)
+        coord.handle(wire.topic_up(JOB, wid), bad, 0.01 * i)
+    # Assert: all dropped, and only the newest few of their peers are kept
+    assert coord.ingest.dropped["hmac"] >= 1000
+    assert len(coord.peers) <= 64
