@@ -15,6 +15,7 @@ from edgeps.core.types import (
     Rejected,
     Release,
     Tick,
+    WorkerLeft,
     WorkerState,
 )
 from edgeps.policy.bsp import BSP
@@ -49,6 +50,10 @@ class Honest:
         push = Push(self.wid, self.clock, self.seq, self.base, update,
                     session=self.session)  # fmt: skip
         return self.ps.handle(push, now)
+
+
+def joining(ps: ParameterServer, wid: str) -> bool:
+    return bool(ps.snapshot(0.0)["workers"][wid]["state"] == "joining")
 
 
 def released(actions: list, wid: str) -> int | None:
@@ -103,7 +108,7 @@ def test_ids_that_joined_and_never_pushed_do_not_hold_bsp() -> None:
         "HELD: BSP waited for ids that never pushed"
     )
     assert ps.view.n_live == 4
-    assert ps.worker_state("fake0") is WorkerState.JOINING
+    assert joining(ps, "fake0")
 
 
 def test_a_joining_worker_enters_the_barrier_with_its_first_push() -> None:
@@ -118,7 +123,7 @@ def test_a_joining_worker_enters_the_barrier_with_its_first_push() -> None:
     first_c = c.push(0.5)
     # Assert: c entered level with the slowest and now waits with a for b
     assert any(isinstance(x, Held) for x in held_a)
-    assert ps.view.n_live == 3 and ps.worker_state("c") is WorkerState.LIVE
+    assert ps.view.n_live == 3 and not joining(ps, "c")
     assert released(first_c, "c") is None and ps.view.clock("c") == ps.view.clock("a")
     freed = b.push(0.6)
     assert set(next(x for x in freed if isinstance(x, Release)).worker_ids) == {
@@ -129,7 +134,7 @@ def test_a_silent_joining_id_is_forgotten_after_the_liveness_timeout() -> None:
     ps = make_server()
     ps.handle(Join("ghost", 5, nonce=3), 0.0)
     ps.handle(Tick(), TIMEOUT - 1)
-    assert ps.worker_state("ghost") is WorkerState.JOINING
+    assert joining(ps, "ghost")
     ps.handle(Tick(), TIMEOUT + 0.5)
     assert ps.worker_state("ghost") is None
     assert ps.take_forgotten() == ["ghost"] and ps.take_forgotten() == []
@@ -141,14 +146,15 @@ def test_a_heartbeat_keeps_a_slow_first_gradient_joining() -> None:
     ps.handle(Join("slow", 5, nonce=3), 0.0)
     ps.handle(Heartbeat("slow", 0, session=5), TIMEOUT - 1)
     ps.handle(Tick(), TIMEOUT + 0.5)
-    assert ps.worker_state("slow") is WorkerState.JOINING
+    assert joining(ps, "slow") and ps.worker_state("slow") is WorkerState.LIVE
 
 
-def test_a_bye_of_a_joining_id_forgets_it() -> None:
+def test_a_joining_worker_that_leaves_is_dead_and_left_no_barrier() -> None:
     ps = make_server()
     ps.handle(Join("brief", 5, nonce=3), 0.0)
-    assert ps.handle(Leave("brief", "bye", nonce=3), 1.0) == []
-    assert ps.worker_state("brief") is None
+    assert ps.handle(Leave("brief", "last_will", nonce=3), 1.0) == [
+        WorkerLeft("brief", "last_will")]  # fmt: skip
+    assert ps.worker_state("brief") is WorkerState.DEAD and ps.view.n_live == 0
 
 
 def test_joining_ids_are_capped_and_the_oldest_evicted() -> None:

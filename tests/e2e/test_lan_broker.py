@@ -40,7 +40,7 @@ def test_a_lan_job_trains_its_boards_and_refuses_anonymous_clients(
     url = f"mqtt://127.0.0.1:{port}"
     serve = subprocess.Popen(
         [sys.executable, "-m", "edgeps", "serve", "--lan", "--listen",
-         f"127.0.0.1:{port}", "--workers", "w00,w01", "--job-dir", str(job_dir),
+         f"127.0.0.1:{port}", "--boards", "w00,w01", "--job-dir", str(job_dir),
          "--job", "lan", "--policy", "asp", "--max-time", "8", "--json", "--quiet",
          "--target-accuracy", "0.999"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

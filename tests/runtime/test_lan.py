@@ -15,7 +15,7 @@ from edgeps.security.keys import derive_worker_key, read_key_file
 
 def lan_config(tmp_path: Path, **kw: object) -> ServeConfig:
     base: dict[str, object] = {
-        "job": "lab", "lan": True, "workers": "w00,pi-1",
+        "job": "lab", "lan": True, "boards": "w00,pi-1",
         "job_dir": str(tmp_path / "lab"), "listen": "0.0.0.0:1883",
     }  # fmt: skip
     base.update(kw)
@@ -53,7 +53,7 @@ def test_a_second_run_keeps_the_boards_credentials(tmp_path: Path) -> None:
     _, again = prepare_lan(lan_config(tmp_path))
     assert again is not None and again.reused
     assert again.password_of("w00").read_text() == before
-    _, grown = prepare_lan(lan_config(tmp_path, workers="w00,pi-1,w02"))
+    _, grown = prepare_lan(lan_config(tmp_path, boards="w00,pi-1,w02"))
     assert grown is not None and not grown.reused and grown.password_of("w02").is_file()
 
 
@@ -70,7 +70,7 @@ def test_listen_implies_lan_and_a_loopback_listener_needs_no_wildcard(
     [
         ({"broker": "amqtt"}, "--broker auto or mosquitto"),
         ({"broker": "mqtt://127.0.0.1:1883"}, "--broker auto or mosquitto"),
-        ({"workers": None}, "--workers"),
+        ({"boards": None}, "--boards"),
         ({"username": "me"}, "drop --username"),
     ],
 )

@@ -19,7 +19,7 @@ EXAMPLES = """examples:
   edgeps serve --broker mqtts://broker.lan:8883 --tls-ca ca.pem --username host \\
       --password-file host.pass --job lab --policy ssp:3 --model mlp:64
   edgeps serve --config lab.toml --max-time 60   (flags override the file)
-  edgeps serve --lan --workers esp-1,esp-2,pi-1 --job lab   (a locked-down broker
+  edgeps serve --lan --boards esp-1,esp-2,pi-1 --job lab   (a locked-down broker
       for boards on the LAN: credentials, ACLs and keys in edgeps-lab/)
 
 Without --target-accuracy and --max-time the run stops after 600 s."""
@@ -189,7 +189,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "HOST:PORT of the LAN broker (implies --lan; default 0.0.0.0:1883)",
         metavar="HOST:PORT",
     )
-    _flag(p, "--workers", "the boards' ids, comma-separated (with --lan)")
+    _flag(p, "--boards", "the ids of the boards --lan lets in, comma-separated")
     _flag(p, "--job-dir", "where --lan writes its files (default: edgeps-JOB)")
     dashboard.add_arguments(p)
 

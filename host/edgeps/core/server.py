@@ -215,7 +215,7 @@ class ParameterServer:
         instance = session if event.instance is None else event.instance
         instance = check_int("instance", instance)
         rec = self._workers.get(worker_id)
-        if rec is not None and rec.state is WorkerState.JOINING:
+        if rec is not None and rec.joining:
             return self._rejoin_joining(rec, event, instance, now)
         if rec is not None and rec.live and instance == rec.instance:
             # same process (a new link keeps its place, with a new session)
@@ -240,13 +240,15 @@ class ParameterServer:
         rec.last_push_clock = 0
         if self.admission.on_first_push:
             # released like anyone, but no barrier waits until it pushes
+            rec.admit(False)
             rec.state, rec.clock, rec.answer, rec.waiting = (
-                WorkerState.JOINING, base, None, False)  # fmt: skip
+                WorkerState.LIVE, base, None, False)  # fmt: skip
             rec.last_seen = rec.released_at = now
             rec.joins += 1
             self._roster.note_joining(worker_id)
             return [self._release([worker_id])]
         self._roster.note_live(worker_id)
+        rec.admit(True)
         rec.state, rec.clock, rec.answer = WorkerState.LIVE, base, None
         rec.waiting = False
         self._queue.discard(rec)
@@ -296,7 +298,7 @@ class ParameterServer:
         if rec is not None:
             self._queue.discard(rec)
             self._roster.note_forgotten(worker_id)
-            log.debug("forgot worker %r (%s)", worker_id, rec.state.value)
+            log.debug("forgot worker %r", worker_id)
 
     def take_forgotten(self) -> list[str]:
         """Ids forgotten since the last call (the runtime drops their peers)."""
@@ -311,7 +313,7 @@ class ParameterServer:
         """A joining worker's first push: it enters the live set, level with the
         slowest live worker, and counts for the barrier from now on."""
         rec.clock = self.view.min_live_clock()
-        rec.state = WorkerState.LIVE
+        rec.admit(True)
         self._roster.note_live(rec.worker_id)
         self.view.note_live(rec)
         if self.balancer is not None:
@@ -337,7 +339,7 @@ class ParameterServer:
     def _heartbeat(self, event: Heartbeat, now: float) -> list[Action]:
         """Note that a worker is alive; dead or unknown workers must join again."""
         rec = self._workers.get(event.worker_id)
-        if rec is None or not (rec.live or rec.state is WorkerState.JOINING):
+        if rec is None or not (rec.live or rec.joining):
             return []
         if event.session is not None and event.session != rec.session:
             self._count_rejection(rec, rec.worker_id, "stale_session")
@@ -349,15 +351,15 @@ class ParameterServer:
         """A worker is gone (bye, last will of its current link): it leaves at once."""
         worker_id, reason = event.worker_id, event.reason
         rec = self._workers.get(worker_id)
-        joining = rec is not None and rec.state is WorkerState.JOINING
-        if rec is None or not (rec.live or joining):
+        if rec is None or not (rec.live or rec.joining):
             return []
         if event.nonce is not None and event.nonce != rec.nonce:
             self._count_rejection(rec, worker_id, "stale_session")
             return []
-        if joining:
-            self._forget(worker_id)  # it never held anything
-            return []
+        if rec.joining:
+            rec.state = WorkerState.DEAD  # it held nothing: no barrier to leave
+            self._roster.note_dead(worker_id)
+            return [WorkerLeft(worker_id, str(reason))]
         self._drop(rec, now)
         return [WorkerLeft(worker_id, str(reason)), *self._release_action(now)]
 
@@ -372,7 +374,7 @@ class ParameterServer:
         """
         actions: list[Action] = []
         for rec in list(self._workers.values()):
-            if rec.state is WorkerState.JOINING:
+            if rec.joining:
                 silent = heard_until - max(rec.last_seen, rec.released_at)
                 if silent > self.liveness_timeout:
                     self._forget(rec.worker_id)
@@ -417,7 +419,7 @@ class ParameterServer:
             return [Rejected(push.worker_id, seq, problem)]
         assert rec is not None
         self._heard(rec, now)
-        if rec.state is WorkerState.JOINING:
+        if rec.joining:
             self._enter(rec, now)
         if rec.waiting:
             # it was not released, so this push breaks the worker protocol
@@ -546,7 +548,7 @@ class ParameterServer:
         if batches is not None:
             for w in worker_ids:  # a joining worker is not the balancer's yet
                 rec = self._workers[w]
-                if rec.state is WorkerState.JOINING and rec.max_batch > 0:
+                if rec.joining and rec.max_batch > 0:
                     batches[w] = min(batches[w], rec.max_batch)
         return Release(tuple(worker_ids), version, params, answers, batches)
 

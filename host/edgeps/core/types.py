@@ -17,7 +17,6 @@ import numpy as np
 
 
 class WorkerState(str, Enum):
-    JOINING = "joining"  # said hello, has not pushed: holds no barrier (admission)
     LIVE = "live"
     SUSPECTED = "suspected"  # silent for a while, still counted
     DEAD = "dead"  # timed out or announced gone; left the barrier

@@ -14,7 +14,7 @@ import numpy as np
 from edgeps import kernels
 from edgeps.core.norm_guard import NormGuard
 from edgeps.core.registry import WorkerRecord
-from edgeps.core.types import Push, WorkerState
+from edgeps.core.types import Push
 
 SEQ_WINDOW = 64  # a push may run at most this far ahead of the last applied
 
@@ -31,7 +31,7 @@ def identity_problem(rec: WorkerRecord | None, push: Push) -> str | None:
     """Who sent it and is it new? Problems here are not the worker's current turn."""
     if rec is None:
         return "unknown_worker"
-    if not rec.live and rec.state is not WorkerState.JOINING:
+    if not rec.live and not rec.joining:
         return "dead_worker"
     if push.session != rec.session:
         return "stale_session"  # an earlier session's push, or a made-up one

@@ -79,7 +79,7 @@ class ServeConfig:
     allow_unsigned: bool = False
     lan: bool = False  # start mosquitto for boards on a LAN (runtime.lan)
     listen: str | None = None  # HOST:PORT of that broker (implies lan)
-    workers: str | None = None  # the boards' ids, for their credentials and keys
+    boards: str | None = None  # ids --lan lets in: their credentials and keys
     job_dir: str | None = None  # where the LAN broker's files go (edgeps-JOB)
 
     def to_dict(self) -> dict[str, Any]:

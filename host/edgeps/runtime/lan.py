@@ -124,9 +124,9 @@ def prepare_lan(cfg: ServeConfig) -> tuple[ServeConfig, LanBroker | None]:
         )
     if cfg.username is not None or cfg.password_file is not None:
         raise ValueError("--lan makes serve's own MQTT user: drop --username")
-    if not cfg.workers:
-        raise ValueError("--lan needs --workers ID,ID,... (the boards to let in)")
-    workers = tuple(worker_list(cfg.workers))
+    if not cfg.boards:
+        raise ValueError("--lan needs --boards ID,ID,... (the boards to let in)")
+    workers = tuple(worker_list(cfg.boards))
     listen = parse_listen(cfg.listen or DEFAULT_LISTEN)
     job_dir = Path(cfg.job_dir or f"edgeps-{cfg.job}").resolve()
     job_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
