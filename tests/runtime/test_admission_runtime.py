@@ -72,3 +72,17 @@ def test_peers_of_ids_that_never_joined_are_capped() -> None:
     # Assert: all dropped, and only the newest few of their peers are kept
     assert coord.ingest.dropped["hmac"] >= 1000
     assert len(coord.peers) <= 64
+
+
+def test_what_a_forgotten_id_was_charged_moves_to_unknown() -> None:
+    # Prepare: a joining id sends a malformed message, charged to it
+    coord = make_coordinator()
+    hello(coord, "junk", 0.0)
+    coord.handle(wire.topic_up(JOB, "junk"), b"\x02garbage", 0.1)
+    charged = coord.accounting.dropped_of("junk")
+    assert sum(charged.values()) == 1
+    # Execute: it is forgotten after the liveness timeout
+    coord.tick(5.0)
+    # Assert
+    assert coord.accounting.dropped_of("junk") == {}
+    assert coord.unknown()["dropped_by_reason"] == charged

@@ -267,6 +267,7 @@ class Coordinator:
         for wid in self.server.take_forgotten():
             if self.server.worker_state(wid) is None:  # not back since
                 self.peers.forget(wid)  # ids that never pushed: bounded memory
+                self.accounting.forget(wid)
         self.gc.tick(now)
 
     def run_evaluation(self) -> float | None:
