@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+from edgeps.core.registry import WorkerRecord
+
 
 @dataclass(frozen=True)
 class Admission:
@@ -42,47 +44,61 @@ class Admission:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}")
 
 
-class Roster:
-    """The ids that may be evicted: joining ones by join, dead ones by death.
+class Registry(dict[str, WorkerRecord]):
+    """The PS's worker records by id, bounded by an ``Admission``.
 
-    Insertion-ordered dicts, so the oldest of each is found in O(1) and an id
-    moves between them in O(1). ``forgotten`` keeps the ids forgotten since
-    the runtime last took them (bounded: a caller that never takes them loses
-    the oldest names, never memory).
+    It knows which ids may be evicted: joining ones by join, dead ones by
+    death, in insertion-ordered dicts, so the oldest of each is found in O(1)
+    and an id moves between them in O(1). A live worker is never evicted.
+    ``take_forgotten`` gives the ids forgotten since it was last called
+    (bounded: a caller that never asks loses the oldest names, never memory).
     """
 
-    def __init__(self) -> None:
-        self.joining: dict[str, None] = {}
-        self.dead: dict[str, None] = {}
-        self.forgotten: deque[str] = deque(maxlen=1 << 16)
+    def __init__(self, limits: Admission) -> None:
+        super().__init__()
+        self.limits = limits
+        self._joining: dict[str, None] = {}
+        self._dead: dict[str, None] = {}
+        self._forgotten: deque[str] = deque(maxlen=1 << 16)
         self.forgotten_total = 0
+        self._next_order = 0  # registry order: release passes go in it
+
+    def new(self, worker_id: str, session: int, instance: int) -> WorkerRecord | None:
+        """A record for a new id, after evicting what it needs; None: only live
+        workers could make room."""
+        if len(self._joining) >= self.limits.max_joining:
+            self.forget(next(iter(self._joining)))
+        while len(self) >= self.limits.max_records:
+            victim = next(iter(self._joining), None) or next(iter(self._dead), None)
+            if victim is None:
+                return None
+            self.forget(victim)
+        rec = WorkerRecord(worker_id, session, instance, self._next_order)
+        self._next_order += 1
+        self[worker_id] = rec
+        return rec
+
+    def forget(self, worker_id: str) -> None:
+        """Drop a joining or dead record: its id becomes unknown again."""
+        if self.pop(worker_id, None) is not None:
+            self._joining.pop(worker_id, None)
+            self._dead.pop(worker_id, None)
+            self._forgotten.append(worker_id)
+            self.forgotten_total += 1
 
     def note_joining(self, wid: str) -> None:
-        self.dead.pop(wid, None)
-        self.joining[wid] = None
+        self._dead.pop(wid, None)
+        self._joining[wid] = None
 
     def note_live(self, wid: str) -> None:
-        self.dead.pop(wid, None)
-        self.joining.pop(wid, None)
+        self._dead.pop(wid, None)
+        self._joining.pop(wid, None)
 
     def note_dead(self, wid: str) -> None:
-        self.joining.pop(wid, None)
-        self.dead[wid] = None
-
-    def note_forgotten(self, wid: str) -> None:
-        self.joining.pop(wid, None)
-        self.dead.pop(wid, None)
-        self.forgotten.append(wid)
-        self.forgotten_total += 1
-
-    def oldest_joining(self) -> str | None:
-        return next(iter(self.joining), None)
-
-    def evictable(self) -> str | None:
-        """The record to give up for a newcomer: the oldest joining, else dead."""
-        return next(iter(self.joining), None) or next(iter(self.dead), None)
+        self._joining.pop(wid, None)
+        self._dead[wid] = None
 
     def take_forgotten(self) -> list[str]:
-        out = list(self.forgotten)
-        self.forgotten.clear()
+        out = list(self._forgotten)
+        self._forgotten.clear()
         return out

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from edgeps import kernels
-from edgeps.core.admission import Admission, Roster
+from edgeps.core.admission import Admission, Registry
 from edgeps.core.args import (
     check_int,
     check_now,
@@ -133,14 +133,12 @@ class ParameterServer:
             raise TypeError(f"balancer must be a Balancer, got {type(balancer)!r}")
         self.balancer = balancer
         self.admission = admission if admission is not None else Admission()
-        self._roster = Roster()  # joining and dead ids, oldest first
-        self._next_order = 0
         self.version = 0
         self.max_staleness_seen = 0
         self.clipped = 0  # pushes applied scaled down to the norm bound
         self.forced_releases = 0  # safety net firings: a policy left everyone waiting
         self.rejected_unregistered: dict[str, int] = {}
-        self._workers: dict[str, WorkerRecord] = {}
+        self._workers = Registry(self.admission)
         self._carried_stats: dict[str, WorkerStats] = {}  # from a checkpoint
         self.view = ClusterView(self._workers, self.monitor, lambda: self.version)
         self._queue = WaitQueue()  # live workers held at the barrier
@@ -229,13 +227,11 @@ class ParameterServer:
             self._drop(rec, now)
         base = self._join_clock(worker_id)
         if rec is None:
-            if not self._make_room(worker_id):
+            rec = self._workers.new(worker_id, session, instance)
+            if rec is None:
                 self._count_rejection(None, worker_id, "admission_full")
                 return [Rejected(worker_id, 0, "admission_full")]
-            rec = WorkerRecord(worker_id, session, instance, self._next_order)
-            self._next_order += 1
             rec.stats = self._carried_stats.pop(worker_id, rec.stats)
-            self._workers[worker_id] = rec
         rec.open_session(session, instance, event.nonce, event.max_batch)
         rec.last_push_clock = 0
         if self.admission.on_first_push:
@@ -245,9 +241,9 @@ class ParameterServer:
                 WorkerState.LIVE, base, None, False)  # fmt: skip
             rec.last_seen = rec.released_at = now
             rec.joins += 1
-            self._roster.note_joining(worker_id)
+            self._workers.note_joining(worker_id)
             return [self._release([worker_id])]
-        self._roster.note_live(worker_id)
+        self._workers.note_live(worker_id)
         rec.admit(True)
         rec.state, rec.clock, rec.answer = WorkerState.LIVE, base, None
         rec.waiting = False
@@ -278,43 +274,21 @@ class ParameterServer:
         rec.released_at = now
         return [self._release([rec.worker_id])]
 
-    def _make_room(self, worker_id: str) -> bool:
-        """Evict the oldest joining (else dead) record a new one needs; False: none."""
-        roster, limits = self._roster, self.admission
-        if len(roster.joining) >= limits.max_joining:
-            self._forget(roster.oldest_joining())
-        while len(self._workers) >= limits.max_records:
-            victim = roster.evictable()
-            if victim is None:
-                return False
-            self._forget(victim)
-        return True
-
-    def _forget(self, worker_id: str | None) -> None:
-        """Drop a joining or dead record: its id becomes unknown again."""
-        if worker_id is None:
-            return
-        rec = self._workers.pop(worker_id, None)
-        if rec is not None:
-            self._queue.discard(rec)
-            self._roster.note_forgotten(worker_id)
-            log.debug("forgot worker %r", worker_id)
-
     def take_forgotten(self) -> list[str]:
         """Ids forgotten since the last call (the runtime drops their peers)."""
-        return self._roster.take_forgotten()
+        return self._workers.take_forgotten()
 
     @property
     def forgotten_total(self) -> int:
         """How many records were forgotten (joining ids expired, evictions)."""
-        return self._roster.forgotten_total
+        return self._workers.forgotten_total
 
     def _enter(self, rec: WorkerRecord, now: float) -> None:
         """A joining worker's first push: it enters the live set, level with the
         slowest live worker, and counts for the barrier from now on."""
         rec.clock = self.view.min_live_clock()
         rec.admit(True)
-        self._roster.note_live(rec.worker_id)
+        self._workers.note_live(rec.worker_id)
         self.view.note_live(rec)
         if self.balancer is not None:
             self.balancer.joined(rec.worker_id, max(0, rec.max_batch))
@@ -358,7 +332,7 @@ class ParameterServer:
             return []
         if rec.joining:
             rec.state = WorkerState.DEAD  # it held nothing: no barrier to leave
-            self._roster.note_dead(worker_id)
+            self._workers.note_dead(worker_id)
             return [WorkerLeft(worker_id, str(reason))]
         self._drop(rec, now)
         return [WorkerLeft(worker_id, str(reason)), *self._release_action(now)]
@@ -377,7 +351,7 @@ class ParameterServer:
             if rec.joining:
                 silent = heard_until - max(rec.last_seen, rec.released_at)
                 if silent > self.liveness_timeout:
-                    self._forget(rec.worker_id)
+                    self._workers.forget(rec.worker_id)
                 continue
             if not rec.live or rec.waiting:
                 continue
@@ -401,7 +375,7 @@ class ParameterServer:
         rec.state = WorkerState.DEAD
         rec.waiting = False
         self._queue.discard(rec)
-        self._roster.note_dead(rec.worker_id)
+        self._workers.note_dead(rec.worker_id)
         self.view.note_dead(rec)
         if self.balancer is not None:
             self.balancer.left(rec.worker_id)
