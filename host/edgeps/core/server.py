@@ -5,6 +5,9 @@ simulator in virtual time. ``handle(event, now)`` is the one entry point: it
 takes any event of ``edgeps.core.types`` and returns the actions for the caller
 to carry out (send parameters, count a rejection, ...). The core imports no
 policy, runtime or transport module (see ``edgeps.core.policy_api``).
+Membership events (hellos, heartbeats, leaves, ticks) are handled by its base
+``edgeps.core.membership.Membership``; the records and their bounds are an
+``edgeps.core.admission.Registry``.
 """
 
 from __future__ import annotations
