@@ -5,11 +5,11 @@ Two rules keep that from costing the job memory, CPU or progress:
 
 - A newcomer can be *joining* (``WorkerRecord.joining``: alive, in state
   ``LIVE``, but not admitted): it is released with the current parameters
-  like any worker, but it is not in the live set, so
-  no barrier waits for it and no policy sees it. Its first push (any push that
-  takes a turn) enters it into the live set, level with the slowest live
-  worker, and from then on it counts like every other worker. A joining id
-  silent for the liveness timeout is forgotten; one that says BYE is dead.
+  like any worker, but it is not in the live set, so no barrier waits for it
+  and no policy sees it. Its first push (any push that takes a turn) enters
+  it into the live set, level with the slowest live worker, and from then on
+  it counts like every other worker. A joining id silent for the liveness
+  timeout is forgotten; one that says BYE is dead.
 - The registry is bounded: at most ``max_joining`` joining ids (a new one
   evicts the oldest joining) and at most ``max_records`` records in all (a
   new one evicts the oldest joining, else the longest dead; a live worker is
