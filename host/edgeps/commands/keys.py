@@ -19,24 +19,13 @@ from edgeps.security.keys import (
     derive_worker_key,
     load_key_file,
     new_master_key,
+    worker_list,
     write_key_file,
 )
 
 log = logging.getLogger(__name__)
 
 EXIT_USAGE = 2
-
-
-def worker_list(text: str) -> list[str]:
-    """``"w00,w01"`` -> ``["w00", "w01"]``; ValueError on a bad or repeated id."""
-    ids = [part.strip() for part in text.split(",") if part.strip()]
-    if not ids:
-        raise ValueError("the worker list is empty")
-    for wid in ids:
-        check_worker_id(wid)
-    if len(set(ids)) != len(ids):
-        raise ValueError(f"the worker list repeats an id: {text!r}")
-    return ids
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

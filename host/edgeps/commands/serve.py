@@ -21,6 +21,8 @@ EXAMPLES = """examples:
   edgeps serve --config lab.toml --max-time 60   (flags override the file)
   edgeps serve --test-data iris_test.csv --label species --model mlp:16 \
       --checkpoint iris.npz --target-accuracy 0.95
+  edgeps serve --lan --boards esp-1,esp-2,pi-1 --job lab   (a locked-down broker
+      for boards on the LAN: credentials, ACLs and keys in edgeps-lab/)
 
 Without --target-accuracy and --max-time the run stops after 600 s."""
 
@@ -189,6 +191,29 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "PARAMS to each)",
         action=on_off,
     )
+    _flag(
+        p,
+        "--allow-unsigned",
+        "run on a broker reachable from other machines without per-device keys "
+        "(--hmac-key-file); refused without this",
+        action="store_true",
+    )
+    _flag(
+        p,
+        "--lan",
+        "start mosquitto for boards on a LAN (with --broker auto or mosquitto): "
+        "no anonymous clients, a password and ACL per board, per-device keys, "
+        "all written to --job-dir; prints what each board needs",
+        action="store_true",
+    )
+    _flag(
+        p,
+        "--listen",
+        "HOST:PORT of the LAN broker (implies --lan; default 0.0.0.0:1883)",
+        metavar="HOST:PORT",
+    )
+    _flag(p, "--boards", "the ids of the boards --lan lets in, comma-separated")
+    _flag(p, "--job-dir", "where --lan writes its files (default: edgeps-JOB)")
     dashboard.add_arguments(p)
 
 

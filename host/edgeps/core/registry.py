@@ -32,8 +32,10 @@ class WorkerRecord:
     (the worker's own, after a forged one) is still heard.
     ``answer`` is the seq of the push its next release answers (None after a
     join: it answers no push).
-    ``live`` mirrors ``state`` as a plain flag because release passes read it
-    for every worker.
+    ``admitted`` is False while the worker is joining (``edgeps.core.admission``:
+    it said hello and has not pushed yet, so it is in no barrier).
+    ``live`` (live or suspected, and admitted: counted by the barrier) is a
+    plain flag because release passes read it for every worker.
     """
 
     __slots__ = (
@@ -48,6 +50,7 @@ class WorkerRecord:
         "refused_in_row",
         "clipped",
         "_state",
+        "admitted",
         "live",
         "clock",
         "last_seq",
@@ -76,6 +79,7 @@ class WorkerRecord:
         self.refused_in_row = 0  # turns refused since the last applied push
         self.clipped = 0  # pushes applied scaled down to the norm bound
         self._state = WorkerState.LIVE
+        self.admitted = True
         self.live = True
         self.clock = 0
         self.last_seq = -1
@@ -96,7 +100,17 @@ class WorkerRecord:
     @state.setter
     def state(self, value: WorkerState) -> None:
         self._state = value
-        self.live = value in _LIVE_STATES
+        self.live = self.admitted and value in _LIVE_STATES
+
+    @property
+    def joining(self) -> bool:
+        """Alive but not admitted: it said hello and has not pushed yet."""
+        return not self.admitted and self._state in _LIVE_STATES
+
+    def admit(self, admitted: bool) -> None:
+        """Enter (True) or leave (False) the barrier, keeping the liveness state."""
+        self.admitted = admitted
+        self.state = self._state
 
     def open_session(
         self, session: int, instance: int, nonce: int, max_batch: int

@@ -5,6 +5,9 @@ simulator in virtual time. ``handle(event, now)`` is the one entry point: it
 takes any event of ``edgeps.core.types`` and returns the actions for the caller
 to carry out (send parameters, count a rejection, ...). The core imports no
 policy, runtime or transport module (see ``edgeps.core.policy_api``).
+Membership events (hellos, heartbeats, leaves, ticks) are handled by its base
+``edgeps.core.membership.Membership``; the records and their bounds are an
+``edgeps.core.admission.Registry``.
 """
 
 from __future__ import annotations
@@ -16,14 +19,14 @@ from typing import Any
 import numpy as np
 
 from edgeps import kernels
+from edgeps.core.admission import Admission, Registry
 from edgeps.core.args import (
-    check_int,
     check_now,
     check_positive,
-    check_worker_id,
 )
 from edgeps.core.balance import Balancer
 from edgeps.core.defaults import JOB
+from edgeps.core.membership import Membership
 from edgeps.core.model_step import ModelStep
 from edgeps.core.monitor import PerformanceMonitor
 from edgeps.core.norm_guard import NormGuard
@@ -63,7 +66,7 @@ MAX_REFUSED_IN_ROW = 8
 RESEND_GAP = 1.0
 
 
-class ParameterServer:
+class ParameterServer(Membership):
     """Applies pushes exactly once, tracks liveness and asks the policy whom to release.
 
     Parameters
@@ -86,6 +89,9 @@ class ParameterServer:
         and every aggregate is applied with (``edgeps.core.defaults``); the
         balancer does not weigh a delta, which already holds its samples.
 
+    admission : when a newcomer starts to hold the barrier and how many ids
+        are kept (``edgeps.core.admission``); None: ``Admission()``.
+
     The parameters and the step rules live in ``self.model``
     (``edgeps.core.model_step.ModelStep``); this class decides whose update is
     applied, when, and whom it releases.
@@ -107,6 +113,7 @@ class ParameterServer:
         balancer: Balancer | None = None,
         server_opt: str | kernels.Optimizer = JOB.server_opt,
         server_lr: float = JOB.server_lr,
+        admission: Admission | None = None,
     ) -> None:
         if not isinstance(policy, Policy):
             raise TypeError(f"policy must be a Policy, got {type(policy)!r}")
@@ -132,7 +139,8 @@ class ParameterServer:
         self.resend_gap = RESEND_GAP
         self.resends_refused = 0  # same-link HELLOs answered by no second copy
         self.rejected_unregistered: dict[str, int] = {}
-        self._workers: dict[str, WorkerRecord] = {}
+        self.admission = admission if admission is not None else Admission()
+        self._workers = Registry(self.admission)
         self._carried_stats: dict[str, WorkerStats] = {}  # from a checkpoint
         self.view = ClusterView(self._workers, self.monitor, lambda: self.version)
         self._queue = WaitQueue()  # live workers held at the barrier
@@ -197,138 +205,6 @@ class ParameterServer:
             return self._tick(now, now if until is None else min(now, check_now(until)))
         raise TypeError(f"not a core event: {type(event).__name__}")
 
-    # ---- membership -------------------------------------------------------
-
-    def _join(self, event: Join, now: float) -> list[Action]:
-        """Register or rejoin a worker; it is released with the current version.
-
-        Another process's hello for a live id heard within the liveness
-        timeout is refused (``duplicate_id``)."""
-        worker_id = check_worker_id(event.worker_id)
-        session = check_int("session", event.session)
-        instance = session if event.instance is None else event.instance
-        instance = check_int("instance", instance)
-        rec = self._workers.get(worker_id)
-        if rec is not None and rec.live and instance == rec.instance:
-            # same process (a new link keeps its place, with a new session)
-            same_link = session == rec.session
-            rec.open_session(session, instance, event.nonce, event.max_batch)
-            return self._rehello(rec, now, same_link)
-        if rec is not None and rec.live:
-            if now - rec.last_seen <= self.liveness_timeout:
-                self._count_rejection(rec, worker_id, "duplicate_id")
-                return [Rejected(worker_id, 0, "duplicate_id")]
-            # restarted without a bye: its old life leaves the barrier first
-            self._drop(rec, now)
-        base = self._join_clock(worker_id)
-        if rec is None:
-            rec = WorkerRecord(worker_id, session, instance, len(self._workers))
-            rec.stats = self._carried_stats.pop(worker_id, rec.stats)
-            self._workers[worker_id] = rec
-        rec.open_session(session, instance, event.nonce, event.max_batch)
-        rec.last_push_clock = 0
-        rec.state, rec.clock, rec.answer = WorkerState.LIVE, base, None
-        rec.waiting = False
-        self._queue.discard(rec)
-        self.view.note_live(rec)
-        rec.last_seen = rec.released_at = now
-        rec.joins += 1
-        if self.balancer is not None:
-            self.balancer.joined(worker_id, max(0, int(event.max_batch)))
-        self.policy.on_joined(self.view, worker_id, now)
-        self.policy.on_released(self.view, worker_id, now)
-        # its own release, never a shared copy: a HELLO asks for a whole one
-        return [self._release([worker_id]), *self._release_action(now)]
-
-    def _rehello(
-        self, rec: WorkerRecord, now: float, same_link: bool = False
-    ) -> list[Action]:
-        """Same process says hello again: held stays held, a lost release is resent.
-
-        The resend is the worker's own release. On the same link it is sent
-        when the worker was released since the last resend, or ``resend_gap``
-        seconds after it: a replayed HELLO gets at most that many copies.
-        """
-        self._heard(rec, now)
-        if rec.waiting:
-            return [Held(rec.worker_id, rec.clock), *self._release_action(now)]
-        if (
-            same_link
-            and rec.resent_at >= rec.released_at
-            and now - rec.resent_at < self.resend_gap
-        ):
-            self.resends_refused += 1
-            return self._release_action(now)
-        rec.released_at = rec.resent_at = now
-        self.policy.on_released(self.view, rec.worker_id, now)
-        return [self._release([rec.worker_id]), *self._release_action(now)]
-
-    def _join_clock(self, worker_id: str) -> int:
-        """A (re)joining worker starts level with the slowest live worker.
-
-        It is not live itself at this point (new, or its old life dropped)."""
-        return self.view.min_live_clock()
-
-    def _heartbeat(self, event: Heartbeat, now: float) -> list[Action]:
-        """Note that a worker is alive; dead or unknown workers must join again."""
-        rec = self._workers.get(event.worker_id)
-        if rec is None or not rec.live:
-            return []
-        if event.session is not None and event.session != rec.session:
-            self._count_rejection(rec, rec.worker_id, "stale_session")
-            return []
-        self._heard(rec, now)
-        return self._release_action(now)
-
-    def _leave(self, event: Leave, now: float) -> list[Action]:
-        """A worker is gone (bye, last will of its current link): it leaves at once."""
-        worker_id, reason = event.worker_id, event.reason
-        rec = self._workers.get(worker_id)
-        if rec is None or not rec.live:
-            return []
-        if event.nonce is not None and event.nonce != rec.nonce:
-            self._count_rejection(rec, worker_id, "stale_session")
-            return []
-        self._drop(rec, now)
-        return [WorkerLeft(worker_id, str(reason)), *self._release_action(now)]
-
-    def _tick(self, now: float, heard_until: float) -> list[Action]:
-        """Declare silent computing workers suspected, then dead; release whom it frees.
-
-        A worker held at the barrier is never timed out: it is silent because
-        the PS told it to wait, and it blocks nobody. Its silence is counted
-        again from the moment it is released, and only up to ``heard_until``
-        (messages that arrived later are still waiting to be handled).
-        """
-        actions: list[Action] = []
-        for rec in list(self._workers.values()):
-            if not rec.live or rec.waiting:
-                continue
-            silent = heard_until - max(rec.last_seen, rec.released_at)
-            if silent > self.liveness_timeout:
-                self._drop(rec, now)
-                actions.append(WorkerLeft(rec.worker_id, "timeout"))
-            elif silent > self.liveness_timeout / 2:
-                rec.state = WorkerState.SUSPECTED
-        actions.extend(self._release_action(now))
-        return actions
-
-    def _heard(self, rec: WorkerRecord, now: float) -> None:
-        rec.last_seen = max(rec.last_seen, now)
-        if rec.state is WorkerState.SUSPECTED:
-            rec.state = WorkerState.LIVE
-
-    def _drop(self, rec: WorkerRecord, now: float) -> None:
-        if self.view.n_live == 1:
-            self.view.floor = rec.clock  # rejoiners continue from here
-        rec.state = WorkerState.DEAD
-        rec.waiting = False
-        self._queue.discard(rec)
-        self.view.note_dead(rec)
-        if self.balancer is not None:
-            self.balancer.left(rec.worker_id)
-        self.policy.on_left(self.view, rec.worker_id, now)
-
     # ---- pushes -----------------------------------------------------------
 
     def _push(self, push: Push, now: float) -> list[Action]:
@@ -341,6 +217,8 @@ class ParameterServer:
             return [Rejected(push.worker_id, seq, problem)]
         assert rec is not None
         self._heard(rec, now)
+        if rec.joining:
+            self._enter(rec, now)
         if rec.waiting:
             # it was not released, so this push breaks the worker protocol
             rec.refused = (seq, update_digest(push))
@@ -479,6 +357,11 @@ class ParameterServer:
         version, params = self.params_view()
         answers = tuple(self._workers[w].answer for w in worker_ids)
         batches = None if self.balancer is None else self.balancer.batches(worker_ids)
+        if batches is not None:
+            for w in worker_ids:  # a joining worker is not the balancer's yet
+                rec = self._workers[w]
+                if rec.joining and rec.max_batch > 0:
+                    batches[w] = min(batches[w], rec.max_batch)
         return Release(tuple(worker_ids), version, params, answers, batches)
 
     def _release_action(self, now: float) -> list[Action]:

@@ -41,7 +41,7 @@ def server_snapshot(
     rows: dict[str, Any] = {}
     for w, r in workers.items():
         rows[w] = {
-            "state": r.state.value,
+            "state": "joining" if r.joining else r.state.value,
             "session": f"{r.session:016x}",
             "clock": r.clock,
             "lag": top - r.clock if r.live else None,

@@ -31,7 +31,7 @@ def identity_problem(rec: WorkerRecord | None, push: Push) -> str | None:
     """Who sent it and is it new? Problems here are not the worker's current turn."""
     if rec is None:
         return "unknown_worker"
-    if not rec.live:
+    if not rec.live and not rec.joining:
         return "dead_worker"
     if push.session != rec.session:
         return "stale_session"  # an earlier session's push, or a made-up one

@@ -97,6 +97,14 @@ class Accounting:
         self._seen = dict(dropped)
         self._seen_total = sum(self._seen.values())
 
+    def forget(self, worker_id: str) -> None:
+        """An id the core forgot: what was charged to it moves to ``unknown``,
+        so the per-worker counters stay as many as the workers kept."""
+        for table in (self.rejected, self.dropped):
+            counts = table.pop(worker_id, None)
+            if counts:
+                table.setdefault(UNKNOWN, Counter()).update(counts)
+
     def feed_sys(self, topic: str, payload: bytes) -> None:
         """One ``$SYS`` message; a payload that is no count is counted and dropped."""
         if topic == SYS_VERSION:

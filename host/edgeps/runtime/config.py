@@ -81,6 +81,12 @@ class ServeConfig:
     dashboard_token_file: str | None = None
     dashboard_linger: float = 0.0  # seconds the dashboard outlives the job
     compress: str = "f32"  # UPDATE code: f32, f16, int8 or topk:F (edgeps.codecs)
+    # off loopback without --hmac-key-file (runtime.exposure); serve's LAN broker
+    allow_unsigned: bool = False
+    lan: bool = False  # start mosquitto for boards on a LAN (runtime.lan)
+    listen: str | None = None  # HOST:PORT of that broker (implies lan)
+    boards: str | None = None  # ids --lan lets in: their credentials and keys
+    job_dir: str | None = None  # where the LAN broker's files go (edgeps-JOB)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -51,6 +51,7 @@ from edgeps.runtime.model_guard import ModelGuard
 from edgeps.runtime.outbox import Outbox
 from edgeps.runtime.peers import Peers
 from edgeps.runtime.summary import Summary
+from edgeps.runtime.worker_rows import MAX_WORKER_ROWS, limit_rows
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +96,7 @@ class Settings:
     shared_releases: bool = True  # one shared PARAMS per multi-worker release
     gc_freeze: bool = False  # long-lived objects out of gen-2 passes (serve CLI)
     divergence_backoff: float = JOB.divergence_backoff  # 1.0: never cut the step
+    max_worker_rows: int = MAX_WORKER_ROWS  # per record and summary; the rest: one
 
 
 class Coordinator:
@@ -286,6 +288,10 @@ class Coordinator:
         oldest_age = getattr(getattr(self.link, "inbox", None), "oldest_age", None)
         age = float(oldest_age()) if oldest_age is not None else 0.0
         carry_out(self.server.handle(Tick(heard_until=now - age), now), self)
+        for wid in self.server.take_forgotten():
+            if self.server.worker_state(wid) is None:  # not back since
+                self.peers.forget(wid)  # ids that never pushed: bounded memory
+                self.accounting.forget(wid)
         self.gc.tick(now)
 
     def run_evaluation(self) -> float | None:
@@ -317,6 +323,7 @@ class Coordinator:
         if now - t_prev > 0:
             self._rate = (self.applied - n_prev) / (now - t_prev)
         self._last_rate = (now, self.applied)
+        rows, omitted = limit_rows(self.worker_rows(now), self.settings.max_worker_rows)
         record = {
             "time": round(time.time(), 3),  # wall clock, for joining with other logs
             "elapsed": round(self.elapsed(now), 3),
@@ -327,7 +334,9 @@ class Coordinator:
             "updates": self.applied,
             "updates_per_s": self._rate,
             "max_staleness": self.server.max_staleness_seen,
-            "workers": self.worker_rows(now),
+            "workers": rows,
+            "workers_omitted": omitted,
+            "workers_forgotten": self.server.forgotten_total,
             "dropped": self.dropped(),
             "unknown": self.unknown(),
             "broker": self.broker_report(),
@@ -476,7 +485,7 @@ class Coordinator:
         self._checkpoint()
         self._emit(now, force=True)
         elapsed = self.elapsed(now)
-        rows = self.worker_rows(now)
+        rows, omitted = limit_rows(self.worker_rows(now), self.settings.max_worker_rows)
         acc = self.accuracy
         return Summary(
             policy=self.policy_name,
@@ -488,6 +497,8 @@ class Coordinator:
             updates_per_s=self.applied / elapsed if elapsed > 0 else 0.0,
             max_staleness=self.server.max_staleness_seen,
             workers=rows,
+            workers_omitted=omitted,
+            workers_forgotten=self.server.forgotten_total,
             dropped=self.dropped(),
             unknown=self.unknown(),
             broker=self.broker_report(),

@@ -14,6 +14,7 @@ from typing import IO, Any
 import numpy as np
 from edgeps_worker import wire_host as wire
 
+from edgeps.core.admission import Admission
 from edgeps.core.balance import Balancer
 from edgeps.core.norm_guard import NormGuard
 from edgeps.core.server import ParameterServer
@@ -28,6 +29,8 @@ from edgeps.runtime.checkpoint import Checkpoint, load_checkpoint, save_checkpoi
 from edgeps.runtime.config import ServeConfig
 from edgeps.runtime.connection_flags import connection_options, read_key
 from edgeps.runtime.coordinator import Coordinator, Settings
+from edgeps.runtime.exposure import check_keys
+from edgeps.runtime.lan import LanBroker, prepare_lan
 from edgeps.runtime.summary import Summary
 from edgeps.runtime.test_data import (
     builtin_test_data,
@@ -105,6 +108,8 @@ def build_server(cfg: ServeConfig, model: Model) -> tuple[ParameterServer, str]:
         max_update_norm=cfg.max_update_norm,
         norm_guard=NormGuard(cfg.norm_guard) if cfg.norm_guard > 0 else None,
         balancer=Balancer.for_policy(policy) if cfg.balance else None,
+        # anyone on the broker can say HELLO: only pushing workers hold a barrier
+        admission=Admission(on_first_push=True),
     )
     if ckpt is not None:
         try:
@@ -205,10 +210,15 @@ class Job:
         banner: bool = True,
         gc_freeze: bool = False,
     ) -> None:
-        self.cfg = cfg
         self.gc_freeze = gc_freeze  # edgeps.runtime.gc_freeze: for a process of its own
         if not wire.valid_id(cfg.job):
             raise ValueError(f"--job must match [A-Za-z0-9_-]{{1,32}}, got {cfg.job!r}")
+        self.lan: LanBroker | None = None
+        if broker is None:
+            # a LAN broker comes with credentials, ACLs and keys (runtime.lan)
+            cfg, self.lan = prepare_lan(cfg)
+        check_keys(cfg)  # off loopback: per-device keys, or --insecure
+        self.cfg = cfg
         self.hmac_key = read_hmac_key(cfg.hmac_key_file)
         self.options = connection_options(cfg)
         self.model = load_model(cfg)
@@ -223,7 +233,9 @@ class Job:
 
     @property
     def broker(self) -> BrokerHandle:
-        if self._broker is None:
+        if self._broker is None and self.lan is not None:
+            self._broker = self.lan.start()
+        elif self._broker is None:
             self._broker = open_broker(self.cfg.broker, prefer=self._prefer)
         return self._broker
 
@@ -251,15 +263,18 @@ class Job:
             if self.banner:
                 b = self.broker
                 started = "" if b.kind == "external" else f" ({b.kind}, started here)"
+                url = b.url if self.lan is None else self.lan.board_url
                 print(
-                    f"edgeps serve: job {cfg.job} on {b.url}{started}; policy "
+                    f"edgeps serve: job {cfg.job} on {url}{started}; policy "
                     f"{self.policy_name}, model {self.model.spec}, data "
                     f"{self.model.data_name}; workers: edgeps worker --broker "
-                    f"{b.url} --job {cfg.job} --id ID {worker_hint(self.model.card)}"
+                    f"{url} --job {cfg.job} --id ID {worker_hint(self.model.card)}"
                     "...",
                     file=self.out,
                     flush=True,
                 )
+                for line in self.lan.instructions() if self.lan is not None else ():
+                    print(f"edgeps serve: {line}", file=self.out, flush=True)
             settings = Settings(
                 job=cfg.job,
                 model=str(self.model.spec),

@@ -57,6 +57,9 @@ class Peers:
     With ``master_key``, each peer's key is derived from it. At most
     ``max_peers`` are kept: past that (a flood of made-up worker ids),
     a peer is still returned but not remembered, and a warning is logged once.
+    Of peers without a session (ids the core never took a HELLO from, such as
+    HELLOs with a wrong key) at most ``max_unjoined`` are kept: a new one
+    evicts the oldest.
     """
 
     def __init__(
@@ -65,6 +68,7 @@ class Peers:
         *,
         max_chunk: int = 4096,
         max_peers: int = 65536,
+        max_unjoined: int = 4096,
         master_key: bytes | None = None,
     ):
         self.job = job
@@ -74,9 +78,18 @@ class Peers:
         self._by_id: dict[str, Peer] = {}
         self._by_topic: dict[str, Peer] = {}
         self._warned = False
+        self.max_unjoined = max_unjoined
+        self._unjoined: dict[str, None] = {}  # oldest first; some joined since
 
     def __len__(self) -> int:
         return len(self._by_id)
+
+    def forget(self, worker_id: str) -> None:
+        """Drop the peer of an id the core forgot (it never pushed, or was evicted)."""
+        self._unjoined.pop(worker_id, None)
+        peer = self._by_id.pop(worker_id, None)
+        if peer is not None:
+            self._by_topic.pop(wire.topic_up(self.job, worker_id), None)
 
     def of_topic(self, topic: str) -> Peer | None:
         """The peer already seen on this up topic, if any."""
@@ -90,10 +103,22 @@ class Peers:
             if self.master_key:
                 peer.key = derive_worker_key(self.master_key, worker_id)
             if len(self._by_id) < self.max_peers:
+                self._make_room_unjoined()
                 self._by_id[worker_id] = peer
+                self._unjoined[worker_id] = None
             elif not self._warned:
                 self._warned = True
                 log.warning("more than %d worker ids seen; not all are kept", len(self))
         if up_topic is not None and worker_id in self._by_id:
             self._by_topic[up_topic] = peer
         return peer
+
+    def _make_room_unjoined(self) -> None:
+        """Forget the oldest peers that still have no session, past the cap."""
+        unjoined = self._unjoined
+        while len(unjoined) >= self.max_unjoined:
+            wid = next(iter(unjoined))
+            del unjoined[wid]
+            peer = self._by_id.get(wid)
+            if peer is not None and not peer.session:
+                self.forget(wid)

@@ -21,6 +21,9 @@ class Summary:
     updates_per_s: float
     max_staleness: int
     workers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # rows past the limit, folded (see runtime.worker_rows); ids forgotten
+    workers_omitted: dict[str, Any] = field(default_factory=dict)
+    workers_forgotten: int = 0
     dropped: dict[str, int] = field(default_factory=dict)
     unknown: dict[str, Any] = field(default_factory=dict)  # see runtime.accounting
     broker: dict[str, Any] = field(default_factory=dict)
@@ -64,6 +67,13 @@ def summary_table(summary: Summary) -> str:
             f"{str(w.get('state', '?')):<9} {str(w.get('class', '?')):<11} "
             f"{profile}{reasons or '-'}"
         )
+    omitted = summary.workers_omitted
+    if omitted.get("count"):
+        lines.append(
+            f"... and {omitted['count']} more workers "
+            f"({_counts(omitted.get('by_state', {}))}): accepted "
+            f"{omitted.get('accepted', 0)}, rejected {omitted.get('rejected', 0)}"
+        )
     acc = "n/a" if summary.accuracy is None else f"{summary.accuracy:.4f}"
     lines.append("-" * len(head))
     lines.append(
@@ -82,6 +92,11 @@ def summary_table(summary: Summary) -> str:
     if summary.dropped:
         dropped = ", ".join(f"{k}={v}" for k, v in sorted(summary.dropped.items()))
         lines.append(f"dropped messages: {dropped}")
+    if summary.workers_forgotten:
+        lines.append(
+            f"forgotten worker ids: {summary.workers_forgotten} "
+            "(said HELLO and never pushed, or evicted to bound the registry)"
+        )
     lines.extend(_unknown_and_broker(summary))
     r = summary.releases
     if r.get("rounds"):

@@ -71,6 +71,18 @@ def check_worker_id(worker_id: str) -> str:
     return worker_id
 
 
+def worker_list(text: str) -> list[str]:
+    """``"w00,w01"`` -> ``["w00", "w01"]``; ValueError on a bad or repeated id."""
+    ids = [part.strip() for part in text.split(",") if part.strip()]
+    if not ids:
+        raise ValueError("the worker list is empty")
+    for wid in ids:
+        check_worker_id(wid)
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"the worker list repeats an id: {text!r}")
+    return ids
+
+
 def new_master_key() -> bytes:
     """32 random bytes from the operating system's CSPRNG."""
     return secrets.token_bytes(KEY_BYTES)

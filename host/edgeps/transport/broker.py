@@ -218,6 +218,37 @@ def start_mosquitto(
     raise RuntimeError("mosquitto did not start listening on 127.0.0.1")
 
 
+def launch_mosquitto(
+    conf: Path, address: BrokerAddress, *, sensors: int = DEFAULT_SENSORS
+) -> BrokerHandle:
+    """Start mosquitto with a config someone wrote (``edgeps serve --lan``).
+
+    ``address`` is where this host reaches it (its listener, or 127.0.0.1 for
+    one on every interface). The config's files are the caller's: closing the
+    handle stops the broker and leaves them.
+    """
+    exe = mosquitto_path()
+    if exe is None:
+        raise FileNotFoundError(
+            "mosquitto is not installed (apt-get install mosquitto)"
+        )
+    raise_fd_limit(sensors)
+    proc = subprocess.Popen(
+        [exe, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    if (
+        wait_listening(address.host, address.port, _START_TIMEOUT)
+        and proc.poll() is None
+    ):
+        log.info("started mosquitto pid %d with %s", proc.pid, conf)
+        return BrokerHandle(address, "mosquitto", proc)
+    _stop_process(proc)
+    raise RuntimeError(
+        f"mosquitto -c {conf} did not start listening on port {address.port} "
+        "(is the port taken?)"
+    )
+
+
 def start_amqtt() -> BrokerHandle:
     """Start the embedded amqtt broker in a child process on a free loopback port."""
     if not amqtt_available():
