@@ -28,6 +28,7 @@ from edgeps.core.model_step import ModelStep
 from edgeps.core.monitor import PerformanceMonitor
 from edgeps.core.norm_guard import NormGuard
 from edgeps.core.policy_api import Policy
+from edgeps.core.privacy import DPMechanism
 from edgeps.core.registry import WorkerRecord
 from edgeps.core.release import WaitQueue, release_pass
 from edgeps.core.resume import checked_checkpoint
@@ -82,6 +83,8 @@ class ParameterServer:
     server_opt, server_lr : the optimizer and step a delta (``Push.steps`` > 1)
         and every aggregate is applied with (``edgeps.core.defaults``); the
         balancer does not weigh a delta, which already holds its samples.
+    dp : differential privacy of every applied update (``edgeps.core.privacy``);
+        None: off.
 
     The parameters and the step rules live in ``self.model``
     (``edgeps.core.model_step.ModelStep``); this class decides whose update is
@@ -104,6 +107,7 @@ class ParameterServer:
         balancer: Balancer | None = None,
         server_opt: str | kernels.Optimizer = JOB.server_opt,
         server_lr: float = JOB.server_lr,
+        dp: DPMechanism | None = None,
     ) -> None:
         if not isinstance(policy, Policy):
             raise TypeError(f"policy must be a Policy, got {type(policy)!r}")
@@ -117,6 +121,7 @@ class ParameterServer:
             norm_guard=norm_guard,
             server_opt=server_opt,
             server_lr=server_lr,
+            dp=dp,
         )
         self.policy = policy
         self.liveness_timeout = check_positive("liveness_timeout", liveness_timeout)

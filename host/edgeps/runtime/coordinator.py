@@ -41,6 +41,7 @@ from edgeps.core.types import (
 )
 from edgeps.observe.fields import add_run_fields
 from edgeps.observe.metrics import MetricsWriter, Progress
+from edgeps.observe.privacy import make_ledger
 from edgeps.runtime.accounting import Accounting
 from edgeps.runtime.gc_freeze import GcFreeze
 from edgeps.runtime.inbound import Inbound
@@ -92,6 +93,8 @@ class Settings:
     shared_releases: bool = True  # one shared PARAMS per multi-worker release
     gc_freeze: bool = False  # long-lived objects out of gen-2 passes (serve CLI)
     divergence_backoff: float = JOB.divergence_backoff  # 1.0: never cut the step
+    dp_delta: float = JOB.dp_delta  # differential privacy: epsilon at this delta
+    dp_epsilon_budget: float = JOB.dp_epsilon_budget  # stop there; 0: no limit
 
 
 class Coordinator:
@@ -160,6 +163,12 @@ class Coordinator:
         self._relink = threading.Event()  # set by `link_up`, on the network thread
         self.model_republished = 0
         self.gc = GcFreeze(enabled=settings.gc_freeze)  # edgeps.runtime.gc_freeze
+        dp = server.model.dp  # the accountant of --dp (edgeps.observe.privacy)
+        self.privacy = (
+            None
+            if dp is None
+            else make_ledger(dp.mode, settings.dp_delta, settings.dp_epsilon_budget)
+        )
 
     # ---- outgoing messages: the MQTT ActionSink
     @property
@@ -309,6 +318,8 @@ class Coordinator:
             "broker": self.broker_report(),
             "inbound": self.inbound.report(),
         }
+        if self.privacy is not None and self.server.model.dp is not None:
+            record["privacy"] = self.privacy.report(self.server.model.dp)
         return add_run_fields(
             record,
             job=self.settings.job,
@@ -408,6 +419,14 @@ class Coordinator:
                 if target is not None and acc is not None and acc >= target:
                     reason = "target_accuracy"
                     break
+                dp = self.server.model.dp
+                if (
+                    self.privacy is not None
+                    and dp is not None
+                    and self.privacy.spent(dp)
+                ):
+                    reason = "privacy_budget"
+                    break
             if now >= next_metrics:
                 self._emit(now)
                 next_metrics = now + s.metrics_interval
@@ -476,4 +495,9 @@ class Coordinator:
             ),
             state=self.watch.state,
             advice=self.watch.advice(self.server.model.lr),
+            privacy=(
+                self.privacy.report(self.server.model.dp)
+                if self.privacy is not None and self.server.model.dp is not None
+                else {}
+            ),
         )

@@ -52,5 +52,9 @@ class EventLoop:
             handler(*args)
         self.now = max(self.now, end)
 
+    def stop(self) -> None:
+        """Drop every pending event: ``run_until`` returns at once."""
+        self._heap.clear()
+
     def __len__(self) -> int:
         return len(self._heap)
