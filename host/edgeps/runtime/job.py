@@ -122,7 +122,8 @@ def serve_dp(cfg: ServeConfig) -> DPMechanism | None:
     if cfg.dp == "off":
         return None
     require_accountant()  # the one-line install hint before anything starts
-    return dp_mechanism(cfg.dp, cfg.dp_clip, cfg.dp_noise, seed=cfg.seed)
+    # noise from the OS's entropy: with a known seed anyone could take it off
+    return dp_mechanism(cfg.dp, cfg.dp_clip, cfg.dp_noise, seed=None)
 
 
 def restore(server: ParameterServer, ckpt: Checkpoint) -> None:
