@@ -3,8 +3,10 @@
 The Gaussian mechanism of DP-SGD (Abadi et al., "Deep Learning with
 Differential Privacy", CCS 2016): an update is scaled down to L2 norm at most
 ``clip`` (C) and every coordinate gets noise drawn from N(0, (sigma x C)^2),
-where sigma is the noise multiplier. One record of a worker's shard then
-changes what the PS applies by at most C, hidden in noise sigma x C.
+where sigma is the noise multiplier. Whatever the records of a batch, the
+update the PS applies then moves by at most 2C when one of them changes, and
+that move is hidden in noise sigma x C (``edgeps.observe.privacy`` accounts
+for the 2C).
 
 - central: the PS clips and noises every update it applies (``DPMechanism``
   in ``ModelStep``); a policy that aggregates a round collects noisy updates,

@@ -8,6 +8,12 @@ per applied update, at the update's sampling rate q (batch / samples of the
 worker's shard; 1 when the PS does not know the shard) and noise multiplier
 sigma.
 
+The update is clipped as a whole, not example by example as in DP-SGD: one
+record added to or removed from a batch can move the clipped update anywhere
+in the ball of radius C, by up to 2C. The accountant therefore composes
+Gaussian events of noise multiplier sigma / 2 (``SENSITIVITY``), which is
+what the noise sigma x C is worth against a change of 2C.
+
 ``epsilon`` composes every applied update, whichever worker sent it: the
 bound holds however the workers' data overlap (all reading one file).
 ``epsilon_per_shard`` composes only one worker's updates (the busiest at each
@@ -32,6 +38,7 @@ INSTALL_HINT = (
     "pip install 'edgeps[privacy]'"
 )
 DEFAULT_DELTA = 1e-5
+SENSITIVITY = 2.0  # in units of C: how far one record can move a clipped update
 
 
 def require_accountant() -> None:
@@ -100,11 +107,11 @@ class PrivacyLedger:
 
     def epsilon(self, mech: DPMechanism) -> float:
         """Every applied update composed (any overlap of the workers' data)."""
-        return self._eps("all", mech.noise, mech.steps_by_rate)
+        return self._eps("all", mech.noise / SENSITIVITY, mech.steps_by_rate)
 
     def epsilon_per_shard(self, mech: DPMechanism) -> float:
         """One worker's updates composed: a record on one disjoint shard."""
-        return self._eps("shard", mech.noise, mech.busiest_by_rate())
+        return self._eps("shard", mech.noise / SENSITIVITY, mech.busiest_by_rate())
 
     def report(self, mech: DPMechanism) -> dict[str, Any]:
         """``{epsilon, epsilon_per_shard, delta, sigma, clip, steps, mode, budget}``."""
