@@ -1,4 +1,4 @@
-"""Differential privacy in the core: clip to C, noise N(0, (sigma C)^2), off changes nothing."""
+"""DP in the core: clip to C, noise N(0, (sigma C)^2), and off changes nothing."""
 
 from __future__ import annotations
 
@@ -47,7 +47,9 @@ def test_a_seeded_mechanism_is_reproducible() -> None:
     a = DPMechanism(1.0, 1.0, seed=3)
     b = DPMechanism(1.0, 1.0, seed=3)
     assert all(np.array_equal(a.apply(g, "w"), b.apply(g, "w")) for _ in range(3))
-    assert not np.array_equal(DPMechanism(1.0, 1.0, seed=4).apply(g, "w"), b.apply(g, "w"))
+    assert not np.array_equal(
+        DPMechanism(1.0, 1.0, seed=4).apply(g, "w"), b.apply(g, "w")
+    )
 
 
 def test_the_mechanism_counts_updates_by_sampling_rate_and_worker() -> None:

@@ -66,7 +66,12 @@ def test_the_ledger_reports_every_field_and_the_budget() -> None:
     ledger = PrivacyLedger(1e-5, budget=1e-3)
     rep = ledger.report(mech)
     assert set(rep) >= {"epsilon", "delta", "sigma", "clip", "steps"}
-    assert (rep["delta"], rep["sigma"], rep["clip"], rep["steps"]) == (1e-5, 1.0, 0.5, 3)
+    assert (rep["delta"], rep["sigma"], rep["clip"], rep["steps"]) == (
+        1e-5,
+        1.0,
+        0.5,
+        3,
+    )
     # one record moves a clipped update by up to 2C: sigma C is worth sigma / 2
     assert rep["epsilon"] == pytest.approx(_direct(0.5, 0.1, 3, 1e-5), rel=1e-9)
     # per shard: only the busiest worker's two updates

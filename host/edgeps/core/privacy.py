@@ -92,6 +92,7 @@ class DPMechanism:
         self.mode = mode
         self.rng = np.random.default_rng(seed)
         self.rates: dict[str, float] = {}
+        self.top_rate = 0.0  # the largest sampling rate an update was or may be at
         for wid, rate in (rates or {}).items():
             self.set_rate(wid, rate)
         self.steps = 0  # updates applied under the mechanism
@@ -104,10 +105,12 @@ class DPMechanism:
         if not (math.isfinite(rate) and rate > 0):
             raise ValueError(f"sampling rate must be > 0, got {rate!r}")
         self.rates[worker_id] = min(1.0, float(rate))
+        self.top_rate = max(self.top_rate, self.rates[worker_id])
 
     def count(self, worker_id: str) -> None:
         """One more applied update of ``worker_id``, at its sampling rate."""
         rate = self.rates.get(worker_id, 1.0)
+        self.top_rate = max(self.top_rate, rate)
         self.steps += 1
         self.steps_by_rate[rate] = self.steps_by_rate.get(rate, 0) + 1
         self.steps_by_worker[worker_id] = self.steps_by_worker.get(worker_id, 0) + 1

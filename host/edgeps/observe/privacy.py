@@ -97,6 +97,7 @@ class PrivacyLedger:
         self.delta = float(delta)
         self.budget = budget
         self._cache: dict[str, tuple[tuple[tuple[float, int], ...], float]] = {}
+        self._limits: dict[tuple[float, float], int] = {}
 
     def _eps(self, name: str, sigma: float, steps: dict[float, int]) -> float:
         key = tuple(sorted(steps.items()))
@@ -126,9 +127,41 @@ class PrivacyLedger:
             "budget": self.budget,
         }
 
+    def step_limit(self, sigma: float, rate: float) -> int:
+        """The most updates at sampling ``rate`` whose epsilon stays within the budget.
+
+        Epsilon grows with the count and with the rate, so a job whose updates
+        are at rates up to ``rate`` is within the budget while it has applied
+        no more than this many.
+        """
+        budget = self.budget
+        if budget is None:
+            raise ValueError("no budget")
+        key = (sigma, rate)
+        if key not in self._limits:
+
+            def within(n: int) -> bool:
+                return epsilon(sigma / SENSITIVITY, {rate: n}, self.delta) <= budget
+
+            low, high = 0, 1  # within(low); find a high that is not
+            while within(high) and high < 1 << 40:
+                low, high = high, high * 2
+            while high - low > 1:
+                mid = (low + high) // 2
+                low, high = (mid, high) if within(mid) else (low, mid)
+            self._limits[key] = low
+        return self._limits[key]
+
     def spent(self, mech: DPMechanism) -> bool:
-        """True once epsilon has reached the budget (never without one)."""
-        return self.budget is not None and self.epsilon(mech) >= self.budget
+        """True once one more update could take epsilon past the budget.
+
+        Cheap after the first call at a given sigma and top sampling rate: a
+        job may ask after every message.
+        """
+        if self.budget is None:
+            return False
+        rate = mech.top_rate if mech.top_rate > 0 else 1.0
+        return mech.steps >= self.step_limit(mech.noise, rate)
 
 
 def make_ledger(mode: str, delta: float, budget: float) -> PrivacyLedger | None:

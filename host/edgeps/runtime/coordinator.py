@@ -169,6 +169,11 @@ class Coordinator:
             if dp is None
             else make_ledger(dp.mode, settings.dp_delta, settings.dp_epsilon_budget)
         )
+        if dp is not None and self.budget_spent():
+            raise ValueError(
+                f"--dp-epsilon-budget {settings.dp_epsilon_budget:g} allows no "
+                f"update at --dp-noise {dp.noise:g}: raise either"
+            )
 
     # ---- outgoing messages: the MQTT ActionSink
     @property
@@ -293,6 +298,11 @@ class Coordinator:
             log.warning("%s", self.watch.advice(self.server.model.lr))
         return self.accuracy
 
+    def budget_spent(self) -> bool:
+        """True once one more applied update could spend past --dp-epsilon-budget."""
+        dp = self.server.model.dp
+        return self.privacy is not None and dp is not None and self.privacy.spent(dp)
+
     def elapsed(self, now: float | None = None) -> float:
         return (self.clock() if now is None else now) - self._t0
 
@@ -405,6 +415,11 @@ class Coordinator:
                 self.handle(item[0], item[1], now)
                 burst += 1
                 item = self.link.get_nowait() if burst < 256 else None
+                if self.budget_spent():  # --dp-epsilon-budget: not one update more
+                    break
+            if self.budget_spent():
+                reason = "privacy_budget"
+                break
             if self._relink.is_set():
                 self._republish_model()
             now = self.clock()
@@ -418,14 +433,6 @@ class Coordinator:
                 acc = self.accuracy
                 if target is not None and acc is not None and acc >= target:
                     reason = "target_accuracy"
-                    break
-                dp = self.server.model.dp
-                if (
-                    self.privacy is not None
-                    and dp is not None
-                    and self.privacy.spent(dp)
-                ):
-                    reason = "privacy_budget"
                     break
             if now >= next_metrics:
                 self._emit(now)

@@ -130,6 +130,11 @@ class Simulator:
                     wid, profile, n, spec, w.link_rng, cfg.compress, cfg.compress_down
                 )
             self.workers[wid] = w
+        if self.dp is not None and self.privacy and self.privacy.spent(self.dp):
+            raise ValueError(
+                f"dp_epsilon_budget {cfg.dp_epsilon_budget:g} allows no update at "
+                f"dp_noise {cfg.dp_noise:g}"
+            )
         self.watch = DivergenceWatch(backoff=cfg.divergence_backoff)
         self._host_free = 0.0  # when the host's CPU is next free (see _host_in)
         self.loop = EventLoop()
@@ -192,6 +197,9 @@ class Simulator:
     def on_applied(self, action: Applied) -> None:
         self.applied += 1
         self.applied_at.append((self.loop.now, action.worker_id))
+        if self.privacy is not None and self.dp and self.privacy.spent(self.dp):
+            self.stop_reason = "privacy_budget"  # --dp-epsilon-budget: no more
+            self.loop.stop()
 
     def on_rejected(self, action: Rejected) -> None:
         self.rejected[action.reason] = self.rejected.get(action.reason, 0) + 1
@@ -232,10 +240,6 @@ class Simulator:
             params_finite=bool(np.isfinite(params).all()),
         )
         self.server.model.step_backoff = verdict.step_scale
-        if self.privacy is not None and self.dp and self.privacy.spent(self.dp):
-            self.stop_reason = "privacy_budget"
-            self.loop.stop()
-            return
         # multiples of the interval, so float steps do not drift past max_time
         self.loop.at(len(self.trace) * self.config.eval_interval, self._evaluate)
 
