@@ -79,7 +79,7 @@ def rows(args: argparse.Namespace) -> list[dict[str, Any]]:
                 max_time=args.max_time,
                 dp_clip=args.dp_clip,
                 dp_delta=args.dp_delta,
-                **dp,  # type: ignore[arg-type]
+                **dp,
             )
             r = simulate(cfg)
             p = r.privacy
