@@ -23,15 +23,15 @@ def test_local_dp_job_reports_its_epsilon(mosquitto, tmp_path) -> None:  # type:
          "--metrics-out", str(metrics)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    workers = [
-        subprocess.Popen(
+    def worker(i: int) -> subprocess.Popen[str]:
+        return subprocess.Popen(
             [sys.executable, "-m", "edgeps", "worker", "--broker", mosquitto.url,
              "--job", "dp", "--id", f"w{i}", "--emulated", f"sensors:{i}/2",
              "--dp-clip", "1", "--dp-noise", "4"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
-        for i in range(2)
-    ]
+
+    workers = [worker(i) for i in range(2)]
     try:
         # Execute
         out, err = serve.communicate(timeout=90)
