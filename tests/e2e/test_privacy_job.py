@@ -23,6 +23,7 @@ def test_local_dp_job_reports_its_epsilon(mosquitto, tmp_path) -> None:  # type:
          "--metrics-out", str(metrics)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
+
     def worker(i: int) -> subprocess.Popen[str]:
         return subprocess.Popen(
             [sys.executable, "-m", "edgeps", "worker", "--broker", mosquitto.url,
