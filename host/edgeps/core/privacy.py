@@ -136,16 +136,6 @@ class DPMechanism:
         self.clipped += clipped
         return out
 
-    def state(self) -> dict[str, object]:
-        """Mode, sigma, C and the applied updates by sampling rate."""
-        return {
-            "mode": self.mode,
-            "sigma": self.noise,
-            "clip": self.clip,
-            "steps": self.steps,
-            "steps_by_rate": dict(self.steps_by_rate),
-        }
-
 
 def dp_mechanism(
     mode: str,

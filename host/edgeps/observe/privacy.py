@@ -52,7 +52,8 @@ def require_accountant() -> None:
 def epsilon(sigma: float, steps_by_rate: dict[float, int], delta: float) -> float:
     """Epsilon at ``delta`` after ``steps_by_rate[q]`` subsampled Gaussian events at q.
 
-    No event: 0. A noise multiplier of 0 gives no privacy: infinity.
+    ``sigma`` is the events' noise multiplier (the ledger passes the job's
+    sigma / ``SENSITIVITY``). No event: 0. No noise: infinity.
     """
     if not 0 < delta < 1:
         raise ValueError(f"delta must be in (0, 1), got {delta!r}")
