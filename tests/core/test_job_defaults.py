@@ -121,3 +121,15 @@ def test_simulate_runs_the_job_default_local_rounds() -> None:
     ps = ParameterServer(np.zeros(4, np.float32), policy=parse_policy("fedavg"))
     assert ps.model.server_lr == JOB.server_lr
     assert type(ps.model.server_optimizer).__name__.lower() == JOB.server_opt
+
+
+def test_serve_and_simulate_run_the_same_privacy_by_default() -> None:
+    names = ("dp", "dp_clip", "dp_noise", "dp_delta", "dp_epsilon_budget")
+    serve, sim, args = ServeConfig(), SimConfig(), parse("simulate")
+    from edgeps.commands.serve import given
+
+    merged = merge(given(parse("serve")))
+    for name in names:
+        assert getattr(serve, name) == getattr(sim, name) == getattr(JOB, name)
+        assert getattr(args, name) == getattr(merged, name) == getattr(JOB, name)
+    assert JOB.dp == "off"

@@ -44,6 +44,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "uplink codecs on 250 kbit/s links",
     ),
     "scale": ("edgeps.lab.bench.scale", "N emulated sensors at 1 update/s: rates, CPU"),
+    "privacy": (
+        "edgeps.lab.bench.privacy",
+        "differential privacy in the simulator: accuracy, time to target, epsilon",
+    ),
     "policies-broker": (
         "edgeps.lab.bench.policies_broker",
         "a slice of the policy matrix on a real broker, next to the simulator",

@@ -91,6 +91,7 @@ def add_job_flags(
 def configure(parser: argparse.ArgumentParser) -> None:
     from edgeps.runtime.config import KEYS, ServeConfig
     from edgeps.runtime.connection_flags import add_connection_flags
+    from edgeps.runtime.privacy_flags import add_dp_flags
 
     p = parser
     p.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -215,6 +216,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     _flag(p, "--boards", "the ids of the boards --lan lets in, comma-separated")
     _flag(p, "--job-dir", "where --lan writes its files (default: edgeps-JOB)")
     dashboard.add_arguments(p)
+    add_dp_flags(p, layered=True)
 
 
 def given(args: argparse.Namespace) -> dict[str, object]:

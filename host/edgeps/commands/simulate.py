@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from edgeps.netem.flags import add_link_flags
+from edgeps.runtime.privacy_flags import add_dp_flags
 from edgeps.sim.types import EMULATOR_CPU_US, SimConfig
 
 DEFAULT_COMPARE = "bsp,asp,ssp:1,ssp:3,ssp:5,dsp,kofn:auto,dssp"
@@ -136,6 +137,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=d.host_cores,
         help="cores serve, the broker (and an emulator) share",
     )
+    add_dp_flags(parser)
     parser.add_argument("--json", action="store_true", help="print JSON instead")
     parser.add_argument("--plot", metavar="FILE", help="also draw it: .png, .svg")
 
@@ -174,6 +176,11 @@ def _config(args: argparse.Namespace) -> SimConfig:
         server_lr=args.server_lr,
         board=args.board,
         sleep_at_barrier=args.sleep_at_barrier,
+        dp=args.dp,
+        dp_clip=args.dp_clip,
+        dp_noise=args.dp_noise,
+        dp_delta=args.dp_delta,
+        dp_epsilon_budget=args.dp_epsilon_budget,
     )
 
 
@@ -204,6 +211,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         cfg = _config(args)
         policies = split_policies(args.compare) if args.compare else None
+        if cfg.dp != "off":
+            from edgeps.observe.privacy import require_accountant
+
+            require_accountant()  # the install hint before any simulation
         if args.plot:
             from edgeps.observe.plot import check_output, require_matplotlib
 
@@ -238,6 +249,8 @@ def run(args: argparse.Namespace) -> int:
         head += f", local epochs {cfg.local_epochs:g}" if cfg.local_epochs else ""
         head += f", local time {cfg.local_time:g} s" if cfg.local_time else ""
         head += f", server {cfg.server_opt} lr {cfg.server_lr:g}"
+    if cfg.dp != "off":
+        head += f", dp {cfg.dp} clip {cfg.dp_clip:g} noise {cfg.dp_noise:g}"
     if summaries is None:
         if args.plot and draw([summarize(cfg.policy, [result])], cfg, args.plot):
             return 2
@@ -264,6 +277,10 @@ def run(args: argparse.Namespace) -> int:
         if marks[-1] != result.trace[-1]:
             marks.append(result.trace[-1])
         print("accuracy: " + "  ".join(f"{t:g}s {a:.3f}" for t, a in marks))
+        if result.privacy:
+            from edgeps.observe.privacy import privacy_line
+
+            print(privacy_line(result.privacy) + f"; stop: {result.stop_reason}")
         return 0
     if args.plot and draw(summaries, cfg, args.plot):
         return 2

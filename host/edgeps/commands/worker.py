@@ -109,6 +109,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=CPYTHON_MAX_CHUNK,
         help=f"largest message to send or receive (default: {CPYTHON_MAX_CHUNK} B)",
     )
+    dp = parser.add_argument_group(
+        "local differential privacy (serve the job with --dp local, same C and SIGMA)"
+    )
+    dp.add_argument(
+        "--dp-clip",
+        type=float,
+        metavar="C",
+        help="clip each gradient to L2 norm C and add noise before sending "
+        "(default: off)",
+    )
+    dp.add_argument(
+        "--dp-noise",
+        type=float,
+        default=JOB.dp_noise,
+        metavar="SIGMA",
+        help=f"with --dp-clip: noise N(0, (SIGMA x C)^2) (default: {JOB.dp_noise:g})",
+    )
 
 
 def _validate(args: argparse.Namespace) -> None:
@@ -125,6 +142,10 @@ def _validate(args: argparse.Namespace) -> None:
         raise ValueError("--instance must be in 0..2**64-1")
     if not 256 <= args.max_chunk <= wire.MAX_MESSAGE // 2:
         raise ValueError(f"--max-chunk must be in 256..{wire.MAX_MESSAGE // 2}")
+    if args.dp_clip is not None:
+        from edgeps.core.privacy import check_dp
+
+        check_dp("local", args.dp_clip, args.dp_noise)
     if args.non_iid and not args.emulated:
         raise ValueError("--non-iid applies to --emulated data only")
     data_only = ("--label", "--classes", "--scale", "--scaler-from")
@@ -192,7 +213,9 @@ def run(args: argparse.Namespace) -> int:
                 if str(expected) != str(spec):
                     raise ValueError(f"job {args.job} trains {spec}, not {expected}")
             check_classes(spec, data, given=args.classes is not None)
-            trainer = NativeTrainer(spec, data, batch=args.batch, seed=args.seed)
+            trainer = NativeTrainer(
+                spec, data, batch=args.batch, seed=args.seed, local_dp=local_dp(args)
+            )
         except ValueError as exc:
             log.error("%s", exc)
             return EXIT_CONFIG
@@ -217,6 +240,15 @@ def run(args: argparse.Namespace) -> int:
         if reason != "done" or not args.persist:
             return EXIT_OK
     return EXIT_OK
+
+
+def local_dp(args: argparse.Namespace) -> Any:
+    """``--dp-clip``: the trainer's LocalDP (noise from OS entropy); None: off."""
+    if args.dp_clip is None:
+        return None
+    from edgeps.pyworker.local_dp import LocalDP
+
+    return LocalDP(args.dp_clip, args.dp_noise)
 
 
 def _train(

@@ -39,6 +39,12 @@ class JobDefaults:
         al., ICLR 2021: a delta is a pseudo-gradient): sgd, momentum or adam.
     server_lr : the step the PS applies deltas with; 1.0 with sgd adds the
         delta as the worker computed it.
+    dp : differential privacy (``edgeps.core.privacy``): off, central (the PS
+        clips and noises each applied update) or local (each worker does).
+    dp_clip : C, the L2 norm each update is clipped to.
+    dp_noise : sigma, the noise multiplier: noise N(0, (sigma x C)^2).
+    dp_delta : the delta that the spent epsilon is reported at.
+    dp_epsilon_budget : stop the job once epsilon reaches this; 0 = no limit.
     """
 
     lr: float = 0.1
@@ -54,6 +60,11 @@ class JobDefaults:
     local_time: float = 0.0
     server_opt: str = "sgd"
     server_lr: float = 1.0
+    dp: str = "off"
+    dp_clip: float = 1.0
+    dp_noise: float = 1.0
+    dp_delta: float = 1e-5
+    dp_epsilon_budget: float = 0.0
 
 
 JOB = JobDefaults()

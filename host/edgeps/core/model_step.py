@@ -1,7 +1,9 @@
 """The model's parameters and how one update moves them.
 
 Step sizes (lr, the worker-count scale, staleness, the divergence back-off),
-the norm bound that clips an outsized update, and the two optimizers: the
+the norm bound that clips an outsized update, differential privacy (each
+applied update clipped and noised by a ``DPMechanism``, ``edgeps.core.privacy``,
+before anything else sees it), and the two optimizers: the
 PS's for gradients and the server optimizer for deltas and aggregates
 (``edgeps.core.deltas``). The ``ParameterServer`` decides whose update is
 applied and when; this module only applies it.
@@ -9,6 +11,7 @@ applied and when; this module only applies it.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -18,6 +21,7 @@ from edgeps.core.args import check_params, check_positive, resolve_optimizer
 from edgeps.core.defaults import JOB, worker_step_scale
 from edgeps.core.deltas import push_delta
 from edgeps.core.norm_guard import NormGuard
+from edgeps.core.privacy import DPMechanism
 from edgeps.core.types import Push
 from edgeps.core.validate import clip_scale
 
@@ -37,6 +41,7 @@ class ModelStep:
         norm_guard: NormGuard | None = None,
         server_opt: str | kernels.Optimizer = JOB.server_opt,
         server_lr: float = JOB.server_lr,
+        dp: DPMechanism | None = None,
     ) -> None:
         check_params(params)
         self._params = np.array(params, dtype=np.float32, copy=True, order="C")
@@ -54,6 +59,9 @@ class ModelStep:
             max_update_norm = check_positive("max_update_norm", max_update_norm)
         self.max_update_norm = max_update_norm
         self.norm_guard = norm_guard
+        if not isinstance(dp, (DPMechanism, type(None))):
+            raise TypeError(f"dp must be a DPMechanism, got {type(dp)!r}")
+        self.dp = dp  # None: updates applied as sent, bit for bit
         if norm_guard is not None and norm_guard.prior is None:
             norm_guard.prior = max(1.0, kernels.l2_norm(self._params))
         self.step_backoff = 1.0  # cut by a DivergenceWatch when the job diverges
@@ -112,19 +120,32 @@ class ModelStep:
     ) -> bool:
         """Apply a gradient clipped to the norm bound; True if it was clipped.
 
-        ``weight``: the policy's and the balancer's share of the step.
+        ``weight``: the policy's and the balancer's share of the step. Under
+        differential privacy the gradient is first clipped to C and noised.
         """
-        scale = clip_scale(push.update, self.max_update_norm, self.norm_guard)
+        update = push.update
+        if self.dp is not None:
+            update = self.dp.apply(update, push.worker_id)
+        scale = clip_scale(update, self.max_update_norm, self.norm_guard)
         lr = self.lr / (staleness + 1) if self.staleness_aware else self.lr
         lr *= self._shared_scale(n_live) * weight
-        self.optimizer.step(self._params, push.update, lr * scale)
+        self.optimizer.step(self._params, update, lr * scale)
         self.version += 1
         if self.norm_guard is not None:
-            self.norm_guard.accept(kernels.l2_norm(push.update) * scale)
+            self.norm_guard.accept(kernels.l2_norm(update) * scale)
         return self._count(scale < 1.0)
 
     def delta_of(self, push: Push) -> tuple[np.ndarray, bool]:
-        """(the push's delta clipped to the norm bound, whether it was clipped)."""
+        """(the push's delta clipped to the norm bound, whether it was clipped).
+
+        Under differential privacy the update as sent (a gradient or a delta)
+        is first clipped to C and noised: what ``step_delta`` applies and
+        what an aggregating policy collects (``step_aggregate``) is noisy.
+        """
+        if self.dp is not None:
+            push = dataclasses.replace(
+                push, update=self.dp.apply(push.update, push.worker_id)
+            )
         delta, clipped = push_delta(
             push, self.lr, self.max_update_norm, self.norm_guard
         )

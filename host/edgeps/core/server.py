@@ -31,6 +31,7 @@ from edgeps.core.model_step import ModelStep
 from edgeps.core.monitor import PerformanceMonitor
 from edgeps.core.norm_guard import NormGuard
 from edgeps.core.policy_api import Policy
+from edgeps.core.privacy import DPMechanism
 from edgeps.core.registry import WorkerRecord
 from edgeps.core.release import WaitQueue, release_pass
 from edgeps.core.resume import checked_checkpoint
@@ -88,6 +89,8 @@ class ParameterServer(Membership):
     server_opt, server_lr : the optimizer and step a delta (``Push.steps`` > 1)
         and every aggregate is applied with (``edgeps.core.defaults``); the
         balancer does not weigh a delta, which already holds its samples.
+    dp : differential privacy of every applied update (``edgeps.core.privacy``);
+        None: off.
 
     admission : when a newcomer starts to hold the barrier and how many ids
         are kept (``edgeps.core.admission``); None: ``Admission()``.
@@ -114,6 +117,7 @@ class ParameterServer(Membership):
         server_opt: str | kernels.Optimizer = JOB.server_opt,
         server_lr: float = JOB.server_lr,
         admission: Admission | None = None,
+        dp: DPMechanism | None = None,
     ) -> None:
         if not isinstance(policy, Policy):
             raise TypeError(f"policy must be a Policy, got {type(policy)!r}")
@@ -127,6 +131,7 @@ class ParameterServer(Membership):
             norm_guard=norm_guard,
             server_opt=server_opt,
             server_lr=server_lr,
+            dp=dp,
         )
         self.policy = policy
         self.liveness_timeout = check_positive("liveness_timeout", liveness_timeout)

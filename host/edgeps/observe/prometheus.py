@@ -9,6 +9,7 @@ senders the PS does not know carry ``worker="unknown"``.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -187,10 +188,25 @@ class StateCollector(Collector):
                 "Seconds since the job started",
                 rec.get("elapsed"),
             ),
+            (
+                "edgeps_privacy_epsilon",
+                "Differential privacy spent: epsilon at the job's delta over every "
+                "applied update (edgeps.observe.privacy); absent without --dp",
+                privacy_epsilon(rec),
+            ),
         )
         for name, doc, value in gauges:
             if value is not None:
                 yield GaugeMetricFamily(name, doc, value=float(value))
+
+
+def privacy_epsilon(rec: dict[str, Any]) -> float | None:
+    """The record's epsilon; +Inf when it has --dp with no noise (null in JSON)."""
+    privacy = rec.get("privacy")
+    if not privacy:
+        return None
+    eps = privacy.get("epsilon")
+    return math.inf if eps is None else float(eps)
 
 
 def _per_source(

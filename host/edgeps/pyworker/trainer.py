@@ -22,6 +22,7 @@ from edgeps import kernels
 from edgeps.codecs import ALL_CODECS, GradEncoder
 from edgeps.kernels import ModelSpec, params_codec
 from edgeps.pyworker.batches import Shuffle
+from edgeps.pyworker.local_dp import LocalDP
 from edgeps.pyworker.localdata import LocalData
 from edgeps.workloads.scenarios import BASE_BATCH
 
@@ -55,12 +56,19 @@ class NativeTrainer:
     data: local samples; their feature count must match the model.
     batch: minibatch size (capped at the number of samples).
     seed: seeds the shuffle, so two runs draw the same batches.
+    local_dp: clips and noises each gradient before it is sent
+        (``edgeps.pyworker.local_dp``); None: the gradient as computed.
     """
 
     codecs = ALL_CODECS  # UPDATE codes encode_grad produces (HELLO codecs)
 
     def __init__(
-        self, spec: ModelSpec | str, data: LocalData, batch: int = 32, seed: int = 0
+        self,
+        spec: ModelSpec | str,
+        data: LocalData,
+        batch: int = 32,
+        seed: int = 0,
+        local_dp: LocalDP | None = None,
     ) -> None:
         if isinstance(spec, str):
             spec = ModelSpec.parse(spec)
@@ -88,6 +96,7 @@ class NativeTrainer:
         self.steps = 0
         self.reads = READS
         self._encoder = GradEncoder(self.n_params)
+        self.local_dp = local_dp
 
     @property
     def model(self) -> str:
@@ -151,6 +160,8 @@ class NativeTrainer:
         )
         if g is not self.grad:
             self.grad[:] = g
+        if self.local_dp is not None:  # before encode_grad or the bytes see it
+            self.local_dp.apply(self.grad)
         self.steps += 1
         return float(loss), self.batch, self.grad.data.cast("B")
 

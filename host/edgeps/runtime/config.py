@@ -19,6 +19,7 @@ from edgeps_worker import wire
 
 from edgeps.codecs import parse_compress
 from edgeps.core.defaults import JOB
+from edgeps.core.privacy import check_dp
 from edgeps.kernels import params_codec
 from edgeps.observe.dashboard import check_options as check_dashboard
 from edgeps.transport.options import ConnectionOptions
@@ -87,6 +88,11 @@ class ServeConfig:
     listen: str | None = None  # HOST:PORT of that broker (implies lan)
     boards: str | None = None  # ids --lan lets in: their credentials and keys
     job_dir: str | None = None  # where the LAN broker's files go (edgeps-JOB)
+    dp: str = JOB.dp  # differential privacy: off, central or local
+    dp_clip: float = JOB.dp_clip  # C: each update clipped to this L2 norm
+    dp_noise: float = JOB.dp_noise  # sigma: noise N(0, (sigma x C)^2)
+    dp_delta: float = JOB.dp_delta  # epsilon is reported at this delta
+    dp_epsilon_budget: float = JOB.dp_epsilon_budget  # stop there; 0 = no limit
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -236,6 +242,10 @@ RANGES: dict[str, Range] = {
     "lr_workers": Range("a number of workers", 1, 1_000_000, off=0),
     "keepalive": Range("a number of seconds", 1, 65535),  # MQTT's two bytes
     "max_chunk": Range("a number of bytes", 256, wire.MAX_MESSAGE // 2),
+    "dp_clip": Range("a positive number", 0.0, FLOAT32_MAX, open_low=True),
+    "dp_noise": Range("a noise multiplier", 0.0, 1e6),
+    "dp_delta": Range("a probability", 0.0, 0.5, open_low=True),
+    "dp_epsilon_budget": Range("a positive number", 0.0, 1e6, open_low=True, off=0.0),
 }
 _NUMERIC = {k for k, t in _FIELD_TYPES.items() if t[0] in (int, float)}
 assert set(RANGES) == _NUMERIC, sorted(_NUMERIC ^ set(RANGES))  # one range each
@@ -263,6 +273,7 @@ def check(cfg: ServeConfig) -> None:
     check_ranges(cfg)
     check_dashboard(cfg.dashboard, cfg.dashboard_token_file, cfg.dashboard_linger)
     parse_compress(cfg.compress)
+    check_dp(cfg.dp, cfg.dp_clip, cfg.dp_noise)
     params_codec.parse_code(cfg.compress_down)
     if cfg.password_file is not None and cfg.username is None:
         raise ValueError("--password-file needs --username")

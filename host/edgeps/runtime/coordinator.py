@@ -43,6 +43,7 @@ from edgeps.core.types import (
 )
 from edgeps.observe.fields import add_run_fields
 from edgeps.observe.metrics import MetricsWriter, Progress
+from edgeps.observe.privacy import make_ledger
 from edgeps.runtime.accounting import Accounting
 from edgeps.runtime.gc_freeze import GcFreeze
 from edgeps.runtime.inbound import Inbound
@@ -97,6 +98,8 @@ class Settings:
     gc_freeze: bool = False  # long-lived objects out of gen-2 passes (serve CLI)
     divergence_backoff: float = JOB.divergence_backoff  # 1.0: never cut the step
     max_worker_rows: int = MAX_WORKER_ROWS  # per record and summary; the rest: one
+    dp_delta: float = JOB.dp_delta  # differential privacy: epsilon at this delta
+    dp_epsilon_budget: float = JOB.dp_epsilon_budget  # stop there; 0: no limit
 
 
 class Coordinator:
@@ -167,6 +170,17 @@ class Coordinator:
         self.model_topic = wire.topic_model(settings.job)
         self.model_guard = ModelGuard()  # our retained MODEL stays ours
         self.gc = GcFreeze(enabled=settings.gc_freeze)  # edgeps.runtime.gc_freeze
+        dp = server.model.dp  # the accountant of --dp (edgeps.observe.privacy)
+        self.privacy = (
+            None
+            if dp is None
+            else make_ledger(dp.mode, settings.dp_delta, settings.dp_epsilon_budget)
+        )
+        if dp is not None and self.budget_spent():
+            raise ValueError(
+                f"--dp-epsilon-budget {settings.dp_epsilon_budget:g} allows no "
+                f"update at --dp-noise {dp.noise:g}: raise either"
+            )
 
     # ---- outgoing messages: the MQTT ActionSink
     @property
@@ -314,6 +328,11 @@ class Coordinator:
             log.warning("%s", self.watch.advice(self.server.model.lr))
         return self.accuracy
 
+    def budget_spent(self) -> bool:
+        """True once one more applied update could spend past --dp-epsilon-budget."""
+        dp = self.server.model.dp
+        return self.privacy is not None and dp is not None and self.privacy.spent(dp)
+
     def elapsed(self, now: float | None = None) -> float:
         return (self.clock() if now is None else now) - self._t0
 
@@ -342,6 +361,8 @@ class Coordinator:
             "broker": self.broker_report(),
             "inbound": self.inbound.report(),
         }
+        if self.privacy is not None and self.server.model.dp is not None:
+            record["privacy"] = self.privacy.report(self.server.model.dp)
         return add_run_fields(
             record,
             job=self.settings.job,
@@ -427,6 +448,11 @@ class Coordinator:
                 self.handle(item[0], item[1], now)
                 burst += 1
                 item = self.link.get_nowait() if burst < 256 else None
+                if self.budget_spent():  # --dp-epsilon-budget: not one update more
+                    break
+            if self.budget_spent():
+                reason = "privacy_budget"
+                break
             if self._relink.is_set():
                 self._republish_model()
             now = self.clock()
@@ -511,6 +537,11 @@ class Coordinator:
             ),
             state=self.watch.state,
             advice=self.watch.advice(self.server.model.lr),
+            privacy=(
+                self.privacy.report(self.server.model.dp)
+                if self.privacy is not None and self.server.model.dp is not None
+                else {}
+            ),
         )
 
 

@@ -17,12 +17,14 @@ from edgeps_worker import wire_host as wire
 from edgeps.core.admission import Admission
 from edgeps.core.balance import Balancer
 from edgeps.core.norm_guard import NormGuard
+from edgeps.core.privacy import DPMechanism, dp_mechanism
 from edgeps.core.server import ParameterServer
 from edgeps.core.types import WorkerStats
 from edgeps.kernels import params_codec
 from edgeps.model.card import ModelCard
 from edgeps.observe.dashboard import Dashboard, open_dashboard
 from edgeps.observe.metrics import MetricsWriter, Progress
+from edgeps.observe.privacy import require_accountant
 from edgeps.policy import parse_policy
 from edgeps.runtime.accounting import sys_subscriptions
 from edgeps.runtime.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
@@ -110,6 +112,7 @@ def build_server(cfg: ServeConfig, model: Model) -> tuple[ParameterServer, str]:
         balancer=Balancer.for_policy(policy) if cfg.balance else None,
         # anyone on the broker can say HELLO: only pushing workers hold a barrier
         admission=Admission(on_first_push=True),
+        dp=serve_dp(cfg),
     )
     if ckpt is not None:
         try:
@@ -117,6 +120,15 @@ def build_server(cfg: ServeConfig, model: Model) -> tuple[ParameterServer, str]:
         except (ValueError, TypeError) as exc:
             raise ValueError(f"--resume {cfg.resume}: {exc}") from None
     return server, str(policy.describe())
+
+
+def serve_dp(cfg: ServeConfig) -> DPMechanism | None:
+    """``--dp``: the core's mechanism (the PS knows no shard: sampling rate 1)."""
+    if cfg.dp == "off":
+        return None
+    require_accountant()  # the one-line install hint before anything starts
+    # noise from the OS's entropy: with a known seed anyone could take it off
+    return dp_mechanism(cfg.dp, cfg.dp_clip, cfg.dp_noise, seed=None)
 
 
 def restore(server: ParameterServer, ckpt: Checkpoint) -> None:
@@ -290,6 +302,8 @@ class Job:
                 params_code=params_codec.parse_code(cfg.compress_down),
                 shared_releases=cfg.shared_releases,
                 gc_freeze=self.gc_freeze,
+                dp_delta=cfg.dp_delta,
+                dp_epsilon_budget=cfg.dp_epsilon_budget,
             )
             coord = Coordinator(
                 self.server,

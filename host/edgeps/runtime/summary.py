@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from edgeps.observe.metrics import dumps
+from edgeps.observe.privacy import privacy_line
 
 
 @dataclass
@@ -32,6 +33,8 @@ class Summary:
     first_update: float | None = None  # seconds from the start to the first applied
     state: str = "learning"  # edgeps.core.divergence: learning, diverging, backed off
     advice: str = ""  # what happened and what to change, when not learning
+    # --dp: {epsilon, delta, sigma, clip, steps, mode, budget} (observe.privacy)
+    privacy: dict[str, Any] = field(default_factory=dict)
 
 
 def summary_dict(summary: Summary) -> dict[str, Any]:
@@ -89,6 +92,8 @@ def summary_table(summary: Summary) -> str:
         )
     if summary.advice:
         lines.append(summary.advice)
+    if summary.privacy:
+        lines.append(privacy_line(summary.privacy))
     if summary.dropped:
         dropped = ", ".join(f"{k}={v}" for k, v in sorted(summary.dropped.items()))
         lines.append(f"dropped messages: {dropped}")

@@ -22,6 +22,7 @@ class EventLoop:
         self._seq = 0
         self.now = 0.0
         self.processed = 0
+        self.stopped = False
 
     def at(self, time: float, handler: Handler, *args: Any) -> None:
         """Schedule ``handler(*args)`` at virtual ``time`` (not before ``now``)."""
@@ -40,7 +41,7 @@ class EventLoop:
         """Process events up to and including time ``end``, at most ``max_events``."""
         budget = max_events
         heap = self._heap
-        while heap and heap[0][0] <= end:
+        while heap and heap[0][0] <= end and not self.stopped:
             if budget <= 0:
                 raise RuntimeError(
                     f"event budget of {max_events} exhausted at t={self.now}"
@@ -51,6 +52,10 @@ class EventLoop:
             self.processed += 1
             handler(*args)
         self.now = max(self.now, end)
+
+    def stop(self) -> None:
+        """End the run: ``run_until`` processes no further event, even one added now."""
+        self.stopped = True
 
     def __len__(self) -> int:
         return len(self._heap)

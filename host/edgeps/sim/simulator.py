@@ -28,6 +28,7 @@ from edgeps.core.balance import Balancer
 from edgeps.core.defaults import JOB
 from edgeps.core.divergence import DivergenceWatch
 from edgeps.core.norm_guard import NormGuard
+from edgeps.core.privacy import dp_mechanism, privatize
 from edgeps.core.server import ParameterServer
 from edgeps.core.sink import carry_out
 from edgeps.core.types import (
@@ -44,6 +45,7 @@ from edgeps.core.types import (
 )
 from edgeps.kernels import params_codec
 from edgeps.netem.links import is_shaped, with_links
+from edgeps.observe.privacy import make_ledger
 from edgeps.policy import parse_policy
 from edgeps.sim.energy import BoardMeter, BoardTime, board_joules, board_power
 from edgeps.sim.engine import EventLoop
@@ -84,6 +86,9 @@ class Simulator:
         self.policy = parse_policy(cfg.policy)
         self.compress = parse_compress(cfg.compress)
         self.params_code = params_codec.parse_code(cfg.compress_down)
+        # --dp: the accountant, and the mechanism (each worker's q set below)
+        self.privacy = make_ledger(cfg.dp, cfg.dp_delta, cfg.dp_epsilon_budget)
+        self.dp = dp_mechanism(cfg.dp, cfg.dp_clip, cfg.dp_noise, seed=cfg.seed)
         self.server = ParameterServer(
             self.spec.init_params(cfg.seed),
             policy=self.policy,
@@ -106,21 +111,30 @@ class Simulator:
             ),
             server_opt=cfg.server_opt,
             server_lr=cfg.server_lr,
+            dp=self.dp,
         )
         self.power = board_power(cfg.board)
         shards = partition(self.data.y_train, cfg.n_workers, cfg.partition, cfg.seed)
         self.workers: dict[str, SimWorker] = {}
+        self.stop_reason = "max_time"
         pairs = zip(shards, profiles.items(), strict=True)
         for index, (shard, (wid, profile)) in enumerate(pairs):
             X, y = self.data.shard(shard)
             batch = min(cfg.batch_size, profile.max_batch or cfg.batch_size)
             w = SimWorker(wid, profile, X, y, seed=cfg.seed, index=index, batch=batch)
+            if self.dp is not None and len(y):  # the accountant's q = batch / shard
+                self.dp.set_rate(wid, min(batch, len(y)) / len(y))
             if is_shaped(profile):
                 n, spec = self.spec.n_params, str(self.spec)
                 w.link = SimLink.build(
                     wid, profile, n, spec, w.link_rng, cfg.compress, cfg.compress_down
                 )
             self.workers[wid] = w
+        if self.dp is not None and self.privacy and self.privacy.spent(self.dp):
+            raise ValueError(
+                f"dp_epsilon_budget {cfg.dp_epsilon_budget:g} allows no update at "
+                f"dp_noise {cfg.dp_noise:g}"
+            )
         self.watch = DivergenceWatch(backoff=cfg.divergence_backoff)
         self._host_free = 0.0  # when the host's CPU is next free (see _host_in)
         self.loop = EventLoop()
@@ -183,6 +197,9 @@ class Simulator:
     def on_applied(self, action: Applied) -> None:
         self.applied += 1
         self.applied_at.append((self.loop.now, action.worker_id))
+        if self.privacy is not None and self.dp and self.privacy.spent(self.dp):
+            self.stop_reason = "privacy_budget"  # --dp-epsilon-budget: no more
+            self.loop.stop()
 
     def on_rejected(self, action: Rejected) -> None:
         self.rejected[action.reason] = self.rejected.get(action.reason, 0) + 1
@@ -270,6 +287,8 @@ class Simulator:
         loss, grad, samples = local_update(
             self.spec, params, draw, steps, self.config.lr
         )
+        if self.dp is not None and self.dp.mode == "local":  # the board privatizes
+            grad, _ = privatize(grad, self.dp.clip, self.dp.noise, w.dp_rng)
         if self.compress.code != F32:  # what the PS decodes, error feedback and all
             w.encoder = w.encoder or GradEncoder(grad.shape[0])
             c, arg = self.compress.code, self.compress.arg(grad.shape[0])
@@ -419,6 +438,12 @@ class Simulator:
             bytes_up_per_board=up,
             bytes_down_per_board=down,
             joules_per_board=joules,
+            privacy=(
+                self.privacy.report(self.dp)
+                if self.privacy is not None and self.dp is not None
+                else {}
+            ),
+            stop_reason=self.stop_reason,
         )
 
 

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from edgeps.core.defaults import JOB
+from edgeps.core.privacy import check_dp
 
 # CPU microseconds per update on a 2-core x86-64 box, from `edgeps bench scale`
 # (host/BENCHMARKS.md, "What a simulated run charges"): serve + mosquitto, and
@@ -66,6 +67,14 @@ class SimConfig:
     # held at the barrier sleeps
     board: str = "esp32"
     sleep_at_barrier: bool = False
+    # differential privacy (edgeps.core.privacy): off, central or local; the
+    # clip norm C, the noise multiplier sigma, the delta epsilon is reported
+    # at, and the epsilon that ends the run (0: no limit)
+    dp: str = JOB.dp
+    dp_clip: float = JOB.dp_clip
+    dp_noise: float = JOB.dp_noise
+    dp_delta: float = JOB.dp_delta
+    dp_epsilon_budget: float = JOB.dp_epsilon_budget
 
     def __post_init__(self) -> None:
         positive = {
@@ -96,6 +105,9 @@ class SimConfig:
             raise ValueError("n_workers and batch_size must be >= 1")
         if self.local_steps < 1 or self.local_epochs < 0 or self.local_time < 0:
             raise ValueError("local_steps must be >= 1, local epochs and time >= 0")
+        check_dp(self.dp, self.dp_clip, self.dp_noise)
+        if not 0 < self.dp_delta < 1 or not self.dp_epsilon_budget >= 0:
+            raise ValueError("dp_delta must be in (0, 1), dp_epsilon_budget >= 0")
         if self.heartbeat_interval >= self.liveness_timeout:
             raise ValueError("heartbeat_interval must be shorter than liveness_timeout")
 
@@ -123,6 +135,9 @@ class SimResult:
     bytes_up_per_board: float = 0.0
     bytes_down_per_board: float = 0.0
     joules_per_board: float = 0.0
+    # --dp: {epsilon, delta, sigma, clip, steps, mode, budget} at the end
+    privacy: dict[str, Any] = field(default_factory=dict)
+    stop_reason: str = "max_time"  # or "privacy_budget"
 
     def to_dict(self, *, with_trace: bool = True) -> dict[str, Any]:
         out = asdict(self)

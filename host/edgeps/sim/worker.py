@@ -30,6 +30,7 @@ class SimWorker:
         # the stream an emulated sensor's EmulatedTrainer draws its times from
         self.compute_rng = np.random.default_rng([seed, index])
         self.link_rng = np.random.default_rng([seed, index, 2])
+        self.dp_rng = np.random.default_rng([seed, index, 3])  # --dp local's noise
         # the minibatch order an emulated sensor's trainer draws (seed + index)
         self.batch_seed = seed + index
         self.shuffle = Shuffle(len(y), self.batch_seed)
