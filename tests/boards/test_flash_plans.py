@@ -206,7 +206,7 @@ def test_deploy_writes_files_consistent_with_the_worker_cli(tmp_path):
     [["--broker", "tcp://x"], ["--job", "a b"], ["--id", ""], ["--batch", "0"]],
 )
 def test_deploy_rejects_bad_settings(argv, capsys):
-    assert main(["deploy", "rpi", *argv]) == 2
+    assert main(["deploy", "rpi", "--emulated", "sensors:0/4", *argv]) == 2
     assert "edgeps deploy:" in capsys.readouterr().err
 
 
