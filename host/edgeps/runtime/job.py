@@ -220,12 +220,26 @@ class Job:
         self.coordinator: Coordinator | None = None
         self.ready = threading.Event()
         self.banner = banner  # say where workers should connect
+        self._dash: Dashboard | None = None
 
     @property
     def broker(self) -> BrokerHandle:
         if self._broker is None:
             self._broker = open_broker(self.cfg.broker, prefer=self._prefer)
         return self._broker
+
+    def open_dashboard(self) -> Dashboard | None:
+        """The dashboard asked for, started once; RuntimeError if it cannot listen.
+
+        `run` starts it; a caller that runs the job in a thread calls this
+        first, so a taken port is an error line in its own thread.
+        """
+        if self._dash is None:
+            cfg = self.cfg
+            self._dash = open_dashboard(
+                cfg.dashboard, cfg.dashboard_token_file, self.out
+            )
+        return self._dash
 
     def stop(self) -> None:
         if self.coordinator is not None:
@@ -237,7 +251,7 @@ class Job:
         client: HostLink | None = None
         dash: Dashboard | None = None
         try:
-            dash = open_dashboard(cfg.dashboard, cfg.dashboard_token_file, self.out)
+            dash = self.open_dashboard()
             client = HostLink(
                 self.options.at(self.broker.url),
                 client_id=f"edgeps-host-{cfg.job}",
