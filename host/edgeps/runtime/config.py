@@ -81,6 +81,7 @@ class ServeConfig:
     dashboard_token_file: str | None = None
     dashboard_linger: float = 0.0  # seconds the dashboard outlives the job
     compress: str = "f32"  # UPDATE code: f32, f16, int8 or topk:F (edgeps.codecs)
+    takeover: bool = False  # run even while another serve of this job is alive
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

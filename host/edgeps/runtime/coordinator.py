@@ -45,6 +45,7 @@ from edgeps.runtime.accounting import Accounting
 from edgeps.runtime.gc_freeze import GcFreeze
 from edgeps.runtime.inbound import Inbound
 from edgeps.runtime.ingest import Ingest
+from edgeps.runtime.other_serves import OtherServes
 from edgeps.runtime.outbox import Outbox
 from edgeps.runtime.peers import Peers
 from edgeps.runtime.summary import Summary
@@ -159,6 +160,8 @@ class Coordinator:
         self._rate = 0.0
         self._relink = threading.Event()  # set by `link_up`, on the network thread
         self.model_republished = 0
+        # the job's MODEL topic, when the link subscribes to it: another serve
+        self.other_serves = OtherServes(settings.job, self.run_id)
         self.gc = GcFreeze(enabled=settings.gc_freeze)  # edgeps.runtime.gc_freeze
 
     # ---- outgoing messages: the MQTT ActionSink
@@ -229,6 +232,9 @@ class Coordinator:
         """One raw message: validate and decode (bad input is dropped), handle, act."""
         if topic.startswith("$SYS/"):
             self.accounting.feed_sys(topic, payload)
+            return
+        if topic == self.other_serves.topic:
+            self.other_serves.feed(payload)
             return
         item = self.ingest.feed(topic, payload, now)
         self.inbound.feed(item, now)
