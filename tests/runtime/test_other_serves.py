@@ -94,3 +94,31 @@ def test_a_second_serve_is_refused_unless_it_takes_over(mosquitto) -> None:
     assert "another serve's MODEL was seen" in first_err
     # both ended cleanly: nothing claims the job any more
     assert look(ConnectionOptions(broker=mosquitto.url), "twice").live_run is None
+
+
+@pytest.mark.integration
+def test_a_crashed_serve_does_not_block_the_next_one(mosquitto) -> None:
+    # Prepare: a serve that dies without a word (its last will clears the presence)
+    crashed = _serve(mosquitto.url, "--max-time", "60")
+    try:
+        assert _wait_live(mosquitto.url) is not None
+        # Execute
+        crashed.kill()
+        crashed.wait(timeout=10)
+        options = ConnectionOptions(broker=mosquitto.url)
+        deadline = time.monotonic() + 20
+        while look(options, "twice").live_run is not None:
+            assert time.monotonic() < deadline, "the presence outlived the serve"
+            time.sleep(0.2)
+        after = subprocess.run(
+            [sys.executable, "-m", "edgeps", "serve", "--broker", mosquitto.url,
+             "--job", "twice", "--max-time", "2", "--quiet"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        if crashed.poll() is None:
+            crashed.kill()
+            crashed.wait(timeout=10)
+    # Assert: it runs, and the crashed run's retained MODEL is no rival
+    assert after.returncode == 0, after.stderr
+    assert "another edgeps serve" not in after.stderr
