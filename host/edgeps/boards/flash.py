@@ -366,13 +366,13 @@ def prepare_data(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        if args.data_from:
-            prepare_data(args)
-        if not args.dry_run:
+        if not args.dry_run:  # before anything is written or run
             require(tool("mpremote"), BOARDS_EXTRA)
             esptool = importlib.util.find_spec("esptool")
             if args.firmware is not None and esptool is None:
                 raise ValueError(f"esptool not found: {BOARDS_EXTRA}")
+        if args.data_from:
+            prepare_data(args)
         micropython = args.micropython
         if args.mpy and not micropython and args.firmware is None and not args.dry_run:
             release = mpyver.ask_board(tool("mpremote"), args.port)
