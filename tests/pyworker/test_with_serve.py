@@ -92,3 +92,37 @@ def test_signed_job_trains_only_with_the_shared_key(mosquitto, tmp_path) -> None
     assert workers["good"]["accepted"] > 5
     assert workers.get("nokey", {}).get("accepted", 0) == 0
     assert signed.returncode == 0
+
+
+@pytest.mark.integration
+def test_a_worker_with_another_key_says_the_job_does_not_answer(
+    mosquitto, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    # Prepare: the host signs with one key, the worker holds another
+    ours, theirs = tmp_path / "job.key", tmp_path / "other.key"
+    ours.write_text("the job's secret\n")
+    theirs.write_text("another master's secret\n")
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "edgeps", "serve", "--broker", mosquitto.url,
+         "--job", "keyed", "--policy", "asp", "--max-time", "30", "--quiet",
+         "--target-accuracy", "0.999", "--hmac-key-file", str(ours)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    worker = [sys.executable, "-m", "edgeps", "worker", "--broker", mosquitto.url,
+              "--job", "keyed", "--id", "pi-1", "--emulated", "sensors:0/2",
+              "--hmac-key-file", str(theirs), "--release-timeout", "1"]  # fmt: skip
+    try:
+        # Execute: the worker runs until the bound; it never gets an answer
+        try:
+            done = subprocess.run(worker, capture_output=True, text=True, timeout=12)
+            err = done.stderr
+        except subprocess.TimeoutExpired as exc:
+            raw = exc.stderr or ""
+            err = raw.decode() if isinstance(raw, bytes) else raw
+    finally:
+        serve.kill()
+        serve.wait(timeout=10)
+    # Assert: the line says what to check
+    assert "no answer from the job: check the job id and the key (--hmac-key-file)" in (
+        err
+    ), err

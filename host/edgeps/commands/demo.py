@@ -26,6 +26,14 @@ DEMO_DEFAULTS: dict[str, Any] = {
 }
 
 
+NEXT_STEPS = (
+    "next: your own data: `edgeps serve --broker auto --job lab --test-data "
+    "test.csv` and on each board `edgeps worker --broker mqtt://HOST:PORT --job "
+    "lab --id pi-1 --data local.csv` (serve prints the exact line); watch a run "
+    "live with --dashboard 127.0.0.1:8080; the guide: host/README.md"
+)
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     from edgeps.runtime.config import ServeConfig
     from edgeps.runtime.connection_flags import add_connection_flags
@@ -97,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
     emu = None
     try:
         job = Job(cfg, broker=broker, out=out, banner=False)
+        job.open_dashboard()  # a taken port: one line here, not in the host thread
         print(
             f"edgeps demo: {broker.kind} broker at {broker.url}, "
             f"policy {job.policy_name}, model {job.model.spec}, "
@@ -155,5 +164,9 @@ def run(args: argparse.Namespace) -> int:
             emu.stop()
         broker.close()
     _merge_rows(summary, emu)
-    print(summary_json(summary) if cfg.json else summary_table(summary))
+    if cfg.json:
+        print(summary_json(summary))
+    else:
+        print(summary_table(summary, operator=False))
+        print(NEXT_STEPS)
     return 0

@@ -28,6 +28,7 @@ from edgeps.runtime.connection_flags import (
     setup_logging,
 )
 from edgeps.runtime.model_forms import EXAMPLES
+from edgeps.transport.options import probe_broker
 
 THREADS_UP_TO = 64  # --engine auto: above this, one event loop per process
 
@@ -149,7 +150,8 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("--processes needs the loop engine")
         else:
             emu = Emulation(connection_options(args), args.job, **options)
-    except (ValueError, FileNotFoundError) as exc:
+        probe_broker(connection_options(args))
+    except (ValueError, FileNotFoundError, ConnectionError) as exc:
         print(f"edgeps emulate: error: {exc}", file=sys.stderr)
         return 2
     stop_signal = threading.Event()

@@ -113,6 +113,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         layered=True,
     )
     add_job_flags(p)
+    _flag(
+        p,
+        "--takeover",
+        "run even while another serve of this job is alive (refused otherwise: "
+        "two serves of one job both train it)",
+        action="store_true",
+    )
     on_off = argparse.BooleanOptionalAction
     _flag(
         p,

@@ -33,6 +33,9 @@ EXIT_CONFIG = 2  # bad flags, data or model mismatch: retrying will not help
 # a Pi has the memory for whole-model messages; one message per PARAMS/UPDATE
 # also avoids a Nagle stall between chunks on brokers without TCP_NODELAY
 CPYTHON_MAX_CHUNK = 1 << 16
+# a HELLO the host cannot check (another key, a typo in the key file) is
+# dropped there without an answer: the worker alone can notice the silence
+NO_ANSWER = "no answer from the job: check the job id and the key (--hmac-key-file)"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -104,6 +107,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="names this process to the host (default: random)",
     )
     parser.add_argument(
+        "--release-timeout",
+        type=float,
+        default=15.0,
+        metavar="S",
+        help="ask again (HELLO) when no release came for S seconds (default: 15)",
+    )
+    parser.add_argument(
         "--max-chunk",
         type=int,
         default=CPYTHON_MAX_CHUNK,
@@ -146,6 +156,8 @@ def _validate(args: argparse.Namespace) -> None:
         from edgeps.core.privacy import check_dp
 
         check_dp("local", args.dp_clip, args.dp_noise)
+    if not 0.1 <= args.release_timeout <= 3600:
+        raise ValueError("--release-timeout must be in 0.1..3600 seconds")
     if args.non_iid and not args.emulated:
         raise ValueError("--non-iid applies to --emulated data only")
     data_only = ("--label", "--classes", "--scale", "--scaler-from")
@@ -261,6 +273,19 @@ def _train(
     """One run of the job on the shared worker loop; returns its stop reason."""
     from edgeps_worker.worker import Worker
 
+    joined: list[Worker] = []
+
+    def note(text: str) -> None:
+        log.info("%s", text)
+        # a release timeout before any WELCOME: the host never answered
+        if joined and joined[0].session is None and text.endswith("re-HELLO"):
+            log.warning(
+                "%s (job %s sent no WELCOME in %g s)",
+                NO_ANSWER,
+                args.job,
+                args.release_timeout,
+            )
+
     worker = Worker(
         transport,
         trainer,
@@ -271,8 +296,10 @@ def _train(
         stop=stop.is_set,
         max_chunk=args.max_chunk,
         key=key,
-        log=log.info,
+        log=note,
+        release_timeout_ms=max(1, round(args.release_timeout * 1000)),
     )
+    joined.append(worker)
     log.info(
         "joining job %s with model %s, instance %016x",
         args.job,

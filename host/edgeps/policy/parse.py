@@ -7,6 +7,7 @@ Text forms: "bsp", "asp", "ssp:3", "dsp", "dsp:w=8", "dsp:rounds=48", "kofn:k=6"
 
 from __future__ import annotations
 
+import inspect
 import re
 from typing import Any
 
@@ -33,6 +34,19 @@ POLICIES: tuple[str, ...] = (
     "fedasync",
 )
 
+# the parameters of each text form, by name (ssp also takes "ssp:S")
+PARAMETERS: dict[str, tuple[str, ...]] = {
+    "bsp": (),
+    "asp": (),
+    "ssp": ("s",),
+    "dsp": tuple(inspect.signature(DSP.__init__).parameters)[1:],
+    "kofn": ("k", "cap"),
+    "dssp": ("sl", "su"),
+    "fedavg": ("k", "deadline"),
+    "fedbuff": ("k",),
+    "fedasync": ("a",),
+}
+
 _NAME = re.compile(r"^[a-z]+$")
 _KEY = re.compile(r"^[a-z_]+$")
 
@@ -56,23 +70,23 @@ def _number(text: str, what: str) -> int | float:
         raise ValueError(f"{what} must be a number, got {text!r}") from None
 
 
-def _options(name: str, rest: str, allowed: set[str] | None) -> dict[str, str]:
+def _options(name: str, rest: str) -> dict[str, str]:
+    """``key=value,...`` of policy ``name``; ValueError naming an unknown key."""
+    allowed = PARAMETERS[name]
     opts: dict[str, str] = {}
     for part in rest.split(","):
         key, eq, value = part.partition("=")
         key, value = key.strip(), value.strip()
         if not eq or not _KEY.match(key) or not value:
             raise ValueError(f"{name}: expected key=value, got {part!r}")
-        if allowed is not None and key not in allowed:
-            names = ", ".join(sorted(allowed))
-            raise ValueError(f"{name}: unknown option {key!r} (allowed: {names})")
+        if key not in allowed:
+            raise ValueError(
+                f"{name}: unknown parameter {key!r} (known: {', '.join(allowed)})"
+            )
         if key in opts:
             raise ValueError(f"{name}: option {key!r} given twice")
         opts[key] = value
     return opts
-
-
-_FED = {"fedavg": {"k", "deadline"}, "fedbuff": {"k"}, "fedasync": {"a"}}
 
 
 def _federated(name: str, opts: dict[str, str]) -> Policy:
@@ -87,9 +101,22 @@ def _federated(name: str, opts: dict[str, str]) -> Policy:
 
 
 def parse_policy(text: str) -> Policy:
-    """Build a policy from its text form; ValueError on anything unknown."""
+    """Build a policy from its text form; ValueError on anything unknown.
+
+    The error names the policy and the parameter: an unknown one with the
+    known ones, a bad value with what it must be.
+    """
     if not isinstance(text, str):
         raise TypeError(f"policy must be given as text, got {type(text).__name__}")
+    try:
+        return _parse(text)
+    except ValueError as exc:
+        if str(exc).startswith(("unknown policy", "policy ")):
+            raise
+        raise ValueError(f"policy {text!r}: {exc}") from None
+
+
+def _parse(text: str) -> Policy:
     spec = text.strip().lower()
     name, colon, rest = spec.partition(":")
     if not _NAME.match(name) or name not in POLICIES:
@@ -102,25 +129,21 @@ def parse_policy(text: str) -> Policy:
         raise ValueError(f"policy {text!r}: nothing after ':'")
     if name in ("bsp", "asp"):
         if colon:
-            raise ValueError(f"policy {name!r} takes no options, got {text!r}")
+            raise ValueError(f"policy {name!r} takes no parameters, got {text!r}")
         return BSP() if name == "bsp" else ASP()
     if name == "ssp":
         if not colon:
             return SSP()
-        value = rest[2:] if rest.startswith("s=") else rest
-        return SSP(_int(value, "ssp staleness"))
+        value = _options("ssp", rest)["s"] if "=" in rest else rest
+        return SSP(_int(value, "ssp s (the staleness)"))
     if name == "dsp":
         kwargs_dsp: dict[str, Any] = {}
         if colon:
-            for key, value in _options("dsp", rest, None).items():
+            for key, value in _options("dsp", rest).items():
                 kwargs_dsp[key] = _number(value, f"dsp {key}")
-        try:
-            policy: Policy = DSP(**kwargs_dsp)
-        except TypeError as exc:
-            raise ValueError(f"policy {text!r}: {exc}") from None
-        return policy
+        return DSP(**kwargs_dsp)
     if name in ("fedavg", "fedbuff", "fedasync"):
-        return _federated(name, _options(name, rest, _FED[name]) if colon else {})
+        return _federated(name, _options(name, rest) if colon else {})
     if name == "kofn":
         if not colon:
             raise ValueError("kofn needs k=K or auto, e.g. 'kofn:k=6' or 'kofn:auto'")
@@ -128,9 +151,11 @@ def parse_policy(text: str) -> Policy:
         kwargs: dict[str, Any] = {}
         if head.strip() == "auto":
             kwargs["k"] = "auto"
-            opts = _options("kofn", tail, {"cap"}) if tail else {}
+            opts = _options("kofn", tail) if tail else {}
+            if "k" in opts:
+                raise ValueError("kofn: give k=K or auto, not both")
         else:
-            opts = _options("kofn", rest, {"k", "cap"})
+            opts = _options("kofn", rest)
             if "k" not in opts:
                 raise ValueError(f"kofn needs k=K or auto, got {text!r}")
             kwargs["k"] = _int(opts["k"], "kofn k")
@@ -139,7 +164,7 @@ def parse_policy(text: str) -> Policy:
         return KofN(**kwargs)
     if not colon:
         return DSSP()
-    opts = _options("dssp", rest, {"sl", "su"})
+    opts = _options("dssp", rest)
     return DSSP(
         sl=_int(opts.get("sl", "1"), "dssp sl"), su=_int(opts.get("su", "6"), "dssp su")
     )

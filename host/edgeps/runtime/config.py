@@ -93,6 +93,7 @@ class ServeConfig:
     dp_noise: float = JOB.dp_noise  # sigma: noise N(0, (sigma x C)^2)
     dp_delta: float = JOB.dp_delta  # epsilon is reported at this delta
     dp_epsilon_budget: float = JOB.dp_epsilon_budget  # stop there; 0 = no limit
+    takeover: bool = False  # run even while another serve of this job is alive
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

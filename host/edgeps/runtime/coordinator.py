@@ -49,6 +49,7 @@ from edgeps.runtime.gc_freeze import GcFreeze
 from edgeps.runtime.inbound import Inbound
 from edgeps.runtime.ingest import Ingest
 from edgeps.runtime.model_guard import ModelGuard
+from edgeps.runtime.other_serves import OtherServes
 from edgeps.runtime.outbox import Outbox
 from edgeps.runtime.peers import Peers
 from edgeps.runtime.summary import Summary
@@ -169,6 +170,8 @@ class Coordinator:
         self.model_republished = 0
         self.model_topic = wire.topic_model(settings.job)
         self.model_guard = ModelGuard()  # our retained MODEL stays ours
+        # the job's MODEL topic, when the link subscribes to it: another serve
+        self.other_serves = OtherServes(settings.job, self.run_id)
         self.gc = GcFreeze(enabled=settings.gc_freeze)  # edgeps.runtime.gc_freeze
         dp = server.model.dp  # the accountant of --dp (edgeps.observe.privacy)
         self.privacy = (
@@ -263,6 +266,7 @@ class Coordinator:
             self.accounting.feed_sys(topic, payload)
             return
         if topic == self.model_topic:
+            self.other_serves.feed(payload)
             if self.model_guard.heard(payload, now):
                 self._restore_model(now)
             return

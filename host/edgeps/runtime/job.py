@@ -26,6 +26,7 @@ from edgeps.observe.dashboard import Dashboard, open_dashboard
 from edgeps.observe.metrics import MetricsWriter, Progress
 from edgeps.observe.privacy import require_accountant
 from edgeps.policy import parse_policy
+from edgeps.runtime import other_serves
 from edgeps.runtime.accounting import sys_subscriptions
 from edgeps.runtime.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from edgeps.runtime.config import ServeConfig
@@ -242,6 +243,7 @@ class Job:
         self.coordinator: Coordinator | None = None
         self.ready = threading.Event()
         self.banner = banner  # say where workers should connect
+        self._dash: Dashboard | None = None
 
     @property
     def broker(self) -> BrokerHandle:
@@ -250,6 +252,35 @@ class Job:
         elif self._broker is None:
             self._broker = open_broker(self.cfg.broker, prefer=self._prefer)
         return self._broker
+
+    def open_dashboard(self) -> Dashboard | None:
+        """The dashboard asked for, started once; RuntimeError if it cannot listen.
+
+        `run` starts it; a caller that runs the job in a thread calls this
+        first, so a taken port is an error line in its own thread.
+        """
+        if self._dash is None:
+            cfg = self.cfg
+            self._dash = open_dashboard(
+                cfg.dashboard, cfg.dashboard_token_file, self.out
+            )
+        return self._dash
+
+    def _look_for_other_serves(self) -> other_serves.Found:
+        """RuntimeError while another serve of this job is alive, unless takeover."""
+        url = self.broker.url
+        found = other_serves.look(self.options.at(url), self.cfg.job)
+        if found.live_run is not None:
+            if not self.cfg.takeover:
+                raise RuntimeError(
+                    other_serves.refusal(self.cfg.job, found.live_run, url)
+                )
+            log.warning(
+                "taking over job %s from the live serve of run %016x (--takeover)",
+                self.cfg.job,
+                found.live_run,
+            )
+        return found
 
     def stop(self) -> None:
         if self.coordinator is not None:
@@ -261,16 +292,22 @@ class Job:
         client: HostLink | None = None
         dash: Dashboard | None = None
         try:
-            dash = open_dashboard(cfg.dashboard, cfg.dashboard_token_file, self.out)
+            dash = self.open_dashboard()
+            found = self._look_for_other_serves()
             client = HostLink(
                 self.options.at(self.broker.url),
                 client_id=f"edgeps-host-{cfg.job}",
                 subscriptions=[
                     (wire.topic_up_wildcard(cfg.job), 1),
-                    (wire.topic_model(cfg.job), 1),  # ModelGuard: ours stays
+                    (
+                        wire.topic_model(cfg.job),
+                        1,
+                    ),  # ModelGuard, OtherServes
                     *sys_subscriptions(),
                 ],
             )
+            # a crash clears the presence after 1.5 keepalives
+            client.will_set(other_serves.topic_host(cfg.job), b"", 1, True)
             client.start()
             if self.banner:
                 b = self.broker
@@ -319,13 +356,32 @@ class Job:
                 observer=dash.publish if dash is not None else None,
             )
             self.coordinator = coord
-            client.on_up = coord.link_up
+            if found.model_run is not None and found.live_run is None:
+                coord.other_serves.ignore.add(found.model_run)  # a crashed run's
+            presence = other_serves.Presence(
+                cfg.job, coord.run_id, str(self.model.spec), self.server.n_params
+            )
+            announce = client.publish  # queues: safe on the network thread
+
+            def link_up() -> None:
+                coord.link_up()
+                announce(presence.topic, presence.payload(), 1, True)
+
+            announce(presence.topic, presence.payload(), 1, True)
+            client.on_up = link_up
             self.ready.set()
             with stop_on_signals(coord):
                 summary = coord.run()
                 if dash is not None:
                     dash.linger(cfg.dashboard_linger, coord.stop_event, self.out)
+            client.publish(presence.topic, b"", 1, True)  # this serve is gone
             client.flush(5.0)  # let the final MODEL 'done' reach the broker
+            if coord.other_serves.seen:
+                log.warning(
+                    "job %s: another serve's MODEL was seen %d times during this run",
+                    cfg.job,
+                    coord.other_serves.seen,
+                )
             return summary
         finally:
             self.ready.set()

@@ -49,8 +49,13 @@ def summary_json(summary: Summary) -> str:
     return dumps(summary_dict(summary))
 
 
-def summary_table(summary: Summary) -> str:
-    """Per worker: accepted, rejected by reason, clock, class; then the overall line."""
+def summary_table(summary: Summary, operator: bool = True) -> str:
+    """Per worker: accepted, rejected by reason, clock, class; then the overall line.
+
+    ``operator``: also the broker's ($SYS) and the release fan-out's lines, for
+    whoever runs the host; without it (the demo) they show only when something
+    was dropped or overflowed.
+    """
     profiles = any("profile" in w for w in summary.workers.values())
     head = (
         f"{'worker':<14} {'accepted':>8} {'rejected':>8} {'clock':>6} "
@@ -102,9 +107,9 @@ def summary_table(summary: Summary) -> str:
             f"forgotten worker ids: {summary.workers_forgotten} "
             "(said HELLO and never pushed, or evicted to bound the registry)"
         )
-    lines.extend(_unknown_and_broker(summary))
+    lines.extend(_unknown_and_broker(summary, operator))
     r = summary.releases
-    if r.get("rounds"):
+    if r.get("rounds") and operator:
         lines.append(
             f"releases: {r['rounds']} ({r['multi_rounds']} of several workers, "
             f"{r['shared_rounds']} shared), PARAMS {r['code']}; bytes published per "
@@ -117,7 +122,7 @@ def _counts(counts: dict[str, int]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(counts.items())) or "-"
 
 
-def _unknown_and_broker(summary: Summary) -> list[str]:
+def _unknown_and_broker(summary: Summary, operator: bool = True) -> list[str]:
     """Senders the PS does not know; what the broker dropped; serve's inbox."""
     lines = []
     u = summary.unknown
@@ -127,6 +132,8 @@ def _unknown_and_broker(summary: Summary) -> list[str]:
             f"dropped {_counts(u.get('dropped_by_reason', {}))}"
         )
     b = summary.broker
+    if not operator and not (b.get("publish_dropped") or b.get("inbox_full")):
+        b = {}  # nothing lost: the broker's line is for operators
     if b:
         sys_state = b.get("sys")
         if sys_state == "ok":

@@ -7,6 +7,7 @@ paho layer in `edgeps.transport.paho_link`. The error messages name the flags.
 
 from __future__ import annotations
 
+import socket
 import ssl
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -112,3 +113,20 @@ class ConnectionOptions:
             raise ValueError(
                 f"--keepalive must be 1..65535 seconds, got {self.keepalive!r}"
             )
+
+
+def probe_broker(options: ConnectionOptions, timeout: float = 5.0) -> None:
+    """ConnectionError unless some node of the broker accepts a TCP connection.
+
+    A quick check before starting many clients that would each retry in
+    silence; it does not speak MQTT (credentials and TLS are checked later).
+    """
+    errors = []
+    for node in options.addresses:
+        try:
+            with socket.create_connection((node.host, node.port), timeout=timeout):
+                return
+        except OSError as exc:
+            errors.append(f"{exc.strerror or exc}")
+    urls = ",".join(node.url for node in options.addresses)
+    raise ConnectionError(f"cannot reach the broker at {urls}: {'; '.join(errors)}")
