@@ -109,7 +109,9 @@ def test_200_sensors_in_one_process_reach_an_applied_count(  # type: ignore[no-u
     assert inbound["push_to_release_ms_p50"] <= inbound["push_to_release_ms_p95"]
     cost = emu.cost
     assert cost["updates"] >= 2000 and cost["cpu_ms_per_update"] > 0
-    assert cost["rss_kib_per_sensor"] > 0
+    # read in this test process, whose freed memory the sensors may reuse: the
+    # growth can be 0 here (the emulate command measures a process of its own)
+    assert cost["rss_mib_total"] > 0 and cost["rss_kib_per_sensor"] >= 0
 
 
 @pytest.mark.integration
