@@ -9,11 +9,12 @@ from typing import Any
 from edgeps.core.defaults import JOB
 from edgeps.core.privacy import check_dp
 
-# CPU microseconds per update on a 2-core x86-64 box, from `edgeps bench scale`
-# (host/BENCHMARKS.md, "What a simulated run charges"): serve + mosquitto, and
-# `edgeps emulate` running the sensors' real gradients and MQTT clients
-HOST_CPU_US = 300.0
-EMULATOR_CPU_US = 500.0
+# CPU microseconds per update on a 2-core x86-64 box, from
+# `tools/cpu_per_update.py` (host/BENCHMARKS.md, "What a simulated run
+# charges"): serve + mosquitto, and `edgeps emulate` running the sensors' real
+# gradients and MQTT clients (between its thread and loop engines' costs)
+HOST_CPU_US = 350.0
+EMULATOR_CPU_US = 450.0
 
 
 @dataclass(frozen=True)
