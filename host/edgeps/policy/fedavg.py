@@ -9,6 +9,7 @@ import numpy as np
 from edgeps.core.types import Push
 from edgeps.core.view import ClusterView
 from edgeps.policy.kofn import KofN
+from edgeps.policy.robust import combine, parse_rule
 
 
 class FedAvg(KofN):
@@ -27,12 +28,24 @@ class FedAvg(KofN):
     its worker resynced, as FedAvg drops late clients. Rounds are K-of-N's
     (``edgeps.policy.kofn``) with cap 0. Bound: every applied push was
     computed on the round's parameters (lag 0).
+
+    ``agg``: how the round's deltas are combined (``edgeps.policy.robust``):
+    ``mean`` (the above), or the Byzantine-robust ``median`` or ``trim:F``.
+    With gradients (one local step) a round is a BSP round (``k``: a K-of-N
+    round) whose gradients are combined, so ``fedavg:agg=median`` is BSP with
+    a robust combination and ``fedavg:k=K,agg=median`` is K-of-N with one.
     """
 
     name = "fedavg"
     aggregates = True
 
-    def __init__(self, k: int | None = None, *, deadline: float | None = None) -> None:
+    def __init__(
+        self,
+        k: int | None = None,
+        *,
+        deadline: float | None = None,
+        agg: str = "mean",
+    ) -> None:
         if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
             raise ValueError(f"fedavg k must be an int >= 1, got {k!r}")
         if deadline is not None and not (math.isfinite(deadline) and deadline > 0):
@@ -41,8 +54,10 @@ class FedAvg(KofN):
         self.want = k
         self.deadline = None if deadline is None else float(deadline)
         self.opened: float | None = None  # the round's first release
-        self._sum: np.ndarray | None = None  # sum of samples x delta this round
-        self._weight = 0.0
+        self.agg = agg
+        self._rule, self._frac = parse_rule(agg)
+        self._deltas: list[np.ndarray] = []  # this round's, clipped by the core
+        self._weights: list[float] = []
         self._of_round = 0  # the round the sum is of
 
     @property
@@ -67,21 +82,19 @@ class FedAvg(KofN):
     def collect(
         self, view: ClusterView, push: Push, delta: np.ndarray, staleness: int
     ) -> None:
-        if self._sum is None:
-            self._sum = np.zeros(delta.shape, np.float64)
-        weight = max(1, int(push.samples))  # a push that counts none weighs one
-        self._sum += weight * delta.astype(np.float64)
-        self._weight += weight
+        self._deltas.append(np.array(delta, np.float32, copy=True))
+        # a push that counts no samples weighs one
+        self._weights.append(float(max(1, int(push.samples))))
         self._of_round = self.round
 
     def aggregate(self, view: ClusterView, now: float) -> np.ndarray | None:
         self._close_round(view, now)
-        if self._sum is None or self._of_round >= self.round:
+        if not self._deltas or self._of_round >= self.round:
             return None
         self.opened = None
-        mean = (self._sum / self._weight).astype(np.float32)
-        self._sum, self._weight = None, 0.0
-        return mean
+        step = combine(self._deltas, self._weights, self._rule, self._frac)
+        self._deltas, self._weights = [], []
+        return step
 
     def on_released(self, view: ClusterView, worker_id: str, now: float) -> None:
         if self.opened is None:
@@ -91,4 +104,5 @@ class FedAvg(KofN):
     def describe(self) -> str:
         opts = [] if self.want is None else [f"k={self.want}"]
         opts += [] if self.deadline is None else [f"deadline={self.deadline:g}"]
+        opts += [] if self.agg == "mean" else [f"agg={self.agg}"]
         return "fedavg" + (":" + ",".join(opts) if opts else "")

@@ -2,7 +2,8 @@
 
 Text forms: "bsp", "asp", "ssp:3", "dsp", "dsp:w=8", "dsp:rounds=48", "kofn:k=6",
 "kofn:auto" (both kofn forms also take ",cap=N"), "dssp:sl=1,su=6"; over deltas:
-"fedavg", "fedavg:k=K,deadline=S", "fedbuff:k=K", "fedasync:a=A".
+"fedavg", "fedavg:k=K,deadline=S,agg=median|trim:F", "fedbuff:k=K",
+"fedasync:a=A".
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ PARAMETERS: dict[str, tuple[str, ...]] = {
     "dsp": tuple(inspect.signature(DSP.__init__).parameters)[1:],
     "kofn": ("k", "cap"),
     "dssp": ("sl", "su"),
-    "fedavg": ("k", "deadline"),
+    "fedavg": ("k", "deadline", "agg"),
     "fedbuff": ("k",),
     "fedasync": ("a",),
 }
@@ -97,7 +98,7 @@ def _federated(name: str, opts: dict[str, str]) -> Policy:
     k = _int(opts["k"], "fedavg k") if "k" in opts else None
     deadline = opts.get("deadline")
     secs = None if deadline is None else float(_number(deadline, "fedavg deadline"))
-    return FedAvg(k, deadline=secs)
+    return FedAvg(k, deadline=secs, agg=opts.get("agg", "mean"))
 
 
 def parse_policy(text: str) -> Policy:
