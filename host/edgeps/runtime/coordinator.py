@@ -44,6 +44,7 @@ from edgeps.core.types import (
 from edgeps.observe.fields import add_run_fields
 from edgeps.observe.metrics import MetricsWriter, Progress
 from edgeps.observe.privacy import make_ledger
+from edgeps.runtime import reports
 from edgeps.runtime.accounting import Accounting
 from edgeps.runtime.gc_freeze import GcFreeze
 from edgeps.runtime.inbound import Inbound
@@ -378,11 +379,7 @@ class Coordinator:
 
     def dropped(self) -> dict[str, int]:
         """Messages dropped by reason, including those the full inbox lost."""
-        out = dict(self.ingest.dropped)
-        lost = int(getattr(self.link, "dropped", 0))
-        if lost:
-            out["inbox_full"] = lost
-        return out
+        return reports.dropped(self.ingest, self.link)
 
     def unknown(self) -> dict[str, Any]:
         """Rejections and drops of senders the PS does not know, by reason."""
@@ -390,36 +387,11 @@ class Coordinator:
 
     def broker_report(self) -> dict[str, Any]:
         """The broker's $SYS drop/queue counters and serve's inbox overflow."""
-        refused = list(getattr(self.link, "refused", []))
-        return self.accounting.broker(refused, int(getattr(self.link, "dropped", 0)))
+        return reports.broker(self.accounting, self.link)
 
     def worker_rows(self, now: float) -> dict[str, dict[str, Any]]:
         """Per worker: clock, staleness, state, straggler class, accepted/rejected."""
-        raw = self.server.snapshot(now, monitor=False)["workers"]
-        stats = self.server.stats()
-        rows: dict[str, dict[str, Any]] = {}
-        charged, drops = self.accounting.rejected, self.accounting.dropped
-        for wid in sorted(raw.keys() | stats.keys()):
-            w, s = raw.get(wid, {}), stats.get(wid)
-            rej = dict(s.rejected) if s is not None else {}
-            for reason, n in charged.get(wid, {}).items():  # most workers: none
-                rej[reason] = rej.get(reason, 0) + n
-            dropped = dict(drops.get(wid, {}))
-            rows[wid] = {
-                "clock": w.get("clock", 0),
-                "staleness": w.get("lag") or 0,  # clocks behind the fastest
-                "state": w.get("state", "?"),
-                "class": w.get("class") or "-",
-                "waiting": w.get("waiting", False),
-                "accepted": s.accepted if s is not None else 0,
-                "rejected": sum(rej.values()),
-                "rejected_by_reason": dict(sorted(rej.items())),
-                "dropped": sum(dropped.values()),
-                "dropped_by_reason": dropped,
-                "max_staleness": s.max_staleness if s is not None else 0,
-                "clipped": w.get("clipped", 0),
-            }
-        return rows
+        return reports.worker_rows(self.server, self.accounting, now)
 
     # ---- the loop
     def stop(self) -> None:
