@@ -146,6 +146,42 @@ def test_a_crashed_sensor_rejoins_as_a_new_process(  # type: ignore[no-untyped-d
     assert summary["workers"]["s1"]["accepted"] > 0
 
 
+@pytest.mark.slow
+@pytest.mark.integration
+def test_50_loop_sensors_end_on_the_stop_serve_sends_when_it_reaches_its_target(  # type: ignore[no-untyped-def]
+    mosquitto,
+) -> None:
+    # Prepare: serve (DSP, its default) to a target accuracy, and 50 sensors on
+    # one event loop, many of them held at the barrier when serve stops them
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "edgeps", "serve", "--broker", mosquitto.url,
+         "--job", "stop50", "--target-accuracy", "0.93", "--max-time", "60",
+         "--json", "--quiet", "--log-level", "warning"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    emu = LoopEmulation(mosquitto.url, "stop50", n_workers=50, duration=120.0)
+    try:
+        # Execute: serve ends on its own (MODEL done, a STOP done to each)
+        emu.start()
+        out, _ = serve.communicate(timeout=90)
+        ended = emu.join(timeout=30)
+    finally:
+        emu.stop()
+        if serve.poll() is None:
+            serve.kill()
+            serve.wait(10)
+        emu.join(timeout=10)
+
+    # Assert: every sensor stopped on its STOP, and the emulation ended with
+    # them, long before its own duration
+    summary = json.loads(out)
+    assert summary["stop_reason"] == "target_accuracy"
+    assert ended
+    assert len(emu.reports) == 50
+    assert all(r.lives == 1 and r.stop_reason == "done" for r in emu.reports.values())
+    assert emu.results and not any(r.error for r in emu.results)
+
+
 def test_resident_memory_per_sensor_is_read_while_the_sensors_lived() -> None:
     # at the end a process's links and buffers are gone: its RSS can be back
     # at (or under) where it started, so the cost uses the peak it read

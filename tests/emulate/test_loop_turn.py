@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import threading
 import time
 
 import paho.mqtt.client as mqtt
@@ -120,3 +121,52 @@ def test_one_turn_reads_every_packet_a_sensor_socket_holds(mosquitto) -> None:  
         link.close()
         loop.turn(loop.now())
         loop.close()
+
+
+def test_a_handler_that_closes_its_link_on_a_message_does_not_hang_the_loop(  # type: ignore[no-untyped-def]
+    mosquitto,
+) -> None:
+    # Prepare: a retained message, and a link that leaves (DISCONNECT) from
+    # its message handler, as a sensor does on the STOP that ends its worker
+    pub = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="close-pub")
+    pub.connect("127.0.0.1", mosquitto.port)
+    pub.loop_start()
+    pub.publish("t/stop", b"stop", qos=1, retain=True).wait_for_publish(5)
+    pub.loop_stop()
+    pub.disconnect()
+    loop = EventLoop()
+    got: list[str] = []
+
+    def leave(topic: str, payload: bytes) -> None:
+        got.append(topic)
+        link.close()
+
+    link = LoopLink(
+        loop, ConnectionOptions(broker=mosquitto.url), "s1", leave, lambda: None
+    )
+    link.connect()
+    for _ in range(50):  # bounded: until the CONNACK is in
+        if link.connects:
+            break
+        loop.turn(loop.now())
+    link.subscribe("t/#")
+
+    def turns() -> None:
+        for _ in range(50):  # bounded: until the link is gone
+            if not loop.n_links:
+                return
+            loop.turn(loop.now())
+
+    # Execute: the loop runs in a thread, which a deadlock would keep alive
+    runner = threading.Thread(target=turns, daemon=True)
+    runner.start()
+    runner.join(30)
+
+    # Assert: the message was handled, the link closed and the loop went on
+    try:
+        assert not runner.is_alive()
+        assert got == ["t/stop"]
+        assert loop.n_links == 0 and not link.connected
+    finally:
+        if not runner.is_alive():
+            loop.close()

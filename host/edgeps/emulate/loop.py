@@ -7,7 +7,9 @@ timers (`edgeps.emulate.timers.Timers`) and calls paho's external-loop API:
 loop's transport over one such client: ``publish`` never blocks (QoS1 is
 acknowledged later, paho keeps the message), it is held while the sensor
 "computes" and after a drawn link delay (`SendQueue`), and received messages
-go to a callback instead of an inbox.
+go to a callback instead of an inbox, once paho's read has returned: never
+from inside paho's own callback, which holds a lock that a handler closing
+its link (a sensor leaving on a STOP) would wait on forever.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import selectors
 import socket
 import ssl
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -137,7 +140,8 @@ class EventLoop:
 class LoopLink:
     """The worker transport of one sensor over one paho client on an `EventLoop`.
 
-    ``on_message(topic, payload)`` gets every received message;
+    ``on_message(topic, payload)`` gets every received message, after the
+    read that brought it (the handler may publish, close or abort the link);
     ``on_lost()`` is called once when a live link breaks (not after close or
     abort). ``impair`` draws each publish's link delay (its ``plan``), or None.
     """
@@ -162,6 +166,8 @@ class LoopLink:
         self.impair = impair
         self.sendq = SendQueue()
         self.arrived_by = 0.0  # see on_readable
+        # what paho's callback received during one read, handed on after it
+        self._got: deque[tuple[str, bytes]] = deque()
         self._client: mqtt.Client | None = None
         self._fd = -1
         self._live = False
@@ -295,6 +301,7 @@ class LoopLink:
                 return
             self.arrived_by = self.loop.selected_at if n == 0 else self.loop.now()
             rc = client.loop_read()
+            self._hand_over(client)
             if rc != mqtt.MQTT_ERR_SUCCESS:
                 self._broken(f"read: {mqtt.error_string(rc)}")
                 return
@@ -331,6 +338,21 @@ class LoopLink:
             self._live = False
             raise OSError(f"publish failed: {mqtt.error_string(info.rc)}")
         self._after_io()
+
+    def _hand_over(self, client: mqtt.Client) -> None:
+        """Give on_message what the last read received, outside paho's callback.
+
+        paho runs its callbacks holding a lock that is not reentrant and that
+        its DISCONNECT write takes again (on_disconnect): a handler that closes
+        the link from inside on_message would block the loop for good.
+        """
+        got = self._got
+        while got:
+            if self._client is not client or not self._live:
+                got.clear()  # the link broke or was closed: the rest is stale
+                return
+            topic, payload = got.popleft()
+            self.on_message(topic, payload)
 
     def _flush_due(self) -> None:
         self._flush_at = None
@@ -370,6 +392,7 @@ class LoopLink:
 
     def _drop(self) -> None:
         client, self._client = self._client, None
+        self._got.clear()
         self._live = False
         self._writing = False
         if self._fd >= 0:
@@ -398,4 +421,4 @@ class LoopLink:
 
     def _on_message(self, client: Any, userdata: Any, msg: Any) -> None:
         if client is self._client:
-            self.on_message(msg.topic, bytes(msg.payload))
+            self._got.append((msg.topic, bytes(msg.payload)))
