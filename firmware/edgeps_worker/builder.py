@@ -153,9 +153,15 @@ def build(path, stop=None):
 
     try:
         with open(path) as f:
-            model = json.load(f).get("model", "")
+            raw = json.load(f)
+        model, mode = raw.get("model", ""), raw.get("mode")
     except (OSError, ValueError, AttributeError):
-        model = ""
+        model = mode = ""
+    raw = None
+    if mode == "infer":  # "mode": "infer" predicts with the model from flash
+        from edgeps_worker import infer
+
+        return infer.build(path)
     buffers = None
     if isinstance(model, str) and model:
         from edgeps_worker import kernels, trainer

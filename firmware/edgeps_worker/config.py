@@ -40,6 +40,9 @@ KEYS = {
     "hmac_key": (str, ""),
     "verbose": (bool, True),
     "memory_probe": (bool, False),
+    "mode": (str, "train"),
+    "model_file": (str, "model.bin"),
+    "period_ms": (int, 0),
 }
 # (key, lowest allowed, highest allowed)
 RANGES = (
@@ -52,6 +55,7 @@ RANGES = (
     ("heartbeat_ms", 100, 3600000),
     ("release_timeout_ms", 100, 3600000),
     ("max_chunk", 256, 65536),
+    ("period_ms", 0, 3600000),
 )
 
 
@@ -92,7 +96,12 @@ def validate(raw, board=False):
             parse_spec(cfg["model"])
         except ValueError as exc:
             problems.append(str(exc))
-    if type(cfg.get("broker_host")) is str:
+    if cfg.get("mode") not in ("train", "infer"):
+        problems.append("mode must be train or infer")
+    # an inference board may predict without any broker
+    if type(cfg.get("broker_host")) is str and (
+        cfg["broker_host"] or cfg.get("mode") != "infer"
+    ):
         port = cfg.get("broker_port")  # absent when of the wrong type
         try:
             broker_nodes(cfg["broker_host"], port if type(port) is int else 1883)

@@ -51,12 +51,15 @@ BOARD_MODULES = (
     "config",
     "data",
     "datafile",
+    "infer",
     "kernels",
+    "kernels_eval",
     "mqtt",
     "mqtt_link",
     "mqtt_open",
     "mqtt_packets",
     "params_sink",
+    "predict",
     "release_round",
     "ring",
     "tlsconf",
@@ -67,9 +70,9 @@ BOARD_MODULES = (
     "worker",
     "worker_link",
 )
-# host, test and benchmark code of edgeps_worker: the PS's encoders, forward
-# passes off the board, the publish benchmark, the CPython shim
-HOST_MODULES = ("_mpshim", "bench_publish", "kernels_eval", "wire_host")
+# host, test and benchmark code of edgeps_worker: the PS's encoders, the
+# publish benchmark, the CPython shim
+HOST_MODULES = ("_mpshim", "bench_publish", "wire_host")
 ENTRY_FILES = ("boot.py", "main.py")
 # config.example.json's stand-ins: a board flashed with them never connects
 PLACEHOLDERS = {
