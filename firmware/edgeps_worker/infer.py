@@ -166,8 +166,6 @@ def build(path):
     unload("config")
     client = None
     if cfg["broker_host"]:
-        cfg["broker_host"] = config.broker_nodes(
-            cfg["broker_host"], cfg["broker_port"]
-        )
+        cfg["broker_host"] = config.broker_nodes(cfg["broker_host"], cfg["broker_port"])
         client = builder.make_transport(cfg, builder.mqtt_buffers(cfg))
     return Inference(cfg, client)

@@ -71,12 +71,17 @@ class Model:
         if len(x) != nf:
             raise ValueError("a reading needs " + str(nf) + " features")
         mean, scale = self.mean, self.scale
-        for i in range(nf):
-            xs[i] = x[i] if mean is None else (x[i] - mean[i]) * scale[i]
+        if mean is None or scale is None:
+            for i in range(nf):
+                xs[i] = x[i]
+        else:
+            for i in range(nf):
+                xs[i] = (x[i] - mean[i]) * scale[i]
         out = self.net.predict_one(self.params, xs, 0)
         if self.linear:
             return out, ""
-        return out, self.names[out] if self.names else str(out)
+        k = int(out)
+        return k, self.names[k] if self.names else str(k)
 
 
 _default = None
@@ -88,7 +93,7 @@ def load(path="model.bin"):
 
 
 def predict(x, path="model.bin"):
-    """(class id or value, name) of reading x, by the model in ``path`` (loaded once)."""
+    """(class id or value, name) of reading x by the model in ``path``, loaded once."""
     global _default
     if _default is None:
         _default = Model(path)

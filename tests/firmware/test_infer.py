@@ -30,8 +30,8 @@ def export_both(tmp_path: Path, spec: str, dataset: str) -> tuple[Path, Path, An
     model, X, _ = train(spec, dataset)
     ckpt = checkpoint(model, tmp_path / "job.npz")
     mbin, monnx = tmp_path / "model.bin", tmp_path / "model.onnx"
-    assert cli(["export", str(ckpt), "--format", "micropython", "--out", str(mbin)]) == 0
-    assert cli(["export", str(ckpt), "--format", "onnx", "--out", str(monnx)]) == 0
+    for fmt, out in (("micropython", mbin), ("onnx", monnx)):
+        assert cli(["export", str(ckpt), "--format", fmt, "--out", str(out)]) == 0
     return mbin, monnx, (model, X)
 
 
@@ -160,5 +160,3 @@ def test_a_training_board_never_loads_the_inference_code(
     assert run.returncode == 0, run.stderr
     for mod in ("infer", "predict", "kernels_eval"):
         assert "edgeps_worker." + mod not in run.stdout
-
-

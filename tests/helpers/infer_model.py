@@ -12,9 +12,9 @@ from edgeps.runtime.checkpoint import Checkpoint, save_checkpoint
 from edgeps.workloads.datasets import load_dataset
 
 
-def train(spec_text: str, dataset: str, steps: int = 300, seed: int = 0) -> tuple[
-    TrainedModel, np.ndarray, np.ndarray
-]:
+def train(
+    spec_text: str, dataset: str, steps: int = 300, seed: int = 0
+) -> tuple[TrainedModel, np.ndarray, np.ndarray]:
     """A model fitted by full-batch Adam on the raw features (scaled by its
     scaler); the held-out raw rows and labels."""
     ds = load_dataset(dataset, seed)

@@ -32,9 +32,12 @@ def test_the_file_reads_back_as_the_model(
     np.testing.assert_array_equal(back.params, model.params)
     if scaled:
         assert model.card.scaler is not None and back.card.scaler is not None
-        for a, b in zip(
-            back.card.scaler.offset_scale(), model.card.scaler.offset_scale(), strict=True
-        ):
+        pairs = zip(
+            back.card.scaler.offset_scale(),
+            model.card.scaler.offset_scale(),
+            strict=True,
+        )
+        for a, b in pairs:
             np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
     else:
         assert back.card.scaler is None

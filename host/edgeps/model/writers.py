@@ -39,9 +39,7 @@ def _builtin() -> None:
     register(Writer("onnx", ".onnx", onnx_export.write, "ONNX graph (onnxruntime)"))
     register(Writer("c", ".h", c_export.write, "C header over native/'s kernels"))
     register(Writer("json", ".json", json_export.write, "weights and metadata"))
-    register(
-        Writer("micropython", ".bin", mpy_export.write, "model file a board predicts with")
-    )
+    register(Writer("micropython", ".bin", mpy_export.write, "model.bin for a board"))
 
 
 _builtin()
