@@ -332,3 +332,20 @@ def test_a_real_flash_without_mpremote_names_what_to_install(
     (line,) = captured.err.strip().splitlines()
     assert code == 2 and not captured.out
     assert line == "edgeps flash: mpremote not found: pip install 'edgeps[boards]'"
+
+
+def test_an_inference_board_gets_its_model_file(tmp_path):
+    # Prepare
+    cfg = write_config(tmp_path, mode="infer", model_file="model.bin")
+    # Execute / Assert: refused while the model file is missing
+    with pytest.raises(ValueError, match="--format micropython"):
+        flash.build_plan(port="/dev/ttyUSB0", config_path=cfg)
+    (tmp_path / "model.bin").write_bytes(b"EPSM")
+    plan = flash.build_plan(port="/dev/ttyUSB0", config_path=cfg)
+    copied = [
+        c[-2:] for c in plan.commands if c[-1] in (":model.bin", ":digits-part0.bin")
+    ]
+    assert copied == [
+        [str(tmp_path / "digits-part0.bin"), ":digits-part0.bin"],
+        [str(tmp_path / "model.bin"), ":model.bin"],
+    ]

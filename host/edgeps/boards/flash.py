@@ -196,6 +196,15 @@ def check_inputs(
         if not path.is_file():
             raise ValueError(f"sensor module {sensor}.py not found next to the config")
         extras.append(path)
+    if cfg["mode"] == "infer":
+        name = str(cfg["model_file"])
+        path = base / name
+        if Path(name).name != name or not path.is_file():
+            raise ValueError(
+                f"model file {name!r} not found next to {config_path}: write it "
+                "with `edgeps export CHECKPOINT --format micropython`"
+            )
+        extras.append(path)
     return cfg, extras
 
 
@@ -270,8 +279,8 @@ def build_plan(
         plan.commands.append([*mpremote, "fs", "cp", str(fw_dir / name), ":" + name])
     plan.commands.append([*mpremote, "fs", "cp", str(config_path), ":config.json"])
     for extra in extras:
-        target = str(cfg["data"]) if extra.suffix != ".py" else extra.name
-        plan.commands.append([*mpremote, "fs", "cp", str(extra), ":" + target])
+        # each extra is a plain file name next to the config: the same on the board
+        plan.commands.append([*mpremote, "fs", "cp", str(extra), ":" + extra.name])
     plan.commands.append([*mpremote, "reset"])
     return plan
 
