@@ -158,10 +158,11 @@ def build(path, stop=None):
     except (OSError, ValueError, AttributeError):
         model = mode = ""
     raw = None
-    if mode == "infer":  # "mode": "infer" predicts with the model from flash
-        from edgeps_worker import infer
-
-        return infer.build(path)
+    # "mode": "infer" predicts with the model from flash (edgeps_worker.infer
+    # checks the mode); the names are bytes and a long string, which are not
+    # interned: a training board's heap keeps no trace of inference mode
+    if isinstance(mode, str) and mode.encode() != b"train":
+        return __import__("edgeps_worker.infer", None, None, ("build",)).build(path)
     buffers = None
     if isinstance(model, str) and model:
         from edgeps_worker import kernels, trainer

@@ -15,12 +15,13 @@ and keeps trying to connect every ``RETRY_MS``.
 for this mode and a training board never loads this module.
 """
 
+import gc
 import json
 import struct
 from array import array
 
 from edgeps_worker import unload
-from edgeps_worker.mqtt_link import sleep_ms, ticks_diff, ticks_ms
+from edgeps_worker.clock import sleep_ms, ticks_diff, ticks_ms
 from edgeps_worker.predict import Model
 
 RETRY_MS = 10000
@@ -64,6 +65,7 @@ class Inference:
 
     def __init__(self, cfg, client):
         self.wid, self.job = cfg["worker_id"], cfg["job"]
+        cfg["model_file"] = cfg.get("model_file", "model.bin")
         self.net = net = Model(cfg["model_file"])
         if net.spec != cfg["model"]:
             raise ValueError(
@@ -75,7 +77,7 @@ class Inference:
         self.client = client
         self.topic = topic_pred(self.job, self.wid)
         self.max_n = cfg["max_iterations"]
-        self.period_ms = cfg["period_ms"]
+        self.period_ms = cfg.get("period_ms", 0)
         self.log = print if cfg["verbose"] else None
         self.rows = None
         if cfg["sensor"]:
@@ -90,7 +92,15 @@ class Inference:
             self.read = self.rows.read
         self.x = array("f", range(net.n_features))
         self.stats = {"predictions": 0, "skipped": 0, "published": 0}
+        # memory_probe: the peak live heap (after a collection) between readings
+        self.probe = cfg["memory_probe"] and hasattr(gc, "mem_alloc")
+        if self.probe:
+            self.stats["peak_heap"] = 0
         self._retry = None  # ticks of the last failed connect
+
+    def attach(self, client):
+        """Publish with this MQTT client (made after the model is loaded)."""
+        self.client = client
 
     def _publish(self, text):
         c = self.client
@@ -136,6 +146,11 @@ class Inference:
         if self.log:
             self.log("pred " + str(n) + " " + text)
         self._publish(text)
+        if self.probe:
+            gc.collect()
+            used = gc.mem_alloc()  # type: ignore[attr-defined]
+            if used > self.stats["peak_heap"]:
+                self.stats["peak_heap"] = used
         return out
 
     def run(self):
@@ -160,12 +175,21 @@ class Inference:
 
 def build(path):
     """The inference runner for the config file at ``path``."""
-    from edgeps_worker import builder, config
+    from edgeps_worker import config
 
     cfg = config.load(path)
-    unload("config")
-    client = None
     if cfg["broker_host"]:
         cfg["broker_host"] = config.broker_nodes(cfg["broker_host"], cfg["broker_port"])
-        client = builder.make_transport(cfg, builder.mqtt_buffers(cfg))
-    return Inference(cfg, client)
+    config = None
+    # the validator and what it imported (the wire protocol, a training
+    # board's kernels and the builder) are not used here: off the heap
+    for name in ("config", "wire", "builder"):
+        unload(name)
+    gc.collect()
+    # the model first (its parameters are the largest block), then MQTT
+    runner = Inference(cfg, None)
+    if cfg["broker_host"]:
+        from edgeps_worker import builder
+
+        runner.attach(builder.make_transport(cfg, builder.mqtt_buffers(cfg)))
+    return runner

@@ -15,10 +15,9 @@ A linear model gives its value and the name "". A training board never
 imports this module.
 """
 
+import gc
 import struct
 from array import array
-
-from edgeps_worker.kernels_eval import Predictor
 
 MAGIC = b"EPSM"
 HEADER = "<4sBBHIHH"
@@ -52,14 +51,18 @@ class Model:
             for _ in range(n_names):
                 names.append(f.read(f.read(1)[0]).decode())
             self.names = names
-            self.net = Predictor(self.spec, 1)
-            if self.net.n_params != n_params or self.net.n_features != nf:
-                raise ValueError(path + ": sizes do not match " + self.spec)
+            # the largest block first, while the heap is least fragmented
+            gc.collect()
             self.params = _floats(f, n_params)
             self.mean = self.scale = None
             if flags & FLAG_SCALER:
                 self.mean = _floats(f, nf)
                 self.scale = _floats(f, nf)
+        from edgeps_worker.kernels_eval import Predictor
+
+        self.net = Predictor(self.spec, 1)
+        if self.net.n_params != n_params or self.net.n_features != nf:
+            raise ValueError(path + ": sizes do not match " + self.spec)
         self.n_features = nf
         self.linear = self.spec.startswith("linear:")
         self.x = array("f", range(nf))  # the scaled reading

@@ -196,8 +196,8 @@ def check_inputs(
         if not path.is_file():
             raise ValueError(f"sensor module {sensor}.py not found next to the config")
         extras.append(path)
-    if cfg["mode"] == "infer":
-        name = str(cfg["model_file"])
+    if cfg.get("mode") == "infer":
+        name = str(cfg.get("model_file", "model.bin"))
         path = base / name
         if Path(name).name != name or not path.is_file():
             raise ValueError(
