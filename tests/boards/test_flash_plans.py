@@ -349,3 +349,27 @@ def test_an_inference_board_gets_its_model_file(tmp_path):
         [str(tmp_path / "digits-part0.bin"), ":digits-part0.bin"],
         [str(tmp_path / "model.bin"), ":model.bin"],
     ]
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"mode": "serve"}, "mode must be train or infer"),
+        ({"mode": 1}, "mode must be train or infer"),
+        ({"mode": "infer", "model_file": ""}, "model_file must be a file name"),
+        ({"mode": "infer", "period_ms": -1}, "period_ms must be an int"),
+        ({"mode": "train", "broker_host": ""}, "broker_host must name a host"),
+    ],
+)
+def test_mode_keys_are_checked(changes, message):
+    with pytest.raises(ValueError, match=message):
+        config.validate({**EXAMPLE, **OWN, **changes}, board=True)
+
+
+def test_an_inference_config_needs_no_broker_and_keeps_its_keys():
+    raw = {**EXAMPLE, **OWN, "mode": "infer", "broker_host": "", "period_ms": 50}
+    cfg = config.validate(raw, board=True)
+    assert cfg["broker_host"] == "" and cfg["mode"] == "infer"
+    assert cfg["period_ms"] == 50 and cfg["model_file"] == "model.bin"
+    # a training config may name its mode; the inference keys are not kept
+    assert "model_file" not in config.validate({**raw, "mode": "train", **OWN})
