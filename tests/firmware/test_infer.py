@@ -5,6 +5,8 @@ binary, against onnxruntime on the ONNX export of the same checkpoint."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import threading
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,9 @@ from typing import Any
 import numpy as np
 import pytest
 from edgeps.cli import main as cli
+from edgeps.kernels import ModelSpec
+from edgeps.model.card import ModelCard, TrainedModel
+from edgeps.model.writers import export
 from edgeps_worker import datafile
 
 from tests.conftest import FIRMWARE, run_micropython
@@ -160,3 +165,50 @@ def test_a_training_board_never_loads_the_inference_code(
     assert run.returncode == 0, run.stderr
     for mod in ("infer", "predict", "kernels_eval"):
         assert "edgeps_worker." + mod not in run.stdout
+
+
+def test_self_supervised_board_predicts_the_next_reading(
+    micropython: str, tmp_path: Path
+) -> None:
+    # Prepare: a linear model of a sine's next value from its last 8, fitted
+    # on the host, and a sensor module reading that sine through next_value
+    t = np.arange(400) * 0.3
+    wave = np.sin(t)
+    X = np.stack([wave[i : i + 8] for i in range(len(wave) - 8)])
+    target = wave[8:]
+    A = np.hstack([X, np.ones((len(X), 1))])
+    coef = np.linalg.lstsq(A, target, rcond=None)[0].astype(np.float32)
+    model = TrainedModel(ModelCard(ModelSpec.parse("linear:8")), coef)
+    export(model, "micropython", tmp_path / "model.bin")
+    (tmp_path / "sine.py").write_text(
+        "import math\n"
+        "from next_value import NextValue\n"
+        "_t = [0]\n"
+        "def sample():\n"
+        "    _t[0] += 1\n"
+        "    return math.sin((_t[0] - 1) * 0.3)\n"
+        "read = NextValue(sample, 8).read\n"
+    )
+    config = board_config(
+        tmp_path, "linear:8", data="", sensor="sine", max_iterations=30
+    )
+    env = dict(
+        os.environ, MICROPYPATH=f"{tmp_path}:{FIRMWARE / 'sensors'}:{FIRMWARE}:.frozen"
+    )
+    # Execute
+    run = subprocess.run(
+        [micropython, str(FIRMWARE / "main.py"), str(config)],
+        capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    # Assert: the k-th prediction is of reading 8 + k, from readings k..k+7
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "stopped: iterations" in run.stdout
+    preds = [
+        json.loads(line.split(" ", 2)[2])
+        for line in run.stdout.splitlines()
+        if line.startswith("pred ")
+    ]
+    assert len(preds) == 30 and all(p["class"] is None for p in preds)
+    got = np.array([p["value"] for p in preds])
+    np.testing.assert_allclose(got, model.predict(X[:30]), atol=0.02)
+    np.testing.assert_allclose(got, target[:30], atol=0.05)
