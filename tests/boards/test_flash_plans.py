@@ -373,3 +373,14 @@ def test_an_inference_config_needs_no_broker_and_keeps_its_keys():
     assert cfg["period_ms"] == 50 and cfg["model_file"] == "model.bin"
     # a training config may name its mode; the inference keys are not kept
     assert "model_file" not in config.validate({**raw, "mode": "train", **OWN})
+
+
+@pytest.mark.parametrize("name", ["accel_gesture", "next_value"])
+def test_an_example_sensor_module_comes_from_the_firmware(tmp_path, name):
+    # Prepare: no such module next to the config
+    cfg = write_config(tmp_path, data="", sensor=name)
+    # Execute
+    plan = flash.build_plan(port="p", config_path=cfg)
+    # Assert
+    copied = [c[-2:] for c in plan.commands if c[-1] == f":{name}.py"]
+    assert copied == [[str(FIRMWARE / "sensors" / f"{name}.py"), f":{name}.py"]]

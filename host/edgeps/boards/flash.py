@@ -193,8 +193,13 @@ def check_inputs(
     sensor = str(cfg["sensor"])
     if sensor:
         path = base / (sensor + ".py")
+        if not path.is_file():  # else one of the example sensor modules
+            path = default_firmware_dir() / "sensors" / (sensor + ".py")
         if not path.is_file():
-            raise ValueError(f"sensor module {sensor}.py not found next to the config")
+            raise ValueError(
+                f"sensor module {sensor}.py not found next to the config "
+                "(nor among the examples in firmware/sensors/)"
+            )
         extras.append(path)
     if cfg.get("mode") == "infer":
         name = str(cfg.get("model_file", "model.bin"))
