@@ -1,7 +1,8 @@
-"""Forward passes of the board kernels: outputs and predictions (off the board).
+"""Forward passes of the board kernels: outputs and predictions.
 
-A training board never runs them, so they stay out of its image (their code
-would be heap there); tests and the host use ``Predictor`` like ``Model``.
+A training board never imports them (their code would be heap there); a
+board in inference mode predicts with them (``predict``), and tests and the
+host use ``Predictor`` like ``Model``.
 """
 
 import math

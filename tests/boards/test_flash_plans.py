@@ -332,3 +332,55 @@ def test_a_real_flash_without_mpremote_names_what_to_install(
     (line,) = captured.err.strip().splitlines()
     assert code == 2 and not captured.out
     assert line == "edgeps flash: mpremote not found: pip install 'edgeps[boards]'"
+
+
+def test_an_inference_board_gets_its_model_file(tmp_path):
+    # Prepare
+    cfg = write_config(tmp_path, mode="infer", model_file="model.bin")
+    # Execute / Assert: refused while the model file is missing
+    with pytest.raises(ValueError, match="--format micropython"):
+        flash.build_plan(port="/dev/ttyUSB0", config_path=cfg)
+    (tmp_path / "model.bin").write_bytes(b"EPSM")
+    plan = flash.build_plan(port="/dev/ttyUSB0", config_path=cfg)
+    copied = [
+        c[-2:] for c in plan.commands if c[-1] in (":model.bin", ":digits-part0.bin")
+    ]
+    assert copied == [
+        [str(tmp_path / "digits-part0.bin"), ":digits-part0.bin"],
+        [str(tmp_path / "model.bin"), ":model.bin"],
+    ]
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"mode": "serve"}, "mode must be train or infer"),
+        ({"mode": 1}, "mode must be train or infer"),
+        ({"mode": "infer", "model_file": ""}, "model_file must be a file name"),
+        ({"mode": "infer", "period_ms": -1}, "period_ms must be an int"),
+        ({"mode": "train", "broker_host": ""}, "broker_host must name a host"),
+    ],
+)
+def test_mode_keys_are_checked(changes, message):
+    with pytest.raises(ValueError, match=message):
+        config.validate({**EXAMPLE, **OWN, **changes}, board=True)
+
+
+def test_an_inference_config_needs_no_broker_and_keeps_its_keys():
+    raw = {**EXAMPLE, **OWN, "mode": "infer", "broker_host": "", "period_ms": 50}
+    cfg = config.validate(raw, board=True)
+    assert cfg["broker_host"] == "" and cfg["mode"] == "infer"
+    assert cfg["period_ms"] == 50 and cfg["model_file"] == "model.bin"
+    # a training config may name its mode; the inference keys are not kept
+    assert "model_file" not in config.validate({**raw, "mode": "train", **OWN})
+
+
+@pytest.mark.parametrize("name", ["accel_gesture", "next_value"])
+def test_an_example_sensor_module_comes_from_the_firmware(tmp_path, name):
+    # Prepare: no such module next to the config
+    cfg = write_config(tmp_path, data="", sensor=name)
+    # Execute
+    plan = flash.build_plan(port="p", config_path=cfg)
+    # Assert
+    copied = [c[-2:] for c in plan.commands if c[-1] == f":{name}.py"]
+    assert copied == [[str(FIRMWARE / "sensors" / f"{name}.py"), f":{name}.py"]]

@@ -54,7 +54,16 @@ def board_imports(path: Path) -> set[str]:
     for node in ast.walk(tree):
         if id(node) in fallback:
             continue
-        if isinstance(node, ast.Import):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "__import__"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
+            # __import__("edgeps_worker.infer", ...): a name kept off the board's heap
+            names = [str(node.args[0].value)]
+        elif isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module:
             names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]

@@ -42,7 +42,7 @@ def _job(tmp_path: Path) -> tuple[Path, Path, TrainedModel, np.ndarray, np.ndarr
     return ckpt, data, model, X, y
 
 
-@pytest.mark.parametrize("fmt", ["json", "onnx", "npz"])
+@pytest.mark.parametrize("fmt", ["json", "onnx", "npz", "micropython"])
 def test_predict_scores_a_labelled_file_from_each_model_form(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
 ) -> None:
@@ -52,7 +52,7 @@ def test_predict_scores_a_labelled_file_from_each_model_form(
     ckpt, data, model, X, y = _job(tmp_path)
     path = ckpt
     if fmt != "npz":
-        path = tmp_path / f"m.{fmt}"
+        path = tmp_path / ("m.bin" if fmt == "micropython" else f"m.{fmt}")
         assert main(["export", str(ckpt), "--format", fmt, "--out", str(path)]) == 0
     capsys.readouterr()
     # Execute

@@ -51,12 +51,15 @@ BOARD_MODULES = (
     "config",
     "data",
     "datafile",
+    "infer",
     "kernels",
+    "kernels_eval",
     "mqtt",
     "mqtt_link",
     "mqtt_open",
     "mqtt_packets",
     "params_sink",
+    "predict",
     "release_round",
     "ring",
     "tlsconf",
@@ -67,9 +70,9 @@ BOARD_MODULES = (
     "worker",
     "worker_link",
 )
-# host, test and benchmark code of edgeps_worker: the PS's encoders, forward
-# passes off the board, the publish benchmark, the CPython shim
-HOST_MODULES = ("_mpshim", "bench_publish", "kernels_eval", "wire_host")
+# host, test and benchmark code of edgeps_worker: the PS's encoders, the
+# publish benchmark, the CPython shim
+HOST_MODULES = ("_mpshim", "bench_publish", "wire_host")
 ENTRY_FILES = ("boot.py", "main.py")
 # config.example.json's stand-ins: a board flashed with them never connects
 PLACEHOLDERS = {
@@ -190,8 +193,22 @@ def check_inputs(
     sensor = str(cfg["sensor"])
     if sensor:
         path = base / (sensor + ".py")
+        if not path.is_file():  # else one of the example sensor modules
+            path = default_firmware_dir() / "sensors" / (sensor + ".py")
         if not path.is_file():
-            raise ValueError(f"sensor module {sensor}.py not found next to the config")
+            raise ValueError(
+                f"sensor module {sensor}.py not found next to the config "
+                "(nor among the examples in firmware/sensors/)"
+            )
+        extras.append(path)
+    if cfg.get("mode") == "infer":
+        name = str(cfg.get("model_file", "model.bin"))
+        path = base / name
+        if Path(name).name != name or not path.is_file():
+            raise ValueError(
+                f"model file {name!r} not found next to {config_path}: write it "
+                "with `edgeps export CHECKPOINT --format micropython`"
+            )
         extras.append(path)
     return cfg, extras
 
@@ -267,8 +284,8 @@ def build_plan(
         plan.commands.append([*mpremote, "fs", "cp", str(fw_dir / name), ":" + name])
     plan.commands.append([*mpremote, "fs", "cp", str(config_path), ":config.json"])
     for extra in extras:
-        target = str(cfg["data"]) if extra.suffix != ".py" else extra.name
-        plan.commands.append([*mpremote, "fs", "cp", str(extra), ":" + target])
+        # each extra is a plain file name next to the config: the same on the board
+        plan.commands.append([*mpremote, "fs", "cp", str(extra), ":" + extra.name])
     plan.commands.append([*mpremote, "reset"])
     return plan
 

@@ -48,6 +48,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "edgeps.lab.bench.privacy",
         "differential privacy in the simulator: accuracy, time to target, epsilon",
     ),
+    "predict": (
+        "edgeps.lab.bench.predict",
+        "one prediction's time and memory: C, numpy, onnxruntime, MicroPython",
+    ),
     "policies-broker": (
         "edgeps.lab.bench.policies_broker",
         "a slice of the policy matrix on a real broker, next to the simulator",

@@ -15,7 +15,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "examples:\n"
         "  edgeps export iris.npz --format onnx --out iris.onnx\n"
         "  edgeps export iris.npz --format c --out firmware/main/iris_model.h\n"
-        "formats:\n" + "\n".join(f"  {w.name:6} {w.help}" for w in WRITERS.values())
+        "  edgeps export iris.npz --format micropython --out model.bin\n"
+        "formats:\n" + "\n".join(f"  {w.name:11} {w.help}" for w in WRITERS.values())
     )
     parser.add_argument("checkpoint", help="a checkpoint .npz written by serve")
     parser.add_argument(

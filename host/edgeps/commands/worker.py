@@ -47,11 +47,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "  edgeps worker --broker mqtts://broker.lan:8883 --tls-ca ca.pem "
         "--username pi-1 \\\n"
         "      --password-file /etc/edgeps/mqtt.pass --job lab --id pi-1 "
-        "--emulated sensors:0/4"
+        "--emulated sensors:0/4\n"
+        "  edgeps worker --infer --model-file model.bin --data rows.csv"
     )
-    add_connection_flags(parser, defaults={"log_level": "info"})
-    parser.add_argument("--job", required=True, help="job id, as given to serve")
-    parser.add_argument("--id", dest="worker_id", required=True, help="worker id")
+    # --broker is needed to train or to --publish, not to --infer alone
+    add_connection_flags(parser, defaults={"log_level": "info", "broker": None})
+    parser.add_argument("--job", help="job id, as given to serve (needed to train)")
+    parser.add_argument("--id", dest="worker_id", help="worker id (needed to train)")
     src = parser.add_mutually_exclusive_group(required=True)
     src.add_argument("--data", help="CSV (label last) or NPZ (arrays X, y)")
     src.add_argument(
@@ -119,6 +121,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=CPYTHON_MAX_CHUNK,
         help=f"largest message to send or receive (default: {CPYTHON_MAX_CHUNK} B)",
     )
+    infer = parser.add_argument_group(
+        "inference: predict each --data row with a board's model file, no training"
+    )
+    infer.add_argument("--infer", action="store_true", help="predict, do not train")
+    infer.add_argument(
+        "--model-file",
+        default="model.bin",
+        help="from `edgeps export --format micropython` (default: model.bin)",
+    )
+    infer.add_argument(
+        "--publish",
+        action="store_true",
+        help="also publish each prediction (QoS 0) on edgeps/JOB/pred/ID",
+    )
     dp = parser.add_argument_group(
         "local differential privacy (serve the job with --dp local, same C and SIGMA)"
     )
@@ -139,6 +155,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _validate(args: argparse.Namespace) -> None:
+    if not args.infer and not (args.broker and args.job and args.worker_id):
+        raise ValueError("a training worker needs --broker, --job and --id")
+    if args.publish and not args.broker:
+        raise ValueError("--publish needs --broker")
+    if args.infer and not args.data:
+        raise ValueError("--infer predicts the rows of a --data file")
+    if args.publish and not args.infer:
+        raise ValueError("--publish applies to --infer")
+    if args.infer:  # a job and an id only name the topic: defaults do
+        args.job, args.worker_id = args.job or "local", args.worker_id or "worker"
     from edgeps_worker import wire
 
     for flag, value in (("--job", args.job), ("--id", args.worker_id)):
@@ -176,6 +202,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         _validate(args)
+        if args.infer:
+            return _infer(args)
         if args.data:
             data = load_local(args)
         else:
@@ -251,6 +279,33 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_CONFIG
         if reason != "done" or not args.persist:
             return EXIT_OK
+    return EXIT_OK
+
+
+def _infer(args: argparse.Namespace) -> int:
+    """``--infer``: predict each row of --data; publish each with --publish."""
+    from edgeps.pyworker import infer
+
+    job, wid = args.job, args.worker_id
+    link = None
+    try:
+        if args.publish:
+            link = MqttLink(connection_options(args), wid)
+            link.connect()
+        n = infer.run(
+            args.model_file,
+            args.data,
+            job,
+            wid,
+            publish=(lambda t, p: link.publish(t, p, qos=0)) if link else None,
+        )
+    except (OSError, ValueError) as exc:
+        log.error("%s", exc)
+        return EXIT_CONFIG
+    finally:
+        if link is not None:
+            link.close()
+    log.info("worker %s: %d predictions from %s", wid, n, args.model_file)
     return EXIT_OK
 
 

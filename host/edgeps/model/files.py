@@ -37,7 +37,7 @@ def from_checkpoint(
 
 
 def load_export(path: str | Path) -> tuple[Predictor, dict[str, Any]]:
-    """A JSON or ONNX export and its metadata."""
+    """A JSON, ONNX or MicroPython (.bin) export and its metadata."""
     p = Path(path)
     if not p.is_file():
         raise ValueError(f"no model file at {p}")
@@ -51,4 +51,10 @@ def load_export(path: str | Path) -> tuple[Predictor, dict[str, Any]]:
 
         m = OnnxModel(p)
         return m, m.meta
-    raise ValueError(f"{p}: a model is a checkpoint (.npz) or an export (.json, .onnx)")
+    if suffix == ".bin":
+        from edgeps.model import mpy_export
+
+        return mpy_export.read(p), {}
+    raise ValueError(
+        f"{p}: a model is a checkpoint (.npz) or an export (.json, .onnx, .bin)"
+    )

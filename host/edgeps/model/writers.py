@@ -34,11 +34,12 @@ def register(writer: Writer) -> None:
 
 
 def _builtin() -> None:
-    from edgeps.model import c_export, json_export, onnx_export
+    from edgeps.model import c_export, json_export, mpy_export, onnx_export
 
     register(Writer("onnx", ".onnx", onnx_export.write, "ONNX graph (onnxruntime)"))
     register(Writer("c", ".h", c_export.write, "C header over native/'s kernels"))
     register(Writer("json", ".json", json_export.write, "weights and metadata"))
+    register(Writer("micropython", ".bin", mpy_export.write, "model.bin for a board"))
 
 
 _builtin()
