@@ -14,6 +14,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
+from edgeps.core.model_step import ModelStep
+
 LEARNING = "learning"
 DIVERGING = "diverging"
 BACKED_OFF = "backed off"
@@ -103,6 +107,26 @@ class DivergenceWatch:
             if self.state == DIVERGING and self._clean >= self.cooldown:
                 self.state = BACKED_OFF if self.backoffs else LEARNING
         return Verdict(self.state, self.reason, self.step_scale, cut)
+
+    def steer(
+        self,
+        model: ModelStep,
+        params: np.ndarray,
+        *,
+        accuracy: float | None,
+        non_finite_total: int,
+        applied_total: int,
+    ) -> Verdict:
+        """``check`` from what the model knows, and set its step to the verdict's."""
+        verdict = self.check(
+            non_finite_total=non_finite_total,
+            accuracy=accuracy,
+            params_finite=bool(np.isfinite(params).all()),
+            applied_total=applied_total,
+            outsized_total=model.clipped,
+        )
+        model.step_backoff = verdict.step_scale
+        return verdict
 
     def _delta(self, name: str, total: int) -> int:
         before = self._seen.get(name, 0)

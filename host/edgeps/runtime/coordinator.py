@@ -321,14 +321,13 @@ class Coordinator:
             self.accuracy = float(self.evaluate(params))
         except Exception:
             log.exception("evaluation failed")
-        verdict = self.watch.check(
-            non_finite_total=self.rejected["non_finite"],
+        verdict = self.watch.steer(
+            self.server.model,
+            params,
             accuracy=self.accuracy,
-            params_finite=bool(np.isfinite(params).all()),
+            non_finite_total=self.rejected["non_finite"],
             applied_total=self.applied,
-            outsized_total=self.server.model.clipped,
         )
-        self.server.model.step_backoff = verdict.step_scale
         if verdict.backed_off:
             log.warning("%s", self.watch.advice(self.server.model.lr))
         return self.accuracy

@@ -232,14 +232,13 @@ class Simulator:
         self.trace.append((round(self.loop.now, 6), acc))
         if self._usage is None and acc >= self.config.target_accuracy:
             self._usage = self._board_usage(self.loop.now)
-        verdict = self.watch.check(
+        self.watch.steer(
+            self.server.model,
+            params,
+            accuracy=acc,
             non_finite_total=self.rejected.get("non_finite", 0),
             applied_total=self.applied,
-            outsized_total=self.server.model.clipped,
-            accuracy=acc,
-            params_finite=bool(np.isfinite(params).all()),
         )
-        self.server.model.step_backoff = verdict.step_scale
         # multiples of the interval, so float steps do not drift past max_time
         self.loop.at(len(self.trace) * self.config.eval_interval, self._evaluate)
 
