@@ -100,7 +100,11 @@ def run_client(job: dict[str, Any], index: int, address: str) -> int:
     if not ready or sys.stdin.readline().strip() != "go":
         return 3
     flwr.client.start_client(
-        server_address=address, client=SensorClient().to_client(), insecure=True
+        server_address=address,
+        client=SensorClient().to_client(),
+        insecure=True,
+        max_retries=3,  # a server that went away ends the client
+        max_wait_time=30.0,
     )
     return 0
 

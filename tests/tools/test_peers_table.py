@@ -1,0 +1,113 @@
+"""tools/peers/peer_table.py: medians, speed-ups and the goals of the side by side."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from types import ModuleType
+
+import pytest
+
+from tests.conftest import REPO
+
+
+@pytest.fixture(scope="module")
+def pt() -> ModuleType:
+    path = REPO / "tools" / "peers" / "peer_table.py"
+    spec = importlib.util.spec_from_file_location("peers_peer_table", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["peers_peer_table"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _runs(pt: ModuleType, side: str, row: str, times: list[float | None]) -> list:
+    return [
+        pt.PeerRun(side, row, "stragglers", seed, t, 0.91 if t else 0.85)
+        for seed, t in enumerate(times)
+    ]
+
+
+def test_a_missed_target_counts_as_slower_than_any_reached(pt: ModuleType) -> None:
+    assert pt.median_time([3.0, None, 5.0]) == 5.0
+    assert pt.median_time([3.0, None, None]) is None
+    assert pt.median_time([]) is None
+
+
+def test_speedup_is_peer_seconds_over_ours(pt: ModuleType) -> None:
+    assert pt.speedup(12.0, 4.0) == 3.0
+    assert pt.speedup(None, 4.0) is None
+    assert pt.speedup(12.0, None) is None
+
+
+def test_rows_name_their_local_steps(pt: ModuleType) -> None:
+    assert pt.local_steps("fedavg/h8") == 8
+    assert pt.local_steps("fedbuff:k=4/h8") == 8
+    assert pt.local_steps("dsp") == 1
+    assert pt.local_steps("FedAvg/h1") == 1
+
+
+def test_equal_compares_same_h_and_best_compares_best_rows(pt: ModuleType) -> None:
+    # Prepare: Flower at H=8 and H=1, edgeps' fedavg at H=8 and two more rows
+    runs = [
+        *_runs(pt, "flower", "FedAvg/h8", [9.0, 10.0, 11.0]),
+        *_runs(pt, "flower", "FedAvg/h1", [8.0, 8.0, 30.0]),
+        *_runs(pt, "edgeps", "fedavg/h8", [7.5, 8.0, None]),
+        *_runs(pt, "edgeps", "fedbuff:k=4/h8", [3.0, 4.0, 5.0]),
+        *_runs(pt, "edgeps", "dsp", [2.0, 2.5, 40.0]),
+    ]
+
+    # Execute
+    (c,) = pt.compare(runs, ["stragglers"])
+    d = c.to_dict()
+
+    # Assert: fedavg/h8 (median 8.0) against FedAvg/h8 (10.0); dsp (2.5) against
+    # Flower's best, FedAvg/h1 (8.0), not against the slower FedAvg/h8
+    assert d["equal_row"] == "fedavg/h8" and d["peer_equal_row"] == "FedAvg/h8"
+    assert d["speedup_equal"] == pytest.approx(10.0 / 8.0)
+    assert d["met_equal"] is True
+    assert d["best_row"] == "dsp" and d["peer_best_row"] == "FedAvg/h1"
+    assert d["speedup_best"] == pytest.approx(8.0 / 2.5)
+    assert d["met_best"] is True
+
+
+def test_goals_not_met_are_reported_not_hidden(pt: ModuleType) -> None:
+    runs = [
+        *_runs(pt, "flower", "FedAvg/h8", [8.4, 8.5, 8.6]),
+        *_runs(pt, "edgeps", "fedavg/h8", [8.0, 8.1, 8.2]),
+    ]
+    (c,) = pt.compare(runs, ["stragglers"])
+    d = c.to_dict()
+    assert d["speedup_equal"] == pytest.approx(8.5 / 8.1)
+    assert d["met_equal"] is False
+    lines = pt.goal_lines([c])
+    assert any("same algorithm" in line and "NOT met" in line for line in lines)
+
+
+def test_failed_runs_are_counted_apart_from_the_median(pt: ModuleType) -> None:
+    runs = _runs(pt, "edgeps", "dsp", [2.0, 3.0])
+    runs.append(pt.PeerRun("edgeps", "dsp", "stragglers", 9, error="serve exited 2"))
+    (c,) = pt.compare(runs, ["stragglers"])
+    (row,) = c.ours
+    assert row.time == 2.5 and len(row.failures) == 1
+    assert "(1 failed)" in pt.table([c])
+
+
+def test_table_marks_best_rows_and_shows_speedups(pt: ModuleType) -> None:
+    runs = [
+        *_runs(pt, "flower", "FedAvg/h8", [12.0]),
+        *_runs(pt, "edgeps", "fedavg/h8", [10.0]),
+        *_runs(pt, "edgeps", "dsp", [4.0]),
+    ]
+    text = pt.table(pt.compare(runs, ["stragglers"]))
+    assert "| stragglers | flower | FedAvg/h8 * | 12.0 |" in text
+    assert "| stragglers | edgeps | dsp * | 4.0 | 0.910 | 1/1 | 3.00x vs best |" in text
+    assert "1.20x vs same H" in text
+
+
+def test_a_scenario_without_runs_has_no_speedups(pt: ModuleType) -> None:
+    (c,) = pt.compare([], ["homogeneous"])
+    d = c.to_dict()
+    assert d["speedup_equal"] is None and d["speedup_best"] is None
+    assert d["met_equal"] is False and d["met_best"] is False
