@@ -15,7 +15,9 @@ from types import ModuleType
 import numpy as np
 import pytest
 from edgeps import kernels
+from edgeps.core.defaults import JOB
 from edgeps.kernels import ModelSpec
+from edgeps.lab.matrix.grid import Cell, config
 from edgeps.pyworker.batches import Shuffle
 from edgeps.pyworker.localdata import load_emulated
 from edgeps.workloads import datasets
@@ -80,6 +82,10 @@ def test_exported_job_is_serves_test_rows_model_and_weights(
     assert str(job["model"]) == str(spec)
     assert float(job["target"]) == 0.91
     assert int(job["local_steps"]) == 8
+    # the lr `edgeps bench policies-broker` gives serve, the batch emulate takes
+    cell = Cell("sensors", 8, "stragglers", False)
+    assert float(job["lr"]) == config(cell, "fedavg", 2, 60.0).lr
+    assert int(job["batch"]) == JOB.batch
 
 
 def test_exported_compute_times_are_the_scenarios(job: dict[str, np.ndarray]) -> None:

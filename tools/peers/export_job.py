@@ -59,6 +59,7 @@ def job_arrays(
     if spec.kind != "mlp":
         raise ValueError(f"the peer side trains MLPs only, not {spec}")
     profiles = list(make_scenario(scenario, n_workers, seed).profiles.values())
+    cell = matrix.Cell(dataset, n_workers, scenario, False)
     out: dict[str, Any] = {
         "dataset": np.array(dataset),
         "scenario": np.array(scenario),
@@ -68,7 +69,8 @@ def job_arrays(
         "init": spec.init_params(seed),
         "X_test": ds.X_test,
         "y_test": ds.y_test,
-        "lr": np.float64(JOB.lr),
+        # the lr `edgeps bench policies-broker` gives serve (the matrix's)
+        "lr": np.float64(matrix.config(cell, "fedavg", seed, 60.0).lr),
         "batch": np.int64(JOB.batch),
         "local_steps": np.int64(local_steps),
         "target": np.float64(matrix.DATASETS[dataset][1] if target is None else target),
