@@ -111,3 +111,27 @@ def test_a_scenario_without_runs_has_no_speedups(pt: ModuleType) -> None:
     d = c.to_dict()
     assert d["speedup_equal"] is None and d["speedup_best"] is None
     assert d["met_equal"] is False and d["met_best"] is False
+
+
+def test_runs_from_an_earlier_output_take_one_side_where_asked(
+    pt: ModuleType,
+) -> None:
+    # Prepare: what `compare.py --json` printed, one field more than a run has
+    data = {
+        "runs": [
+            {"side": "flower", "row": "FedAvg/h8", "scenario": "stragglers",
+             "seed": 0, "time_to_target": 33.2, "final_accuracy": 0.91,
+             "rounds": 10, "error": "", "extra": 1},
+            {"side": "flower", "row": "FedAvg/h8", "scenario": "stragglers",
+             "seed": 5, "time_to_target": 30.0},
+            {"side": "edgeps", "row": "dsp", "scenario": "stragglers", "seed": 0},
+        ]
+    }  # fmt: skip
+
+    # Execute
+    runs = pt.runs_from(data, "flower", ["stragglers"], [0, 1, 2])
+
+    # Assert
+    assert [(r.row, r.seed, r.time_to_target, r.rounds) for r in runs] == [
+        ("FedAvg/h8", 0, 33.2, 10)
+    ]

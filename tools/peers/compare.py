@@ -78,6 +78,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target-accuracy", type=float, default=None)
     parser.add_argument("--flower-python", default=str(FLOWER_PYTHON))
     parser.add_argument("--no-flower", action="store_true")
+    parser.add_argument(
+        "--flower-runs",
+        metavar="JSON",
+        help="take Flower's runs from an earlier --json output instead of running it",
+    )
     parser.add_argument("--no-edgeps", action="store_true")
     parser.add_argument("--json", action="store_true")
 
@@ -165,6 +170,18 @@ def _tail(path: Path, lines: int = 6) -> str:
     return " | ".join(text.strip().splitlines()[-lines:])
 
 
+def previous_flower(args: Any, scenario: str, seed: int) -> list[peer_table.PeerRun]:
+    """Flower's runs of ``scenario`` and ``seed`` in the ``--flower-runs`` file."""
+    data = json.loads(Path(args.flower_runs).read_text())
+    runs = peer_table.runs_from(data, "flower", [scenario], [seed])
+    args.flower_results.extend(
+        r
+        for r in data.get("flower", [])
+        if (r["scenario"], r["seed"]) == (scenario, seed)
+    )
+    return runs
+
+
 # -- edgeps --
 
 
@@ -217,6 +234,9 @@ def measure(args: Any, progress: Any = None) -> list[peer_table.PeerRun]:
             n = 0
             for scenario in split(args.scenarios):
                 for seed in range(args.seed, args.seed + args.seeds):
+                    if args.flower_runs:
+                        for run in previous_flower(args, scenario, seed):
+                            note(run)
                     for h in [] if args.no_flower else flower_steps(args):
                         note(run_flower(scenario, seed, h, args, workdir))
                     for row in [] if broker is None else rows:
@@ -249,6 +269,10 @@ def _check(args: Any) -> None:
         raise ValueError("--flower-steps must be integers >= 1")
     if not args.max_time > 0:
         raise ValueError("--max-time must be > 0")
+    if args.flower_runs:
+        args.no_flower = True
+        if not Path(args.flower_runs).is_file():
+            raise ValueError(f"--flower-runs {args.flower_runs}: no such file")
     if not args.no_flower and not Path(args.flower_python).exists():
         raise ValueError(
             f"no Flower python at {args.flower_python}: "

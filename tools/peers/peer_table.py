@@ -39,6 +39,20 @@ class PeerRun:
         return bool(self.error)
 
 
+def runs_from(
+    data: dict[str, Any], side: str, scenarios: list[str], seeds: list[int]
+) -> list[PeerRun]:
+    """One side's runs from an earlier `compare.py --json` output, where asked."""
+    fields = set(PeerRun.__dataclass_fields__)
+    return [
+        PeerRun(**{k: v for k, v in r.items() if k in fields})
+        for r in data.get("runs", [])
+        if r.get("side") == side
+        and r.get("scenario") in scenarios
+        and r.get("seed") in seeds
+    ]
+
+
 def median_time(times: list[float | None]) -> float | None:
     """Median seconds, a missed target counting as slower than any reached one."""
     if not times:
