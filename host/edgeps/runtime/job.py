@@ -320,7 +320,7 @@ class Job:
                     f"edgeps serve: job {cfg.job} on {url}{started}; policy "
                     f"{self.policy_name}, model {self.model.spec}, data "
                     f"{self.model.data_name}; workers: edgeps worker --broker "
-                    f"{url} --job {cfg.job} --id ID {worker_hint(self.model.card)}"
+                    f"{url} --job {cfg.job} --id ID {worker_hint(cfg.label) if cfg.test_data else ''}"
                     "...",
                     file=self.out,
                     flush=True,

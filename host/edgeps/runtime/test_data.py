@@ -150,13 +150,7 @@ def check_resume(card: ModelCard, meta: dict[str, object], path: str) -> None:
         )
 
 
-def worker_hint(card: ModelCard | None) -> str:
-    """Flags a worker with a data file needs for this job, for serve's banner."""
-    if card is None:
-        return ""
-    hint = ""
-    if card.scaler is not None:
-        hint += "--scale "
-    if card.classes is not None and any(not c.isdigit() for c in card.classes):
-        hint += f"--classes {','.join(card.classes)} "
-    return hint
+def worker_hint(label: str | None) -> str:
+    """Flags a worker with a data file needs for this job, for serve's banner
+    (the job's scaler and class names reach it in its WELCOME)."""
+    return "--data FILE " + (f"--label {label} " if label else "")
