@@ -39,8 +39,8 @@ MODELS = {
 }
 # the MLP worker's peak must not grow back: 79,488-79,552 B measured in 96K
 # under protocol v3 (host/BENCHMARKS.md, "Board memory"; 79,168-79,328 B under
-# v2, without UPDATE's steps and WELCOME's head; 79,232-79,360 B before the link steps used the
-# worker's public state, 80,000-80,128 B before HELLO/BYE moved to
+# v2, without UPDATE's steps and WELCOME's head; 79,232-79,360 B before the
+# link steps used the worker's public state, 80,000-80,128 B before HELLO/BYE moved to
 # wire_join and the bench-only packet builders were shed, 80,352-80,448 B
 # with the oversized PUBLISH drain and the backoff reset before those trims);
 # 90,304-90,624 B in 112K before the in-place UPDATE framing and the run-once

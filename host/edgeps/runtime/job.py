@@ -316,11 +316,12 @@ class Job:
                 b = self.broker
                 started = "" if b.kind == "external" else f" ({b.kind}, started here)"
                 url = b.url if self.lan is None else self.lan.board_url
+                hint = worker_hint(cfg.label) if cfg.test_data else ""
                 print(
                     f"edgeps serve: job {cfg.job} on {url}{started}; policy "
                     f"{self.policy_name}, model {self.model.spec}, data "
                     f"{self.model.data_name}; workers: edgeps worker --broker "
-                    f"{url} --job {cfg.job} --id ID {worker_hint(cfg.label) if cfg.test_data else ''}"
+                    f"{url} --job {cfg.job} --id ID {hint}"
                     "...",
                     file=self.out,
                     flush=True,
