@@ -73,6 +73,7 @@ class Round:
         self.folded = 0
         self.late = 0
         self.largest = 0  # most gradients in one round
+        self.delta_rounds = 0  # rounds pushed as a delta (local rounds)
 
     # ---- the site coordinator's side ------------------------------------
 
@@ -200,6 +201,7 @@ class Round:
         else:
             mean = ((self._dsum + lr * self._sum) / self._weight).astype(np.float32)
             steps = min(MAX_STEPS, max(2, round(self._step_sum / self._weight)))
+            self.delta_rounds += 1
             self._dsum.fill(0.0)
         loss = self._loss_sum / self._loss_weight if self._loss_weight > 0 else math.nan
         out = Folded(float(loss), self._samples, mean, self._count, self._late, steps)

@@ -270,6 +270,7 @@ class Relay:
             "unsent": round_.count,  # folded when the job ended, never pushed
             "fan_in": round_.folded / round_.rounds if round_.rounds else 0.0,
             "largest_round": round_.largest,
+            "delta_rounds": round_.delta_rounds,
             "round_s_median": statistics.median(times) if times else None,
             "fan_outs": self.coordinator.fan_outs if self.coordinator else 0,
             "round_heartbeats": self._beats[0],
