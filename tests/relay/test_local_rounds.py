@@ -7,6 +7,8 @@ its boards (and refusing a delta when the central job has none).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from edgeps.policy import parse_policy
@@ -162,7 +164,9 @@ def test_the_trainer_keeps_the_central_card_for_the_site() -> None:
 # ---- the site ----------------------------------------------------------------
 
 
-def _site(local: LocalRounds, card: dict | None = None):
+def _site(
+    local: LocalRounds, card: dict[str, Any] | None = None
+) -> tuple[SiteCoordinator, RecordingLink, Round]:
     round_ = Round(N)
     server = SiteServer(np.zeros(N, np.float32), round_, policy=parse_policy("asp"))
     link = RecordingLink()
