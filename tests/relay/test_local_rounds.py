@@ -234,3 +234,47 @@ def test_a_site_without_local_rounds_refuses_a_delta() -> None:
 
     assert r.count == 0
     assert coord.ingest.dropped["steps"] == 1
+
+
+# ---- the shared worker loop on the relay's trainer --------------------------
+
+
+class _Sent:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, bytes]] = []
+
+    def publish(self, topic: str, payload: bytes, qos: int = 1) -> None:
+        self.sent.append((topic, bytes(payload)))
+
+
+def test_the_upstream_worker_takes_the_welcome_and_pushes_one_delta() -> None:
+    from edgeps_worker import wire as board_wire
+    from edgeps_worker import worker_link
+    from edgeps_worker.worker import Worker
+
+    r = Round(4)
+    trainer = RelayTrainer(4, "linear:3", r, _never)
+    link = _Sent()
+    w = Worker(link, trainer, "central", "relay-x")
+    welcome = wire.encode_welcome(
+        "central", "relay-x", 1, w.nonce, 9, 4, "linear:3",
+        local_steps=4, lr=LR, scale=([0.0] * 3, [1.0] * 3), classes=["x"],
+    )  # fmt: skip
+
+    worker_link.on_welcome(w, board_wire.decode(welcome))  # as the loop does
+
+    assert w.stop_reason is None and w.session == 9
+    assert trainer.scale is not None and len(trainer.scale) == 24
+    assert trainer.classes == b"x"
+    # the release: one site round of the boards' deltas, pushed as one delta
+    r.fold(np.full(4, 0.5, np.float32), 6, 0.2, late=False, steps=4)
+    r.close()
+    w.version = 3  # what the release's PARAMS named
+    w._release()
+
+    (topic, payload), *_ = link.sent
+    update = wire.decode(payload)
+    assert topic == wire.topic_up("central", "relay-x")
+    assert (update.type, update.steps, update.samples) == (wire.UPDATE, 4, 6)
+    np.testing.assert_array_equal(np.frombuffer(update.data, "<f4"), np.full(4, 0.5))
+    assert trainer.local is not None and trainer.local[0] == 4
