@@ -48,7 +48,7 @@ def test_two_workers_raw_csvs_fix_the_scaler_and_reach_the_target(
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         for wid, path in (("a", a_csv), ("b", b_csv))
-    ]
+    ]  # fmt: skip
     try:
         # Execute
         out, err = serve.communicate(timeout=180)
