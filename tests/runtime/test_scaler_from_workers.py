@@ -112,6 +112,21 @@ def test_the_wait_fixes_it_on_a_tick_with_fewer_workers() -> None:
     assert list(link.welcomes()) == ["a"] and gate.fixed is not None
 
 
+def test_a_held_worker_whose_link_ends_is_never_welcomed() -> None:
+    # Prepare
+    gate = ScalerGate(NF, workers=2, wait=30.0)
+    coord, link = _coordinator(gate)
+    _hello(coord, "gone", None, 0.0, nonce=8)
+    # Execute
+    bye = wire.encode_bye(JOB, "gone", 8, "lost")  # its last will
+    coord.handle(wire.topic_up(JOB, "gone"), bye, 1.0)
+    _hello(coord, "a", _moments(_data(1, 30)), 2.0)
+    _hello(coord, "b", _moments(_data(2, 30)), 3.0)
+    # Assert
+    assert sorted(link.welcomes()) == ["a", "b"]
+    assert sorted(coord.server.stats()) == ["a", "b"]
+
+
 def test_moments_of_another_feature_count_never_crash_the_loop() -> None:
     # Prepare
     gate = ScalerGate(NF, workers=1, wait=1.0)
@@ -213,3 +228,12 @@ def test_scaler_from_workers_contradicts_no_scale(test_csv: Path) -> None:
     cfg = ServeConfig(test_data=str(test_csv), scaler_from="workers", scale=False)
     with pytest.raises(ValueError, match="contradict"):
         load_model(cfg)
+
+
+def test_the_wait_flags_go_with_scaler_from_workers(test_csv: Path) -> None:
+    cfg = merge({"test_data": str(test_csv), "max_time": 5.0})
+    assert cfg.scaler_from is None  # no such file is looked for, nothing waits
+    ok = merge({"scaler_from": "workers", "scaler_workers": 3, "max_time": 5.0})
+    assert (ok.scaler_workers, ok.scaler_wait) == (3, 30.0)
+    with pytest.raises(ValueError, match="--scaler-wait goes with --scaler-from"):
+        merge({"scaler_wait": 5.0, "max_time": 5.0})

@@ -307,6 +307,12 @@ def check(cfg: ServeConfig) -> None:
         raise ValueError(
             f"--log-level must be debug, info, warning or error, got {cfg.log_level!r}"
         )
+    if cfg.scaler_from != SCALER_FROM_WORKERS:
+        for name in ("scaler_workers", "scaler_wait"):
+            if getattr(cfg, name) != getattr(ServeConfig, name):
+                raise ValueError(
+                    f"--{name.replace('_', '-')} goes with --scaler-from workers"
+                )
     if cfg.label is not None and cfg.test_data is None:
         raise ValueError("--label names a column of --test-data")
     files = ("resume", "hmac_key_file", "password_file", "test_data", "scaler_from")

@@ -119,9 +119,10 @@ def scaler_gate(
     def fixed(scaler: Scaler) -> None:
         model.fix_scaler(scaler)
         if out is not None:
+            n = gate.fixed_from
             print(
                 f"edgeps serve: feature scaler fixed from the data of "
-                f"{gate.fixed_from} workers, {scaler.n} rows",
+                f"{n} worker{'' if n == 1 else 's'}, {scaler.n} rows",
                 file=out,
                 flush=True,
             )
