@@ -189,8 +189,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     _flag(
         p,
         "--scale",
-        "with --test-data, standardise features by the job's scaler; workers "
-        "with data files then need --scale too",
+        "with --test-data, standardise features by the job's scaler (every "
+        "worker gets it in its WELCOME)",
         action=on_off,
     )
     _flag(
