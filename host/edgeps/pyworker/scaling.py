@@ -45,16 +45,15 @@ def load_local(args: argparse.Namespace) -> LocalData:
         scaler = Scaler.fit(data.X)
         where = "this file's own"
         log.warning(
-            "%s: features scaled by this file's own mean and std; the job's "
-            "scaler (from serve's test data) differs until the job's welcome "
-            "carries it: files drawn alike keep the difference small",
+            "%s: features scaled by this file's own mean and std until the "
+            "job's welcome brings the job's scaler, which replaces it",
             data.source,
         )
     elif looks_unscaled(data.X):
         log.warning(
             "%s: features look unscaled (mean up to %.3g, std up to %.3g): "
-            "training on raw features is slow or fails; pass --scale if the "
-            "job has a scaler (serve says so)",
+            "the job's scaler (serve --test-data) is applied on joining; a job "
+            "without one trains slowly or fails on raw features (pass --scale)",
             data.source,
             float(np.abs(data.X.mean(axis=0)).max()),
             float(data.X.std(axis=0).max()),
@@ -67,24 +66,21 @@ def load_local(args: argparse.Namespace) -> LocalData:
             f"{data.source} has {data.n_features}"
         )
     log.info("%s: features standardised by %s mean and std", data.source, where)
-    return LocalData(scaler.transform(data.X), data.y, data.source, data.classes)
+    return LocalData(
+        scaler.transform(data.X), data.y, data.source, data.classes, raw_X=data.X
+    )
 
 
 def check_classes(spec: ModelSpec, data: LocalData, *, given: bool) -> None:
-    """Refuse text labels that cannot be the job's classes; warn when guessed."""
+    """Refuse text labels that cannot be the job's classes: more names than
+    the model has. The job's WELCOME names its classes, and the trainer
+    renumbers this file's to them (``NativeTrainer.set_classes``), so a file
+    holding only some of them (a non-IID shard) trains as the others do."""
     if data.classes is None or spec.kind == "linear":
         return
     n = 2 if spec.kind == "logistic" else spec.n_classes
-    if len(data.classes) != n:
+    if len(data.classes) > n:
         raise ValueError(
             f"{data.source} has the classes {', '.join(data.classes)} but the job's "
-            f"model {spec} has {n}: pass the job's names with --classes (serve "
-            "prints them)"
-        )
-    if not given:
-        log.warning(
-            "%s: text labels named by this file's sorted names (%s); pass "
-            "--classes as serve prints them so every worker names them alike",
-            data.source,
-            ", ".join(data.classes),
+            f"model {spec} has {n}"
         )

@@ -35,12 +35,14 @@ from edgeps.core.types import (
     Applied,
     Held,
     Join,
+    Leave,
     Push,
     Rejected,
     Release,
     Tick,
     WorkerLeft,
 )
+from edgeps.model.card import ModelCard
 from edgeps.observe.fields import add_run_fields
 from edgeps.observe.metrics import MetricsWriter, Progress
 from edgeps.observe.privacy import make_ledger
@@ -53,7 +55,9 @@ from edgeps.runtime.model_guard import ModelGuard
 from edgeps.runtime.other_serves import OtherServes
 from edgeps.runtime.outbox import Outbox
 from edgeps.runtime.peers import Peers
+from edgeps.runtime.scaler_gate import ScalerGate
 from edgeps.runtime.summary import Summary
+from edgeps.runtime.welcome import LocalRounds, card_fields
 from edgeps.runtime.worker_rows import MAX_WORKER_ROWS, limit_rows
 
 log = logging.getLogger(__name__)
@@ -102,6 +106,8 @@ class Settings:
     max_worker_rows: int = MAX_WORKER_ROWS  # per record and summary; the rest: one
     dp_delta: float = JOB.dp_delta  # differential privacy: epsilon at this delta
     dp_epsilon_budget: float = JOB.dp_epsilon_budget  # stop there; 0: no limit
+    local: LocalRounds = LocalRounds()  # carried in every WELCOME
+    card: ModelCard | None = None  # scaler and class names, in every WELCOME
 
 
 class Coordinator:
@@ -120,8 +126,10 @@ class Coordinator:
         progress: Progress | None = None,
         observer: Callable[[dict[str, Any]], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        gate: ScalerGate | None = None,
     ) -> None:
         self.server = server
+        self.gate = gate  # --scaler-from workers: HELLOs wait for the scaler
         self.link = link
         self.settings = settings
         self.policy_name = policy_name
@@ -141,6 +149,7 @@ class Coordinator:
             peers=self.peers,
             compress=parse_compress(settings.compress),
             params_code=settings.params_code,
+            local=settings.local.active,
         )
         self.accounting = Accounting(
             settings.job, lambda wid: server.worker_state(wid) is not None
@@ -156,6 +165,7 @@ class Coordinator:
             send_rejects=settings.send_rejects,
             params_code=settings.params_code,
             shared=settings.shared_releases,
+            welcome=settings.local.welcome_fields() | card_fields(settings.card),
         )
         self.rejected: Counter[str] = Counter()
         self.inbound = Inbound()
@@ -284,6 +294,16 @@ class Coordinator:
         if isinstance(item, Rejected):
             carry_out([item], self)  # refused at ingest: the core never sees it
             return
+        if self.gate is not None and self.gate.waiting:
+            if isinstance(item, Join):
+                self.gate.hold(item, self.ingest.hello_moments, now)
+                self._admit(now)
+                return
+            if isinstance(item, Leave):
+                self.gate.leave(item.worker_id, item.nonce)
+        self._to_core(item, now)
+
+    def _to_core(self, item: Any, now: float) -> None:
         actions = self.server.handle(item, now)
         if isinstance(item, Push):  # a refusal goes to the session that pushed
             actions = [_from(a, item.session) for a in actions]
@@ -295,9 +315,23 @@ class Coordinator:
             self.gc.joined(now)
         carry_out(actions, self)
 
+    def _admit(self, now: float) -> None:
+        """Once the gate fixes the scaler: into every WELCOME, then the HELLOs."""
+        gate = self.gate
+        joins = gate.admit(now) if gate is not None else None
+        if gate is None or joins is None:
+            return
+        card = self.settings.card
+        if card is not None:
+            self.settings.card = replace(card, scaler=gate.fixed)
+            self.outbox.welcome_fields.update(card_fields(self.settings.card))
+        for join in joins:
+            self._to_core(join, now)
+
     # ---- periodic work
     def tick(self, now: float) -> None:
         self.ingest.expire(now)
+        self._admit(now)  # --scaler-from workers: the wait may be over
         if self.model_guard.due(now):
             self._restore_model(now)
         self.inbound.sample(self.link)
@@ -365,6 +399,8 @@ class Coordinator:
             "broker": self.broker_report(),
             "inbound": self.inbound.report(),
         }
+        if self.gate is not None:
+            record["scaler"] = self.gate.report()
         if self.privacy is not None and self.server.model.dp is not None:
             record["privacy"] = self.privacy.report(self.server.model.dp)
         return add_run_fields(

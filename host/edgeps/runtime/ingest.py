@@ -61,6 +61,7 @@ class Ingest:
         max_message: int | None = None,
         compress: Compress | None = None,
         params_code: int = wire.DTYPE_F32,
+        local: bool = False,
     ) -> None:
         if not wire.valid_id(job):
             raise ValueError(f"job id must match [A-Za-z0-9_-]{{1,32}}, got {job!r}")
@@ -71,6 +72,7 @@ class Ingest:
         self.peers = peers if peers is not None else Peers(job)
         self.compress = compress if compress is not None else Compress()
         self.params_code = params_code  # PARAMS code of releases (--compress-down)
+        self.local = local  # the job runs local rounds: pushes may be deltas
         self.codec_arg = self.compress.arg(n_params)
         # an update carries at most n_params float32s (or its code's length, if
         # larger); anything bigger is hostile
@@ -78,6 +80,8 @@ class Ingest:
         self.max_message = max_message or (self.max_bytes + 4096)
         self.reassembler = wire.Reassembler(self.max_bytes, max_age, max_pending)
         self.dropped: Counter[str] = Counter()
+        # the moments of the HELLO `feed` last turned into a Join (None: none)
+        self.hello_moments: Any = None
 
     def drop(self, reason: str, detail: str = "") -> None:
         """Count and log one dropped message (logged at debug after the first few)."""
@@ -170,6 +174,7 @@ class Ingest:
 
     def _hello(self, peer: Peer, msg: Any) -> Join | Rejected | None:
         wid, nonce = peer.worker_id, int(msg.nonce)
+        self.hello_moments = None
         if nonce in peer.old_nonces:
             self.drop("replay", f"hello of an earlier link from {wid}")
             return None
@@ -193,6 +198,7 @@ class Ingest:
         peer.codec, peer.codec_arg = code, self.codec_arg
         peer.max_chunk = max(256, int(msg.max_chunk or 4096))
         same_link = nonce == peer.nonce and peer.session
+        self.hello_moments = getattr(msg, "moments", None)
         return Join(
             wid,
             peer.session if same_link else new_session(),
@@ -202,6 +208,13 @@ class Ingest:
         )
 
     def _push(self, peer: Peer, msg: Any) -> Push | Rejected | None:
+        steps = int(msg.steps)
+        if steps < 1 or steps > 1 and not self.local:
+            # a delta the job never asked for would be applied at the server
+            # lr, unscaled: refused before the core sees it
+            wid, seq = str(msg.wid), int(msg.seq)
+            self.drop("steps", f"{steps} local steps from {wid}")
+            return Rejected(wid, seq, "steps", int(msg.session))
         update = self._vector(peer, msg)
         if not isinstance(update, np.ndarray):
             return update
@@ -215,6 +228,7 @@ class Ingest:
             samples=int(msg.samples),
             session=int(msg.session),
             loss=float(msg.loss),
+            steps=steps,
         )
 
     def _vector(self, peer: Peer, msg: Any) -> np.ndarray | Rejected | None:
