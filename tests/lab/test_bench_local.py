@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from edgeps.lab.bench.local import per_board, run_args
+from edgeps.lab.bench.local import from_logs, per_board, run_args
 from edgeps.lab.bench.local_table import (
     LocalRun,
     Row,
@@ -19,6 +19,7 @@ from edgeps.lab.bench.local_table import (
     median_time,
     parse_row,
     parse_rows,
+    run_from_dict,
     sim_goal,
     table,
 )
@@ -212,6 +213,26 @@ def test_the_table_and_goal_lines_carry_every_column() -> None:
     ]  # fmt: skip
     assert "sim s" not in table(cells, with_sim=False)
     assert len(goals(cells, 60.0, with_sim=False)) == 1
+
+
+def test_logged_runs_come_back_as_the_same_table(tmp_path: Path) -> None:
+    # Prepare: two runs of one cell and one of another, logged one per line
+    runs = [_run("dsp", 10.0, up=300), _run("dsp", None, seed=1, up=100),
+            _run("fedavg/h8", 20.0, scenario="stragglers", workers=64,
+                 error="serve exited 1")]  # fmt: skip
+    log = tmp_path / "runs.jsonl"
+    log.write_text("".join(json.dumps(r.to_dict()) + "\n" for r in runs))
+    args = argparse.Namespace(from_log=[log], no_sim=True)
+
+    # Execute
+    cells, info = from_logs(args)
+
+    # Assert: the cells and what they say are the ones the runs give
+    assert run_from_dict(runs[2].to_dict()) == runs[2]
+    assert table(cells, with_sim=False) == table(_cells(runs), with_sim=False)
+    assert [c.row for c in cells] == ["dsp/h1", "fedavg/h8"]
+    assert args.seeds == 2 and args.workers == "8,64"
+    assert len(info["runs"]) == 3
 
 
 @pytest.mark.integration

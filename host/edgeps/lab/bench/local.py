@@ -33,13 +33,15 @@ from edgeps.lab.bench.local_table import (
     build_cells,
     failure_lines,
     goals,
+    parse_row,
     parse_rows,
+    run_from_dict,
     table,
 )
 from edgeps.lab.bench.policies_table import BrokerRun
 from edgeps.lab.matrix import grid as matrix
 
-ROWS = "dsp fedavg/h8 fedbuff:k=4/h8 dsp/h8 dsp/h8/int8/int8"
+ROWS = "dsp fedavg/h8 fedbuff:k=4/h8 dsp/h8 dsp/h8/int8/int8 fedbuff:k=4/h8/int8/int8"
 SIZES = "8,64"
 SCENARIOS = "stragglers,slowlinks"
 
@@ -72,6 +74,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--serve-args", default="", help="more flags for every serve")
     parser.add_argument("--emulate-args", default="", help="more flags for emulate")
     parser.add_argument("--no-sim", action="store_true", help="skip the simulator")
+    parser.add_argument(
+        "--log",
+        type=Path,
+        metavar="FILE",
+        help="append each run's record to FILE as one JSON line as it ends",
+    )
+    parser.add_argument(
+        "--from-log",
+        type=Path,
+        action="append",
+        metavar="FILE",
+        help="run nothing: the table of the runs logged in FILE (repeatable), "
+        "with the simulator's for the same cells",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead")
 
 
@@ -186,6 +202,9 @@ def measure(
                         run = run_cell_once(at, f"lr{k}", n, scenario, row, seed,
                                             args, Path(tmp))  # fmt: skip
                         runs.append(run)
+                        if args.log is not None:
+                            with args.log.open("a") as f:
+                                f.write(json.dumps(run.to_dict()) + "\n")
                         if progress is not None:
                             progress(run)
     cells = build_cells(keys, runs)
@@ -196,6 +215,27 @@ def measure(
         "runs": [r.to_dict() for r in runs],
     }
     return cells, info
+
+
+def from_logs(args: Any) -> tuple[list[LocalCell], dict[str, Any]]:
+    """The cells of logged runs (in the order they ran), with the simulator's."""
+    runs = []
+    for path in args.from_log:
+        for line in path.read_text().splitlines():
+            if line.strip():
+                runs.append(run_from_dict(json.loads(line)))
+    if not runs:
+        raise ValueError("the logs hold no run")
+    keys = list(dict.fromkeys((r.workers, r.scenario, r.row) for r in runs))
+    cells = build_cells(keys, runs)
+    rows = [parse_row(name) for name in dict.fromkeys(r.row for r in runs)]
+    args.seeds = max(len(c.runs) for c in cells)
+    args.workers = ",".join(str(n) for n in dict.fromkeys(r.workers for r in runs))
+    args.scenarios = ",".join(dict.fromkeys(r.scenario for r in runs))
+    args.rows = " ".join(r.name for r in rows)
+    if not args.no_sim:
+        add_sim(cells, rows, args)
+    return cells, {"runs": [r.to_dict() for r in runs]}
 
 
 def _check(args: Any) -> None:
@@ -226,8 +266,11 @@ def _note(run: LocalRun) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        _check(args)
-        cells, info = measure(args, progress=_note)
+        if args.from_log:
+            cells, info = from_logs(args)
+        else:
+            _check(args)
+            cells, info = measure(args, progress=_note)
     except (ValueError, OSError, RuntimeError) as exc:
         print(f"edgeps bench local: {exc}", file=sys.stderr)
         return 2
@@ -256,5 +299,9 @@ def run(args: argparse.Namespace) -> int:
         print(g.line())
     for line in failure_lines(cells):
         print(line)
-    print(f"\n{len(info['runs'])} runs in {info['wall_seconds']:.0f} s wall")
+    wall = info.get("wall_seconds")
+    print(
+        f"\n{len(info['runs'])} runs"
+        + ("" if wall is None else f" in {wall:.0f} s wall")
+    )
     return 0

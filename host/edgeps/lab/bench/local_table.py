@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from edgeps.lab.bench.policies_table import BrokerRun
@@ -99,6 +99,14 @@ class LocalRun:
                    bytes_up=self.bytes_up, bytes_down=self.bytes_down,
                    joules=self.joules)  # fmt: skip
         return out
+
+
+def run_from_dict(d: dict[str, Any]) -> LocalRun:
+    """A `LocalRun` back from its ``to_dict()``."""
+    names = {f.name for f in fields(BrokerRun)}
+    broker = BrokerRun(**{k: v for k, v in d.items() if k in names})
+    usage = d.get("bytes_up"), d.get("bytes_down"), d.get("joules")
+    return LocalRun(int(d["workers"]), broker.scenario, str(d["row"]), broker, *usage)
 
 
 def median_time(times: list[float | None]) -> float | None:
