@@ -284,7 +284,7 @@ def run(args: argparse.Namespace) -> int:
             "goals": [{"name": g.name, "met": g.met, "text": g.text} for g in checked],
             **info,
         }
-        print(json.dumps(out, default=lambda x: None))
+        print(json.dumps(out, default=str))
         return 0
     print(
         f"{pb.DATASET} on a real mosquitto, emulated sensors ({args.board}"
