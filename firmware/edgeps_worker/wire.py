@@ -1,4 +1,4 @@
-"""edgeps wire protocol v2 as a board uses it: layout, codes, ids, HMAC, decode.
+"""edgeps wire protocol v3 as a board uses it: layout, codes, ids, HMAC, decode.
 
 Pure, shared with the host (MicroPython 1.2x, CPython 3.10+), ``struct`` formats
 laid out in firmware/PROTOCOL.md; ``wire_host`` adds the PS's encoders."""
@@ -6,7 +6,7 @@ laid out in firmware/PROTOCOL.md; ``wire_host`` adds the PS's encoders."""
 import struct
 from hashlib import sha256
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 MAGIC = b"EP"
 
 # message types 1..9
@@ -35,8 +35,9 @@ _CHUNK = ("dtype", "chunk_index", "chunk_count", "chunk_size", "total_len")
 FIELDS = {
     HELLO: ("<QQIBHB", ("instance", "nonce", "max_chunk", "dtypes", "max_batch",
                         "codecs")),
-    UPDATE: ("<QIIIfIfBHHII", ("session", "seq", "clock", "base_version",
-                               "compute_time", "samples", "loss") + _CHUNK),
+    UPDATE: ("<QIIIfIfHBHHII", ("session", "seq", "clock", "base_version",
+                                "compute_time", "samples", "loss", "steps")
+             + _CHUNK),
     PARAMS: ("<QQIIHBHHII", ("run", "session", "version", "seq", "batch") + _CHUNK),
     HEARTBEAT: ("<QI", ("session", "clock")),
     BYE: ("<Q", ("nonce",)),
@@ -50,8 +51,10 @@ FIELDS = {
 }  # fmt: skip
 del _CHUNK  # a board keeps no more module globals than it uses
 # which attribute carries the UTF-8 body of text messages
-TEXT_BODY = {HELLO: "model", BYE: "reason", MODEL: "model", REJECT: "reason",
-             WELCOME: "model", STOP: "reason"}  # fmt: skip
+# (HELLO's and WELCOME's bodies are binary, each led by a fixed head,
+# parsed where they are used: wire_host on the PS, worker_link on a worker)
+TEXT_BODY = {BYE: "reason", MODEL: "model", REJECT: "reason",
+             STOP: "reason"}  # fmt: skip
 _ID_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 
 
@@ -273,6 +276,8 @@ def decode(buf, key=None, max_len=MAX_MESSAGE):
         except Exception:
             raise WireError("text", "not UTF-8") from None
         setattr(msg, TEXT_BODY[mtype], text)
+    elif mtype == HELLO or mtype == WELCOME:
+        msg.data = body  # pyright: ignore[reportAttributeAccessIssue]
     elif bl:
         raise WireError("length", "unexpected body")
     if mtype == MODEL:
@@ -373,9 +378,10 @@ def chunk_frame(out, off, plan, i):
 
 def update_plan(job, wid, session, seq, clock, base_version, compute_time,
                 samples, loss, data, dtype=DTYPE_F32, max_chunk=4096,
-                key=None):  # fmt: skip
+                key=None, steps=1):  # fmt: skip
     """An UPDATE's chunks to frame one at a time (``chunk_frame``): a board holds
-    none of them, it frames each straight into its MQTT send buffer."""
+    none of them, it frames each straight into its MQTT send buffer. ``steps``:
+    1, ``data`` is a gradient; H > 1, the model delta of H local steps."""
     try:
         ct, lo = float(compute_time), float(loss)
     except (TypeError, ValueError):
@@ -384,7 +390,8 @@ def update_plan(job, wid, session, seq, clock, base_version, compute_time,
         raise ValueError("compute_time must be finite and >= 0, got %r" % (ct,))
     head = (_uint("session", session, 64), _uint("seq", seq, 32),
             _uint("clock", clock, 32), _uint("base_version", base_version, 32),
-            ct, _uint("samples", samples, 32), lo)  # fmt: skip
+            ct, _uint("samples", samples, 32), lo,
+            _uint("steps", steps, 16))  # fmt: skip
     jb, wb = check_id("job", job), check_id("wid", wid)
     return _plan(UPDATE, jb, wb, FIELDS[UPDATE][0], head, data, dtype, max_chunk, key)
 

@@ -34,10 +34,21 @@ same members on CPython, e.g. a numpy or C-kernel trainer)::
                                      # 1 << code; F32 only without it)
     trainer.encode_grad(code, arg)   # after step(): the UPDATE body in code
                                      # (ValueError on NaN/Inf: nothing sent)
+    trainer.local_round(h, epochs, seconds, lr) -> (loss, samples, steps, delta)
+                                     # optional: a job's local round (SGD steps
+                                     # from the parameter buffer, the delta,
+                                     # released minus trained, where encode_grad
+                                     # finds it); a board's is local_round.run
+    trainer.set_scale(data)          # optional: the job's scaler (WELCOME), f32
+                                     # offsets then inverse stds, bytes; None:
+                                     # raw; a board's is local_round.set_scale
 
 ``trainer.model`` and ``trainer.codecs`` are announced in HELLO; the worker
 checks the WELCOME's n_params against ``trainer.n_params`` and its codec
-against ``codecs``, and encodes each push in that codec. A trainer with
+against ``codecs``, and encodes each push in that codec; a WELCOME naming
+local rounds makes each release a local round pushed as a delta (UPDATE
+steps > 1), and one carrying a scaler goes to ``set_scale``. A trainer with
+``moments()`` -> (rows, means, variances) sends them in HELLO. A trainer with
 ``max_batch`` (int) and ``set_batch(n)`` takes the batch size a release asks
 for. Stop reasons of
 ``Worker.run()``: "done" (a STOP done for this session), "iterations"
@@ -312,7 +323,16 @@ class Worker:
         self.waiting = False
         self._sample()
         t0 = clock.ticks_ms()
-        loss, samples, grad = self.trainer.step()
+        steps = 1
+        # ``local``: set by a WELCOME that asks for local rounds (worker_link),
+        # so a board whose job has none keeps a smaller instance
+        local = getattr(self, "local", None)
+        if local is None:
+            loss, samples, grad = self.trainer.step()
+        else:
+            from edgeps_worker import local_round
+
+            loss, samples, steps, grad = local_round.round(self.trainer, local)
         if self.codec != 1:
             try:
                 grad = self.trainer.encode_grad(self.codec, self.codec_arg)
@@ -324,7 +344,8 @@ class Worker:
         self.clock += 1
         self.seq += 1
         self.last_loss = loss
-        self.unacked = (self.seq, self.clock, self.version, compute_time, samples)
+        self.unacked = (self.seq, self.clock, self.version, compute_time, samples,
+                        steps)  # fmt: skip
         self._grad = grad
         # the UPDATE tells the PS the worker lives: no HEARTBEAT due until
         # heartbeat_ms after it
@@ -337,10 +358,11 @@ class Worker:
         head = self.unacked
         if head is None:
             return
-        seq, clk, base, compute_time, samples = head
+        seq, clk, base, compute_time, samples, steps = head
         plan = wire.update_plan(self.job, self.wid, self.session, seq, clk, base,
                                 compute_time, samples, self.last_loss, self._grad,
-                                self.codec, self.max_chunk, self.key)  # fmt: skip
+                                self.codec, self.max_chunk, self.key,
+                                steps)  # fmt: skip
         # framed straight into the send buffer where it can: no chunk object
         frame = getattr(self.t, "publish_frame", None)
         for i in range(plan[0]):

@@ -9,6 +9,8 @@ release or a push. They use the worker's public state and methods only (see
 ``Worker``).
 """
 
+import struct
+
 from edgeps_worker import clock, unload
 
 
@@ -48,10 +50,11 @@ def hello(w):
     """Ask to join (again): HELLO, then wait for a release."""
     t = w.trainer
     # wire_join.encode_hello
+    mo = t.moments() if hasattr(t, "moments") else None  # CPython trainers
     hi = _encode("encode_hello", w.job, w.wid, w.instance, w.nonce, t.model,
                                 w.max_chunk, w.sink.reads,
                                 getattr(t, "max_batch", 0), w.key,
-                                getattr(t, "codecs", 2))  # fmt: skip
+                                getattr(t, "codecs", 2), mo)  # fmt: skip
     w.t.publish(w.up, hi, 1)
     w.stats["hellos"] += 1
     w.sink.reset()  # the PS answers with a release, maybe the last one
@@ -66,12 +69,15 @@ def on_welcome(w, msg):
         w.count_bad("nonce")  # the answer to a HELLO of an earlier link
         return
     if msg.n_params != w.n_params:
-        w.note("job model " + str(msg.model) + " does not fit this trainer")
+        w.note("job model has " + str(msg.n_params) + " parameters, this trainer "
+               + str(w.n_params))  # fmt: skip
         w.stop_reason = "model_mismatch"
         return
     if not getattr(w.trainer, "codecs", 2) >> msg.codec & 1:
         w.note("job update code " + str(msg.codec) + " is not made here")
         w.stop_reason = "codec"
+        return
+    if not _card(w, msg):
         return
     w.codec, w.codec_arg = msg.codec, msg.codec_arg
     w.refused = 0
@@ -80,6 +86,26 @@ def on_welcome(w, msg):
         w.session = msg.session
         w.seq = 0
         w.sink.reset()
+
+
+def _card(w, msg):
+    # WELCOME's body (PROTOCOL.md): a head (local_steps u16, local_epochs,
+    # local_time, lr f32, n_scale, spec_len u16) | model spec | scaler |
+    # class names. A job with nothing but the model (and a worker that never
+    # had more) needs none of local_round's code. False: not this job's worker.
+    body, t = msg.data, w.trainer
+    if len(body) < 18:
+        w.count_bad("welcome")
+        return False
+    head = struct.unpack_from("<HfffHH", body, 0)
+    if (head[0] > 1 or head[1] or head[2] or len(body) > 18 + head[5]
+            or hasattr(t, "set_scale") or hasattr(w, "local")
+            or hasattr(w, "classes") or hasattr(t, "source")
+            and hasattr(t.source, "s")):  # fmt: skip
+        from edgeps_worker import local_round
+
+        return local_round.card(w, head, body[18:])
+    return True
 
 
 def on_stop(w, reason):
@@ -108,7 +134,7 @@ def on_reject(w, msg):
 
 
 # UPDATE rejections made at the PS's ingest (PROTOCOL.md, "Checks of an UPDATE body")
-_NO_RELEASE = ("codec", "bad_length", "bad_index")
+_NO_RELEASE = ("codec", "bad_length", "bad_index", "steps")
 
 
 def oversized(w, topic):

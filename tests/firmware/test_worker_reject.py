@@ -13,7 +13,7 @@ from edgeps_worker.worker import Worker
 from tests.firmware.test_worker_loop import JOB, WID, InProcessPS, make_trainer
 
 # the UPDATE's dtype byte: prefix, ids, then the fixed fields before it
-_DTYPE_AT = wire.PREFIX_LEN + len(JOB) + len(WID) + struct.calcsize("<QIIIfIf")
+_DTYPE_AT = wire.PREFIX_LEN + len(JOB) + len(WID) + struct.calcsize("<QIIIfIfH")
 
 
 class WrongCodeOnce(InProcessPS):

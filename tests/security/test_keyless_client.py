@@ -1,4 +1,4 @@
-"""Property: a client without a worker's key changes nothing (protocol v2).
+"""Property: a client without a worker's key changes nothing.
 
 Two in-process parameter servers (the coordinator's ingest, core and outbox,
 BSP, per-device keys from one master) see the same genuine traffic of two

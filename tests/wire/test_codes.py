@@ -82,9 +82,11 @@ def test_encoder_refuses_bodies_that_are_not_whole_records(
 
 def _raw_update(dtype: int, count: int, size: int, total: int, body: bytes) -> bytes:
     """An unsigned UPDATE chunk 0 packed field by field, whatever its lengths."""
-    fields = struct.pack(wire.FIELDS[wire.UPDATE][0], 1, 1, 0, 0, 0.0, 1, 0.0,
+    fields = struct.pack(wire.FIELDS[wire.UPDATE][0], 1, 1, 0, 0, 0.0, 1, 0.0, 1,
                          dtype, 0, count, size, total)  # fmt: skip
-    prefix = struct.pack(wire.PREFIX, b"EP", 2, wire.UPDATE, 0, 1, 1, 0, len(body))
+    prefix = struct.pack(
+        wire.PREFIX, b"EP", wire.PROTOCOL_VERSION, wire.UPDATE, 0, 1, 1, 0, len(body)
+    )
     return prefix + b"jw" + fields + body
 
 

@@ -15,7 +15,7 @@ HB = wire.encode_heartbeat("job1", "w1", 2, 3)
 BYE = wire.encode_bye("job1", "w1", 2, "lost")
 MODEL = wire.encode_model("job1", 1, "running", "m", 1, 2)
 MODEL_WITH_WID = (
-    struct.pack(wire.PREFIX, b"EP", 2, wire.MODEL, 0, 4, 1, 0, 1)
+    struct.pack(wire.PREFIX, b"EP", wire.PROTOCOL_VERSION, wire.MODEL, 0, 4, 1, 0, 1)
     + b"job1w"
     + struct.pack("<QBII", 1, 0, 1, 2)
     + b"m"
@@ -43,7 +43,8 @@ def _reason(buf: object, **kw: object) -> str:
         (b"EP\x01", "short"),
         (b"XX" + UPD[2:], "magic"),
         (_patch(UPD, 2, "<B", 1), "version"),  # protocol v1
-        (_patch(UPD, 2, "<B", 3), "version"),
+        (_patch(UPD, 2, "<B", 2), "version"),  # protocol v2
+        (_patch(UPD, 2, "<B", 4), "version"),
         (_patch(UPD, 3, "<B", 0), "type"),
         (_patch(UPD, 3, "<B", 11), "type"),  # 10 is RELEASE
         (_patch(UPD, 4, "<B", 0x02), "flags"),
@@ -57,13 +58,13 @@ def _reason(buf: object, **kw: object) -> str:
         (BYE[:-4] + b"\xff\xfe\xfd\xfc", "text"),
         (_patch(UPD, F + 20, "<f", float("nan")), "value"),  # compute_time
         (_patch(UPD, F + 20, "<f", -1.0), "value"),
-        (_patch(UPD, F + 32, "<B", 9), "dtype"),
-        (_patch(UPD, F + 33, "<H", 1), "chunk"),  # index 1 of 1
-        (_patch(UPD, F + 35, "<H", 2), "chunk"),  # count disagrees with sizes
-        (_patch(UPD, F + 37, "<I", 6), "chunk"),  # chunk size not whole f32s
-        (_patch(UPD, F + 41, "<I", 10), "length"),  # total not whole f32s
-        (_patch(UPD, F + 41, "<I", 1 << 30), "length"),  # absurd total
-        (_patch(_patch(UPD, F + 37, "<I", 4), F + 35, "<H", 2), "length"),
+        (_patch(UPD, F + 34, "<B", 9), "dtype"),
+        (_patch(UPD, F + 35, "<H", 1), "chunk"),  # index 1 of 1
+        (_patch(UPD, F + 37, "<H", 2), "chunk"),  # count disagrees with sizes
+        (_patch(UPD, F + 39, "<I", 6), "chunk"),  # chunk size not whole f32s
+        (_patch(UPD, F + 43, "<I", 10), "length"),  # total not whole f32s
+        (_patch(UPD, F + 43, "<I", 1 << 30), "length"),  # absurd total
+        (_patch(_patch(UPD, F + 39, "<I", 4), F + 37, "<H", 2), "length"),
     ],
 )
 def test_malformed_message_is_rejected_with_reason(buf: bytes, reason: str) -> None:

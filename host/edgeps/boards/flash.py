@@ -54,6 +54,7 @@ BOARD_MODULES = (
     "infer",
     "kernels",
     "kernels_eval",
+    "local_round",
     "mqtt",
     "mqtt_link",
     "mqtt_open",

@@ -67,6 +67,39 @@ def add_job_flags(
     _flag(p, "--lr", "learning rate", d, type=float)
     _flag(
         p,
+        "--local-steps",
+        "SGD steps each worker takes between two pushes, then pushes the model "
+        "delta (1: push every gradient)",
+        d,
+        type=int,
+        metavar="H",
+    )
+    _flag(
+        p,
+        "--local-epochs",
+        "passes over each worker's data per push, instead of --local-steps (0: off)",
+        d,
+        type=float,
+        metavar="E",
+    )
+    _flag(
+        p,
+        "--local-time",
+        "seconds of local training per push, instead of --local-steps (0: off)",
+        d,
+        type=float,
+        metavar="S",
+    )
+    _flag(
+        p,
+        "--server-opt",
+        "how the host applies workers' deltas: sgd, momentum or adam (FedOpt)",
+        d,
+        choices=("sgd", "momentum", "adam"),
+    )
+    _flag(p, "--server-lr", "the step the host applies deltas with", d, type=float)
+    _flag(
+        p,
         "--lr-workers",
         "past this many live workers each push steps by lr x R / workers, so "
         "more workers never make a larger step; 0: always the plain lr",

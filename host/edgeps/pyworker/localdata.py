@@ -26,6 +26,9 @@ class LocalData:
     y: np.ndarray  # int32 class ids or float32 targets, (n,)
     source: str
     classes: tuple[str, ...] | None = None  # names of the class ids (text labels)
+    # the features before this worker scaled them itself (``--scale``): the
+    # job's scaler, when its WELCOME carries one, applies to these instead
+    raw_X: np.ndarray | None = None
 
     @property
     def n_samples(self) -> int:

@@ -39,7 +39,7 @@ def fetch_model(
     """Wait for the job's retained MODEL; reconnect with backoff while it is absent.
 
     With ``want_running`` a finished job's MODEL is skipped: it waits for the
-    next run. MODEL is unsigned and informational (protocol v2): what it says
+    next run. MODEL is unsigned and informational (firmware/PROTOCOL.md): what it says
     only picks the model; the worker's own key checks what the host sends it.
     Returns None when ``stop`` says so or ``timeout`` passes first.
     """

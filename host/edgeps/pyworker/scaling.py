@@ -45,16 +45,15 @@ def load_local(args: argparse.Namespace) -> LocalData:
         scaler = Scaler.fit(data.X)
         where = "this file's own"
         log.warning(
-            "%s: features scaled by this file's own mean and std; the job's "
-            "scaler (from serve's test data) differs until the job's welcome "
-            "carries it: files drawn alike keep the difference small",
+            "%s: features scaled by this file's own mean and std until the "
+            "job's welcome brings the job's scaler, which replaces it",
             data.source,
         )
     elif looks_unscaled(data.X):
         log.warning(
             "%s: features look unscaled (mean up to %.3g, std up to %.3g): "
-            "training on raw features is slow or fails; pass --scale if the "
-            "job has a scaler (serve says so)",
+            "the job's scaler (serve --test-data) is applied on joining; a job "
+            "without one trains slowly or fails on raw features (pass --scale)",
             data.source,
             float(np.abs(data.X.mean(axis=0)).max()),
             float(data.X.std(axis=0).max()),
@@ -67,7 +66,9 @@ def load_local(args: argparse.Namespace) -> LocalData:
             f"{data.source} has {data.n_features}"
         )
     log.info("%s: features standardised by %s mean and std", data.source, where)
-    return LocalData(scaler.transform(data.X), data.y, data.source, data.classes)
+    return LocalData(
+        scaler.transform(data.X), data.y, data.source, data.classes, raw_X=data.X
+    )
 
 
 def check_classes(spec: ModelSpec, data: LocalData, *, given: bool) -> None:

@@ -21,6 +21,7 @@ import numpy as np
 from edgeps import kernels
 from edgeps.codecs import ALL_CODECS, GradEncoder
 from edgeps.kernels import ModelSpec, params_codec
+from edgeps.pyworker import local_round
 from edgeps.pyworker.batches import Shuffle
 from edgeps.pyworker.local_dp import LocalDP
 from edgeps.pyworker.localdata import LocalData
@@ -83,6 +84,10 @@ class NativeTrainer:
             )
         self.spec = spec
         self.X = data.X
+        # what the job's scaler applies to, and what this worker chose itself
+        self._X_own = data.X
+        self._X_raw = data.X if data.raw_X is None else data.raw_X
+        self.classes = data.classes  # names of the local label ids, if text
         self.y = check_labels(spec, data.y, data.source)
         self.n_params = int(spec.n_params)
         self.batch = 0
@@ -165,6 +170,40 @@ class NativeTrainer:
         self.steps += 1
         return float(loss), self.batch, self.grad.data.cast("B")
 
+    def local_round(
+        self, h: int, epochs: float, seconds: float, lr: float
+    ) -> tuple[float, int, int, memoryview]:
+        """H local SGD steps (or epochs, or seconds of them): (mean loss,
+        samples, steps, delta); `edgeps.pyworker.local_round.run`."""
+        return local_round.run(self, h, epochs, seconds, lr)
+
+    def set_scale(self, data: bytes | None) -> None:
+        """The job's scaler from its WELCOME (f32 offsets then inverse stds),
+        applied to the raw features; None: the features as this worker chose."""
+        self.X = self._X_own if data is None else local_round.scaled(self._X_raw, data)
+
+    def set_classes(self, names: bytes | None) -> None:
+        """The job's class names (WELCOME): text labels read here are renumbered
+        to the job's ids; ValueError when a local label is not one of them."""
+        if names is None or self.classes is None:
+            return
+        job = bytes(names).decode().split("\n")
+        if list(job) == list(self.classes):
+            return
+        missing = [c for c in self.classes if c not in job]
+        if missing:
+            raise ValueError(
+                f"labels {', '.join(missing)} are not among the job's classes "
+                f"{', '.join(job)}"
+            )
+        remap = np.array([job.index(c) for c in self.classes], dtype=self.y.dtype)
+        self.y = remap[self.y]
+        self.classes = tuple(job)
+
+    def moments(self) -> tuple[int, list[float], list[float]] | None:
+        """(rows, means, variances) of the raw local features, sent in HELLO."""
+        return local_round.moments(self._X_raw)
+
     def gradient(self) -> np.ndarray:
         """The last gradient as a float32 array (shares the buffer)."""
         return self.grad
@@ -220,6 +259,9 @@ class EmulatedTrainer:
             self.encode_grad = inner.encode_grad
         if hasattr(inner, "set_batch"):
             self.set_batch = inner.set_batch
+        for name in ("set_scale", "set_classes", "moments"):
+            if hasattr(inner, name):
+                setattr(self, name, getattr(inner, name))
 
     def params_buffer(self) -> Any:
         return self.inner.params_buffer()
@@ -239,8 +281,31 @@ class EmulatedTrainer:
         target = self.profile.sample_compute(self._rng, batch)
         t0 = time.perf_counter()
         result = self.inner.step()
-        extra = target - (time.perf_counter() - t0)
+        self._rest(target - (time.perf_counter() - t0))
+        return result
+
+    def local_round(self, h: int, epochs: float, seconds: float, lr: float) -> Any:
+        """The inner trainer's round of as many steps as the emulated board
+        takes: H (or epochs of its shard), or as many as fit in ``seconds``
+        of its emulated compute; then the rest of that time is slept."""
+        batch = getattr(self.inner, "asked_batch", BASE_BATCH)
+        if seconds > 0:
+            h, target = 0, 0.0
+            while h == 0 or target < seconds:
+                target += self.profile.sample_compute(self._rng, batch)
+                h += 1
+        else:
+            rows = int(getattr(self.inner, "X", np.empty((0, 0))).shape[0])
+            h = local_round.plan(h, epochs, rows, getattr(self.inner, "batch", batch))
+            target = sum(
+                self.profile.sample_compute(self._rng, batch) for _ in range(h)
+            )
+        t0 = time.perf_counter()
+        result = self.inner.local_round(h, 0.0, 0.0, lr)
+        self._rest(target - (time.perf_counter() - t0))
+        return result
+
+    def _rest(self, extra: float) -> None:
         if extra > 0:
             self._sleep(extra)
             self.slept += extra
-        return result

@@ -49,6 +49,12 @@ class ServeConfig:
     lr: float = JOB.lr
     lr_workers: int = JOB.lr_workers  # past this many live workers: lr x R / N
     optimizer: str = JOB.optimizer
+    # local rounds, carried to every worker in its WELCOME (core.defaults)
+    local_steps: int = JOB.local_steps
+    local_epochs: float = JOB.local_epochs
+    local_time: float = JOB.local_time
+    server_opt: str = JOB.server_opt  # how the PS applies deltas (FedOpt)
+    server_lr: float = JOB.server_lr
     staleness_aware: bool = JOB.staleness_aware  # lr / (staleness + 1)
     balance: bool = False  # the PS assigns batches (host/README.md, "Work assignment")
     max_update_norm: float | None = None
@@ -241,6 +247,10 @@ RANGES: dict[str, Range] = {
     "dashboard_linger": Range("a number of seconds", 0.0, SECONDS_MAX),
     "seed": Range("an integer", 0, 2**32 - 1),  # scikit-learn's random_state
     "lr_workers": Range("a number of workers", 1, 1_000_000, off=0),
+    "local_steps": Range("a number of steps", 1, 65535),  # UPDATE's two bytes
+    "local_epochs": Range("a number of passes", 0.0, 1e4),
+    "local_time": Range("a number of seconds", 0.0, SECONDS_MAX),
+    "server_lr": Range("a positive number", 0.0, 1e3, open_low=True),
     "keepalive": Range("a number of seconds", 1, 65535),  # MQTT's two bytes
     "max_chunk": Range("a number of bytes", 256, wire.MAX_MESSAGE // 2),
     "dp_clip": Range("a positive number", 0.0, FLOAT32_MAX, open_low=True),

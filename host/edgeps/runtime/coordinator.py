@@ -41,6 +41,7 @@ from edgeps.core.types import (
     Tick,
     WorkerLeft,
 )
+from edgeps.model.card import ModelCard
 from edgeps.observe.fields import add_run_fields
 from edgeps.observe.metrics import MetricsWriter, Progress
 from edgeps.observe.privacy import make_ledger
@@ -54,6 +55,7 @@ from edgeps.runtime.other_serves import OtherServes
 from edgeps.runtime.outbox import Outbox
 from edgeps.runtime.peers import Peers
 from edgeps.runtime.summary import Summary
+from edgeps.runtime.welcome import LocalRounds, card_fields
 from edgeps.runtime.worker_rows import MAX_WORKER_ROWS, limit_rows
 
 log = logging.getLogger(__name__)
@@ -102,6 +104,8 @@ class Settings:
     max_worker_rows: int = MAX_WORKER_ROWS  # per record and summary; the rest: one
     dp_delta: float = JOB.dp_delta  # differential privacy: epsilon at this delta
     dp_epsilon_budget: float = JOB.dp_epsilon_budget  # stop there; 0: no limit
+    local: LocalRounds = LocalRounds()  # carried in every WELCOME
+    card: ModelCard | None = None  # scaler and class names, in every WELCOME
 
 
 class Coordinator:
@@ -141,6 +145,7 @@ class Coordinator:
             peers=self.peers,
             compress=parse_compress(settings.compress),
             params_code=settings.params_code,
+            local=settings.local.active,
         )
         self.accounting = Accounting(
             settings.job, lambda wid: server.worker_state(wid) is not None
@@ -156,6 +161,7 @@ class Coordinator:
             send_rejects=settings.send_rejects,
             params_code=settings.params_code,
             shared=settings.shared_releases,
+            welcome=settings.local.welcome_fields() | card_fields(settings.card),
         )
         self.rejected: Counter[str] = Counter()
         self.inbound = Inbound()

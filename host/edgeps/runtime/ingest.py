@@ -61,6 +61,7 @@ class Ingest:
         max_message: int | None = None,
         compress: Compress | None = None,
         params_code: int = wire.DTYPE_F32,
+        local: bool = False,
     ) -> None:
         if not wire.valid_id(job):
             raise ValueError(f"job id must match [A-Za-z0-9_-]{{1,32}}, got {job!r}")
@@ -71,6 +72,7 @@ class Ingest:
         self.peers = peers if peers is not None else Peers(job)
         self.compress = compress if compress is not None else Compress()
         self.params_code = params_code  # PARAMS code of releases (--compress-down)
+        self.local = local  # the job runs local rounds: pushes may be deltas
         self.codec_arg = self.compress.arg(n_params)
         # an update carries at most n_params float32s (or its code's length, if
         # larger); anything bigger is hostile
@@ -202,6 +204,13 @@ class Ingest:
         )
 
     def _push(self, peer: Peer, msg: Any) -> Push | Rejected | None:
+        steps = int(msg.steps)
+        if steps < 1 or steps > 1 and not self.local:
+            # a delta the job never asked for would be applied at the server
+            # lr, unscaled: refused before the core sees it
+            wid, seq = str(msg.wid), int(msg.seq)
+            self.drop("steps", f"{steps} local steps from {wid}")
+            return Rejected(wid, seq, "steps", int(msg.session))
         update = self._vector(peer, msg)
         if not isinstance(update, np.ndarray):
             return update
@@ -215,6 +224,7 @@ class Ingest:
             samples=int(msg.samples),
             session=int(msg.session),
             loss=float(msg.loss),
+            steps=steps,
         )
 
     def _vector(self, peer: Peer, msg: Any) -> np.ndarray | Rejected | None:

@@ -42,6 +42,7 @@ from edgeps.runtime.test_data import (
     load_test_data,
     worker_hint,
 )
+from edgeps.runtime.welcome import LocalRounds
 from edgeps.transport.broker import BrokerHandle, open_broker
 from edgeps.transport.host_link import HostLink
 
@@ -88,7 +89,7 @@ def load_model(cfg: ServeConfig) -> Model:
 
 
 def read_hmac_key(path: str | None) -> bytes | None:
-    """The master key: each worker's key is derived from it (protocol v2)."""
+    """The master key: each worker's key is derived from it (PROTOCOL.md, "Keys")."""
     return read_key(path)
 
 
@@ -106,6 +107,8 @@ def build_server(cfg: ServeConfig, model: Model) -> tuple[ParameterServer, str]:
         optimizer=cfg.optimizer,
         lr=cfg.lr,
         lr_workers=cfg.lr_workers,
+        server_opt=cfg.server_opt,
+        server_lr=cfg.server_lr,
         staleness_aware=cfg.staleness_aware,
         liveness_timeout=cfg.liveness_timeout,
         max_update_norm=cfg.max_update_norm,
@@ -341,6 +344,10 @@ class Job:
                 gc_freeze=self.gc_freeze,
                 dp_delta=cfg.dp_delta,
                 dp_epsilon_budget=cfg.dp_epsilon_budget,
+                local=LocalRounds(
+                    cfg.local_steps, cfg.local_epochs, cfg.local_time, cfg.lr
+                ),
+                card=self.model.card,
             )
             coord = Coordinator(
                 self.server,

@@ -45,8 +45,11 @@ class Outbox:
         send_rejects: bool = True,
         params_code: int = wire.DTYPE_F32,
         shared: bool = True,
+        welcome: dict[str, Any] | None = None,
     ) -> None:
         self.link = link
+        # the job's local rounds and card, in every WELCOME (runtime.welcome)
+        self.welcome_fields = dict(welcome or {})
         self.peers = peers
         self.job = peers.job
         self.model_text = model
@@ -106,6 +109,7 @@ class Outbox:
             key=peer.key,
             codec=peer.codec,
             codec_arg=peer.codec_arg,
+            **self.welcome_fields,
         )
         self.link.publish(peer.down_topic, payload, 1, False)
 

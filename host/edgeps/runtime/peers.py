@@ -3,7 +3,7 @@
 ``Peer`` holds the transport side of a worker: its up and down topics, the
 largest message it accepts (announced in its HELLO), the model spelling it
 announced that was found equal to ours, its own HMAC key (derived from the
-master key) and the protocol v2 addressing: the session the PS issued, the
+master key) and the protocol's addressing: the session the PS issued, the
 nonce of the link that holds it and the nonces of its earlier links (a HELLO
 naming one of them is a replay). What the PS decides with (clock,
 sequence numbers, liveness) is the core's ``WorkerRecord``. Ingest creates and

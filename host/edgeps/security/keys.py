@@ -1,6 +1,6 @@
 """Per-device HMAC keys: a master key, and each worker's key derived from it.
 
-Derivation (protocol v2 will verify each worker with its own key)::
+Derivation (the protocol verifies each worker with its own key)::
 
     worker_key = HMAC-SHA256(master, b"edgeps-worker-key\\x00" + worker_id_ascii)
 

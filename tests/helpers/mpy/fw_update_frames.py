@@ -70,7 +70,7 @@ w = Worker(t, FixedTrainer(n), "job", "w1", instance=1, max_chunk=1024, key=key)
 w.session = 77
 w.last_loss = 0.5
 w._grad = array("f", [(i % 97) / 8.0 - 6.0 for i in range(n)])
-w.unacked = (3, 4, 5, 0.25, 16)
+w.unacked = (3, 4, 5, 0.25, 16, 1)
 w._send_update()
 for pkt in link.packets[1:]:
     print(bytes(pkt).hex())

@@ -1,0 +1,147 @@
+"""A worker's part of the job's WELCOME: local rounds, the scaler, the classes.
+
+Loaded only by a job whose WELCOME carries them (PROTOCOL.md, "WELCOME"),
+so a board of a job without them carries none of this code. ``card``
+takes them from the WELCOME. ``run`` keeps
+the released parameters in one more parameter-sized buffer (the *anchor*,
+taken once and kept), takes plain SGD steps at the job's lr on the
+trainer's own parameter buffer, and leaves ``anchor - params`` (what the PS
+applies as a pseudo-gradient) in the gradient buffer, where ``encode_grad``
+finds it. ``set_scale`` puts a ``Scaled`` source in front of the trainer's.
+"""
+
+import gc
+from array import array
+
+from edgeps_worker import clock
+
+
+def card(w, head, body):
+    """Adopt a WELCOME's local rounds, scaler and class names for worker ``w``
+    (``head``: its body head; ``body``: the rest). False, with a stop reason,
+    when this worker cannot train the job as it asks."""
+    h, e, s, lr, ns, sl = head
+    t = w.trainer
+    if sl + 8 * ns > len(body) or not (e >= 0 and s >= 0 and lr >= 0):
+        w.count_bad("welcome")
+        return False
+    local = h > 1 or e > 0 or s > 0
+    try:
+        scale = bytes(body[sl : sl + 8 * ns]) if ns else None
+        if hasattr(t, "set_scale"):  # CPython trainers
+            t.set_scale(scale)
+        else:
+            set_scale(t, scale)
+    except ValueError as x:
+        w.note("job scaler: " + str(x))
+        w.stop_reason = "model_mismatch"
+        return False
+    # instance attributes only once a job has them (Worker._release)
+    if local or hasattr(w, "local"):
+        w.local = (h, e, s, lr) if local else None
+        if local:
+            w.note("local rounds: " + str(h) + " steps, " + str(e) + " epochs, "
+                   + str(s) + " s at lr " + str(lr))  # fmt: skip
+    names = bytes(body[sl + 8 * ns :]) or None
+    if names or hasattr(w, "classes"):
+        w.classes = names  # the job's class names, one per line
+    if hasattr(t, "set_classes"):  # CPython workers reading text labels
+        try:
+            t.set_classes(names)
+        except ValueError as x:
+            w.note("job classes: " + str(x))
+            w.stop_reason = "model_mismatch"
+            return False
+    return True
+
+
+def round(t, local):
+    """A local round of trainer ``t`` with the WELCOME's (steps, epochs,
+    seconds, lr): its own ``local_round`` (CPython trainers), else ``run``."""
+    own = getattr(t, "local_round", None)
+    return own(*local) if own is not None else run(t, *local)
+
+
+def plan(h, epochs, rows, batch):
+    """Steps of one round: ``epochs`` passes over ``rows`` (when both are
+    known and > 0), else ``h``; at least one."""
+    if epochs > 0 and rows > 0:
+        n = epochs * rows / max(1, batch)
+        h = int(n) + (1 if n > int(n) else 0)
+    return h if h > 1 else 1
+
+
+def run(t, h, epochs, seconds, lr):
+    """(mean loss, samples, steps, delta) of one local round of trainer ``t``
+    (a ``trainer.KernelTrainer``: ``params``, ``grad``, ``step()``). A round
+    that ends after one step returns that step's gradient (steps 1), which
+    the PS applies as any gradient."""
+    p, g = t.params, t.grad
+    n = len(p)
+    a = getattr(t, "anchor", None)
+    if a is None:
+        gc.collect()
+        a = t.anchor = array("f", bytes(4 * n))
+    for i in range(n):
+        a[i] = p[i]
+    count = getattr(t.source, "count", None)
+    h = plan(h, epochs, count() if count else 0, t.batch)
+    t0 = clock.ticks_ms()
+    k = samples = 0
+    total = 0.0
+    while True:
+        loss, m, _ = t.step()
+        k += 1
+        samples += m
+        total += loss * m
+        if seconds > 0:
+            done = clock.ticks_diff(clock.ticks_ms(), t0) >= seconds * 1000
+        else:
+            done = k >= h
+        if done and k == 1:
+            return loss, m, 1, g  # one step: its gradient, pushed as one
+        for i in range(n):
+            p[i] -= lr * g[i]
+        if done:
+            break
+    for i in range(n):
+        g[i] = a[i] - p[i]
+    return (total / samples if samples else float("nan")), samples, k, g
+
+
+class Scaled:
+    """A data source whose rows come out standardised by the job's scaler
+    (``s``: array('f') of n_features offsets, then as many inverse stds)."""
+
+    def __init__(self, source, s):
+        self.source, self.s = source, s
+        self.n_features = source.n_features
+        self.draw = source.draw
+        self.count = getattr(source, "count", None)
+
+    def rows(self, X, y, m):
+        got = self.source.rows(X, y, m)
+        s, nf = self.s, self.n_features
+        for r in range(m):
+            b = r * nf
+            for j in range(nf):
+                X[b + j] = (X[b + j] - s[j]) * s[nf + j]
+        return got
+
+
+def set_scale(t, data):
+    """A KernelTrainer's scaler from WELCOME bytes (None: raw features);
+    ValueError when it is not the model's size."""
+    src = getattr(t, "source", None)
+    if src is None:
+        if data is None:
+            return
+        raise ValueError("this trainer takes no scaler")
+    if isinstance(src, Scaled):
+        src = src.source
+    if data is None:
+        t.source = src
+        return
+    if len(data) != 8 * src.n_features:
+        raise ValueError("the job's scaler does not fit this model")
+    t.source = Scaled(src, array("f", data))
