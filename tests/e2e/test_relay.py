@@ -145,6 +145,76 @@ def test_two_bridged_sites_reach_the_target(mosquitto: Any, tmp_path: Path) -> N
     assert a["late"] == 0
 
 
+@pytest.mark.slow
+def test_a_relay_folds_its_boards_local_rounds_into_one_delta(mosquitto: Any) -> None:
+    # Arrange: central FedAvg over local rounds of 4 steps; one relay (site
+    # BSP, its site job on the same broker) and emulated sensors behind it
+    cfg = merge(
+        {
+            "broker": mosquitto.url,
+            "job": "fedjob",
+            "policy": "fedavg",
+            "local_steps": 4,
+            "target_accuracy": TARGET,
+            "max_time": 60.0,
+            "quiet": True,
+            "seed": 2,
+        }
+    )
+    job = Job(cfg, broker=open_broker(mosquitto.url))
+    result: dict[str, Summary] = {}
+    host = threading.Thread(target=lambda: result.update(s=job.run()))
+    host.start()
+    out: dict[str, RelaySummary] = {}
+    relay = Relay(
+        RelayConfig(
+            central=ConnectionOptions(broker=mosquitto.url),
+            site=ConnectionOptions(broker=mosquitto.url),
+            job="fedjob",
+            relay_id="relay-l",
+            site_job="site-l",
+        )
+    )
+    thread = threading.Thread(target=lambda: out.update(r=relay.run()))
+    emu: Emulation | None = None
+    try:
+        assert job.ready.wait(20)
+        thread.start()
+        assert relay.ready.wait(30), "the relay did not start its site"
+        emu = Emulation(
+            mosquitto.url, "site-l", seed=5, duration=90.0, n_workers=BOARDS
+        ).start()
+
+        # Execute: until serve reaches the target (or its time limit)
+        host.join(90)
+    finally:
+        job.stop()
+        host.join(10)
+        thread.join(30)  # the central job's STOP ends the relay by itself
+        relay.stop()
+        thread.join(30)
+        if emu is not None:
+            emu.stop()
+            emu.join(20)
+
+    # Assert: the central host applied the relay's deltas, refusing none
+    summary = result["s"]
+    assert not host.is_alive() and not thread.is_alive()
+    assert summary.stop_reason == "target_accuracy"
+    assert summary.accuracy is not None and summary.accuracy >= TARGET
+    assert set(summary.workers) == {"relay-l"}
+    assert summary.workers["relay-l"]["accepted"] > 0
+    assert summary.dropped == {}  # no "steps": the job takes deltas
+    up = out["r"].upstream
+    assert up["local"] is not None and up["local"][0] == 4  # handed to the site
+    assert up["delta_rounds"] >= summary.workers["relay-l"]["accepted"]
+    site = out["r"].site
+    assert site is not None and site.dropped == {}  # the site took deltas too
+    boards = site.workers
+    assert set(boards) == {f"w{i:02d}" for i in range(BOARDS)}
+    assert all(b["accepted"] > 0 for b in boards.values())
+
+
 @contextmanager
 def _lone_relay(
     mosquitto: Any, job_id: str, liveness: float, **relay: Any

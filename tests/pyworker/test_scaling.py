@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from edgeps.kernels import ModelSpec
+from edgeps.pyworker.localdata import LocalData
 from edgeps.pyworker.scaling import check_classes, load_local, looks_unscaled
 
 
@@ -67,7 +68,11 @@ def test_scaler_from_a_shared_file(tmp_path: Path) -> None:
 
 
 def test_classes_must_fit_the_jobs_model(tmp_path: Path) -> None:
+    # a file with some of the job's classes trains (the WELCOME renumbers
+    # them), one with more names than the model has classes is refused
     data = load_local(_args(_raw_csv(tmp_path), classes="no,yes", scale=True))
     check_classes(ModelSpec.parse("logistic:3"), data, given=True)
-    with pytest.raises(ValueError, match="--classes"):
-        check_classes(ModelSpec.parse("mlp:3-8-3"), data, given=True)
+    check_classes(ModelSpec.parse("mlp:3-8-3"), data, given=True)
+    three = LocalData(data.X, data.y, "three.csv", ("a", "b", "c"))
+    with pytest.raises(ValueError, match="has 2"):
+        check_classes(ModelSpec.parse("logistic:3"), three, given=True)

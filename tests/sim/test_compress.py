@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import struct
 
 import pytest
 from edgeps.cli import main
@@ -19,7 +20,8 @@ def test_update_size_is_the_encoded_body_in_its_publish(compress: str) -> None:
     # Prepare: one chunk (the emulator's 64 KB max_chunk), no HMAC
     n = 650
     body = parse_compress(compress).update_bytes(n)
-    head = wire.PREFIX_LEN + len("sim") + len("w00") + 45
+    fields = struct.calcsize(wire.FIELDS[wire.UPDATE][0])  # 47 bytes in v3
+    head = wire.PREFIX_LEN + len("sim") + len("w00") + fields
     topic = wire.topic_up("sim", "w00")
     publish = len(mqtt_packets.publish_packet(topic, bytes(head + body), qos=1, pid=1))
 

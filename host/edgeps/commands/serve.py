@@ -165,14 +165,32 @@ def configure(parser: argparse.ArgumentParser) -> None:
     _flag(
         p,
         "--scaler-from",
-        "compute the feature scaler from this CSV or NPZ (default: --test-data)",
-        metavar="FILE",
+        "compute the feature scaler from this CSV or NPZ, or 'workers': from "
+        "the moments (rows, means, variances) of the workers' own data, "
+        "combined before anyone is welcomed (default: --test-data)",
+        metavar="FILE|workers",
+    )
+    _flag(
+        p,
+        "--scaler-workers",
+        "with --scaler-from workers: fix the scaler once this many workers "
+        "sent their data's moments",
+        type=int,
+        metavar="K",
+    )
+    _flag(
+        p,
+        "--scaler-wait",
+        "with --scaler-from workers: or this many seconds after the first "
+        "moments arrived, with fewer",
+        type=float,
+        metavar="S",
     )
     _flag(
         p,
         "--scale",
-        "with --test-data, standardise features by the job's scaler; workers "
-        "with data files then need --scale too",
+        "with --test-data, standardise features by the job's scaler (every "
+        "worker gets it in its WELCOME)",
         action=on_off,
     )
     _flag(

@@ -72,20 +72,15 @@ def load_local(args: argparse.Namespace) -> LocalData:
 
 
 def check_classes(spec: ModelSpec, data: LocalData, *, given: bool) -> None:
-    """Refuse text labels that cannot be the job's classes; warn when guessed."""
+    """Refuse text labels that cannot be the job's classes: more names than
+    the model has. The job's WELCOME names its classes, and the trainer
+    renumbers this file's to them (``NativeTrainer.set_classes``), so a file
+    holding only some of them (a non-IID shard) trains as the others do."""
     if data.classes is None or spec.kind == "linear":
         return
     n = 2 if spec.kind == "logistic" else spec.n_classes
-    if len(data.classes) != n:
+    if len(data.classes) > n:
         raise ValueError(
             f"{data.source} has the classes {', '.join(data.classes)} but the job's "
-            f"model {spec} has {n}: pass the job's names with --classes (serve "
-            "prints them)"
-        )
-    if not given:
-        log.warning(
-            "%s: text labels named by this file's sorted names (%s); pass "
-            "--classes as serve prints them so every worker names them alike",
-            data.source,
-            ", ".join(data.classes),
+            f"model {spec} has {n}"
         )

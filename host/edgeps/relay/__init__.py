@@ -57,6 +57,11 @@ its relay's central staleness. Liveness nests too: the relay heartbeats the
 central host while it waits for its round, and leaves when the central job
 ends (STOP ``done``), stopping its boards with MODEL ``done`` and a STOP each.
 
+Local rounds and the job's card: the central WELCOME's local rounds, lr,
+scaler and class names go into every site WELCOME, so the boards train as
+the central job asks; under local rounds they push deltas, which a round
+folds as it folds gradients (`fold`) and the relay pushes as one delta.
+
 Keys: the relay holds the central key of its own worker id (or the central
 master, from which it derives it) and the master key of its site, from which
 each board's key is derived, as `edgeps serve` does.

@@ -8,6 +8,14 @@ landed (`offer`) and then waits for the round to close (`wait`), which
 returns the sample-weighted mean of the folded gradients and resets the
 round. `take_central` gives the coordinator the parameters to fan out.
 Pure logic apart from one `threading.Condition`; time is passed in.
+
+Under a central job with local rounds a board pushes a *delta* (``steps`` >
+1: released minus trained parameters) instead of a gradient. A round that
+holds any delta folds into a delta: each gradient is first made the delta
+of one step at the job's ``lr`` (as the core's ``push_delta`` does), and the
+deltas' sample-weighted mean goes upstream with ``steps`` the sample-weighted
+mean of the boards' steps (a gradient counts one), rounded, at least 2. A
+round of gradients alone is their mean, ``steps`` 1, computed as before.
 """
 
 from __future__ import annotations
@@ -19,6 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+MAX_STEPS = 0xFFFF  # UPDATE's steps is a u16
+
 
 @dataclass(frozen=True)
 class Folded:
@@ -27,8 +37,9 @@ class Folded:
     loss: float  # sample-weighted mean of the boards' losses (NaN if none known)
     samples: int  # total samples of the folded gradients
     grad: np.ndarray  # float32, the sample-weighted mean gradient
-    count: int  # gradients folded
+    count: int  # gradients (or deltas) folded
     late: int  # of them computed on an earlier fan-out than the latest
+    steps: int = 1  # 1: ``grad`` is a gradient; > 1: a delta of that many steps
 
 
 class Round:
@@ -45,6 +56,9 @@ class Round:
         self.wake = wake
         self._cond = threading.Condition()
         self._sum = np.zeros(self.n_params, dtype=np.float64)
+        self._dsum: np.ndarray | None = None  # the deltas', once one came
+        self._deltas = 0  # deltas folded into the open round
+        self._step_sum = 0.0  # sample-weighted local steps (a gradient: 1)
         self._weight = 0.0
         self._samples = 0
         self._count = 0
@@ -59,17 +73,28 @@ class Round:
         self.folded = 0
         self.late = 0
         self.largest = 0  # most gradients in one round
+        self.delta_rounds = 0  # rounds pushed as a delta (local rounds)
 
     # ---- the site coordinator's side ------------------------------------
 
-    def fold(self, grad: np.ndarray, samples: int, loss: float, late: bool) -> None:
-        """Add one applied board gradient, weighted by its samples (1 if it gave 0)."""
+    def fold(
+        self, grad: np.ndarray, samples: int, loss: float, late: bool, steps: int = 1
+    ) -> None:
+        """Add one applied board update, weighted by its samples (1 if it gave 0):
+        a gradient (``steps`` <= 1) or the delta of ``steps`` local steps."""
         g = np.asarray(grad, dtype=np.float32).reshape(-1)
         if g.size != self.n_params:
             raise ValueError(f"gradient has {g.size} values, not {self.n_params}")
         w = float(samples) if samples > 0 else 1.0
         with self._cond:
-            self._sum += w * g.astype(np.float64)
+            if steps > 1:
+                if self._dsum is None:
+                    self._dsum = np.zeros(self.n_params, dtype=np.float64)
+                self._dsum += w * g.astype(np.float64)
+                self._deltas += 1
+            else:
+                self._sum += w * g.astype(np.float64)
+            self._step_sum += w * max(1, int(steps))
             self._weight += w
             self._samples += max(0, int(samples))
             self._count += 1
@@ -142,11 +167,14 @@ class Round:
         beat_every: float = 5.0,
         clock: Callable[[], float],
         poll: float = 0.1,
+        lr: float = 1.0,
     ) -> Folded | None:
         """Wait for the round to close and take it; None if ``stop`` came first.
 
         On a stop, a round that holds gradients is taken as it is. ``beat`` is
         called every ``beat_every`` seconds of waiting (the upstream heartbeat).
+        ``lr``: the job's local SGD step, which makes a gradient folded with
+        deltas the delta of one step.
         """
         next_beat = clock() + beat_every
         with self._cond:
@@ -164,17 +192,26 @@ class Round:
                         beat()
                     finally:
                         self._cond.acquire()
-            return self._take()
+            return self._take(lr)
 
-    def _take(self) -> Folded:
-        mean = (self._sum / self._weight).astype(np.float32)
+    def _take(self, lr: float) -> Folded:
+        steps = 1
+        if self._dsum is None or self._deltas == 0:
+            mean = (self._sum / self._weight).astype(np.float32)
+        else:
+            mean = ((self._dsum + lr * self._sum) / self._weight).astype(np.float32)
+            steps = min(MAX_STEPS, max(2, round(self._step_sum / self._weight)))
+            self.delta_rounds += 1
+            self._dsum.fill(0.0)
         loss = self._loss_sum / self._loss_weight if self._loss_weight > 0 else math.nan
-        out = Folded(float(loss), self._samples, mean, self._count, self._late)
+        out = Folded(float(loss), self._samples, mean, self._count, self._late, steps)
         self.rounds += 1
         self.folded += self._count
         self.late += self._late
         self.largest = max(self.largest, self._count)
         self._sum.fill(0.0)
+        self._deltas = 0
+        self._step_sum = 0.0
         self._weight = 0.0
         self._samples = self._count = self._late = 0
         self._loss_sum = self._loss_weight = 0.0

@@ -4,8 +4,9 @@
 2. Start the shared ``Worker`` on the central broker with a `RelayTrainer`
    in its own thread; its first release is the first central parameters.
 3. Start the site parameter server (`SiteServer`, `SiteCoordinator`) on the
-   site broker with them, and run its loop in the calling thread until the
-   central job ends (its STOP ends the worker, which stops the site: MODEL
+   site broker with them (and the central job's local rounds and card, which
+   its WELCOME gave the trainer), and run its loop in the calling thread until
+   the central job ends (its STOP ends the worker, which stops the site: MODEL
    "done" and a STOP to every board) or `stop()` is called.
 """
 
@@ -24,11 +25,12 @@ from edgeps.core.balance import Balancer
 from edgeps.core.norm_guard import NormGuard
 from edgeps.policy import parse_policy
 from edgeps.relay.fold import Round
-from edgeps.relay.site import WAKE_TOPIC, SiteCoordinator, SiteServer
+from edgeps.relay.site import WAKE_TOPIC, SiteCoordinator, SiteServer, card_fields
 from edgeps.relay.upstream import RelayTrainer
 from edgeps.runtime.accounting import sys_subscriptions
 from edgeps.runtime.coordinator import Settings
 from edgeps.runtime.summary import Summary
+from edgeps.runtime.welcome import LocalRounds
 from edgeps.transport.broker import BrokerHandle, open_broker
 from edgeps.transport.host_link import HostLink
 from edgeps.transport.options import ConnectionOptions
@@ -167,7 +169,7 @@ class Relay:
         site: Summary | None = None
         try:
             if round_.wait_offer(self._stop.is_set):
-                site = self._serve_site(round_, job.model)
+                site = self._serve_site(round_, job.model, trainer)
         finally:
             self.ready.set()
             self._stop.set()
@@ -179,8 +181,11 @@ class Relay:
             site,
         )
 
-    def _serve_site(self, round_: Round, model: str) -> Summary:
+    def _serve_site(self, round_: Round, model: str, trainer: RelayTrainer) -> Summary:
         cfg = self.cfg
+        # the first offer came from the trainer's first round, so the central
+        # WELCOME's local rounds and card are known by now
+        local = LocalRounds(*trainer.local) if trainer.local else LocalRounds()
         first = round_.take_central()
         assert first is not None
         policy = parse_policy(cfg.policy)
@@ -213,6 +218,7 @@ class Relay:
                 max_chunk=cfg.site_max_chunk,
                 send_rejects=cfg.send_rejects,
                 hmac_key=cfg.site_key,
+                local=local,
             )
             coord = SiteCoordinator(
                 server,
@@ -220,14 +226,21 @@ class Relay:
                 settings,
                 policy_name=str(server.policy.describe()),
                 min_fold=cfg.min_fold,
+                card=card_fields(trainer.scale, trainer.classes),
             )
             self.coordinator = coord
             link.on_up = coord.link_up
             inbox = link.inbox
             round_.wake = lambda: inbox.put((WAKE_TOPIC, b""))
+            rounds = (
+                f", local rounds {local.steps} steps / {local.epochs} epochs / "
+                f"{local.seconds} s at lr {local.lr}"
+                if local.active
+                else ""
+            )
             text = (
                 f"relay {cfg.relay_id}: site job {cfg.site_job_id} on {broker.url}, "
-                f"policy {coord.policy_name}; boards: edgeps worker --broker "
+                f"policy {coord.policy_name}{rounds}; boards: edgeps worker --broker "
                 f"{broker.url} --job {cfg.site_job_id} --id ID ..."
             )
             log.info("%s", text)
@@ -257,9 +270,12 @@ class Relay:
             "unsent": round_.count,  # folded when the job ended, never pushed
             "fan_in": round_.folded / round_.rounds if round_.rounds else 0.0,
             "largest_round": round_.largest,
+            "delta_rounds": round_.delta_rounds,
             "round_s_median": statistics.median(times) if times else None,
             "fan_outs": self.coordinator.fan_outs if self.coordinator else 0,
             "round_heartbeats": self._beats[0],
+            # the central job's (steps, epochs, seconds, lr), handed to the site
+            "local": list(trainer.local) if trainer and trainer.local else None,
         }
 
 

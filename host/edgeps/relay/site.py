@@ -3,9 +3,13 @@
 It is the core `ParameterServer` and the runtime `Coordinator` that `edgeps
 serve` runs, with three changes:
 
-- `FoldStep`, the site server's optimizer, leaves the parameters alone: an
-  applied board push is folded into the open `Round` (sample-weighted)
-  instead of being stepped into the parameters, which stay the central ones.
+- `FoldStep`, the site server's optimizer (for gradients and for deltas),
+  leaves the parameters alone: an applied board push is folded into the open
+  `Round` (sample-weighted) instead of being stepped into the parameters,
+  which stay the central ones. Under a central job with local rounds the
+  site's WELCOMEs carry them (and the central job's card) to its boards,
+  whose deltas the round folds (`fold`); otherwise a board's delta is
+  refused (``steps``) as serve refuses it.
 - `SiteServer.adopt` puts newly arrived central parameters in as the site's
   parameters (a new site version), as a resume does.
 - `SiteCoordinator.on_release` gates releases: a board the site policy lets
@@ -59,7 +63,8 @@ class SiteServer(ParameterServer):
     """
 
     def __init__(self, params: np.ndarray, round_: Round, **kw: Any) -> None:
-        super().__init__(params, optimizer=FoldStep(int(np.size(params))), **kw)
+        n = int(np.size(params))
+        super().__init__(params, optimizer=FoldStep(n), server_opt=FoldStep(n), **kw)
         self.round = round_
         self.fanout_version = 0  # site version of the last adopted parameters
 
@@ -69,7 +74,9 @@ class SiteServer(ParameterServer):
             for action in actions:
                 if isinstance(action, Applied) and action.worker_id == event.worker_id:
                     late = int(event.base_version) < self.fanout_version
-                    self.round.fold(event.update, event.samples, event.loss, late)
+                    self.round.fold(
+                        event.update, event.samples, event.loss, late, event.steps
+                    )
         return actions
 
     def adopt(self, params: np.ndarray) -> int:
@@ -91,11 +98,14 @@ class SiteCoordinator(Coordinator):
         settings: Any,
         *,
         min_fold: int = 0,
+        card: dict[str, Any] | None = None,
         **kw: Any,
     ) -> None:
         super().__init__(server, link, settings, **kw)
         if min_fold < 0:
             raise ValueError("min_fold must be >= 0")
+        # the central job's scaler and classes (`card_fields`), in every WELCOME
+        self.outbox.welcome_fields.update(card or {})
         self.round = server.round
         # a round closes only with min(min_fold, live boards) gradients in it
         self.min_fold = int(min_fold)
@@ -172,3 +182,18 @@ class SiteCoordinator(Coordinator):
             "fan-out %d: version %d to %d boards", self.fan_outs, version, len(live)
         )
         return True
+
+
+def card_fields(scale: bytes | None, classes: bytes | None) -> dict[str, Any]:
+    """``encode_welcome``'s ``scale`` and ``classes`` from the central WELCOME's
+    bytes (n f32 offsets then n inverse stds; class names one per line)."""
+    out: dict[str, Any] = {}
+    if scale:
+        values = np.frombuffer(bytes(scale), dtype="<f4")
+        if values.size % 2:
+            raise ValueError("a scaler holds offsets and inverse stds in pairs")
+        n = values.size // 2
+        out["scale"] = (values[:n].tolist(), values[n:].tolist())
+    if classes:
+        out["classes"] = bytes(classes).decode().split("\n")
+    return out

@@ -30,6 +30,8 @@ else:  # Python 3.10: the same parser from PyPI
     import tomli as tomllib
 
 DEFAULT_MAX_TIME = 600.0  # seconds, when neither a target nor a time limit is set
+# --scaler-from's value for a scaler from the workers' moments (runtime.scaler_gate)
+SCALER_FROM_WORKERS = "workers"
 
 
 @dataclass
@@ -43,7 +45,9 @@ class ServeConfig:
     dataset: str = "sensors"
     test_data: str | None = None  # CSV/NPZ the job evaluates on (instead of dataset)
     label: str | None = None  # the label column's name in CSV files; None: the last
-    scaler_from: str | None = None  # CSV/NPZ whose features fix the scaler
+    scaler_from: str | None = None  # CSV/NPZ whose features fix the scaler, or workers
+    scaler_workers: int = 2  # --scaler-from workers: moments of this many workers
+    scaler_wait: float = 30.0  # or this long after the first, with fewer
     scale: bool = True  # with --test-data: the job standardises features
     seed: int = 0
     lr: float = JOB.lr
@@ -247,6 +251,8 @@ RANGES: dict[str, Range] = {
     "dashboard_linger": Range("a number of seconds", 0.0, SECONDS_MAX),
     "seed": Range("an integer", 0, 2**32 - 1),  # scikit-learn's random_state
     "lr_workers": Range("a number of workers", 1, 1_000_000, off=0),
+    "scaler_workers": Range("a number of workers", 1, 4096),  # scaler_gate.MAX_HELD
+    "scaler_wait": _SECONDS,
     "local_steps": Range("a number of steps", 1, 65535),  # UPDATE's two bytes
     "local_epochs": Range("a number of passes", 0.0, 1e4),
     "local_time": Range("a number of seconds", 0.0, SECONDS_MAX),
@@ -301,11 +307,19 @@ def check(cfg: ServeConfig) -> None:
         raise ValueError(
             f"--log-level must be debug, info, warning or error, got {cfg.log_level!r}"
         )
+    if cfg.scaler_from != SCALER_FROM_WORKERS:
+        for name in ("scaler_workers", "scaler_wait"):
+            if getattr(cfg, name) != getattr(ServeConfig, name):
+                raise ValueError(
+                    f"--{name.replace('_', '-')} goes with --scaler-from workers"
+                )
     if cfg.label is not None and cfg.test_data is None:
         raise ValueError("--label names a column of --test-data")
     files = ("resume", "hmac_key_file", "password_file", "test_data", "scaler_from")
     for name in files:
         path = getattr(cfg, name)
+        if name == "scaler_from" and path == SCALER_FROM_WORKERS:
+            continue  # not a file: the workers' data (runtime.scaler_gate)
         if path is not None and not Path(path).is_file():
             raise FileNotFoundError(f"--{name.replace('_', '-')}: no such file: {path}")
     for name in ("checkpoint", "metrics_out"):

@@ -35,6 +35,7 @@ from edgeps.core.types import (
     Applied,
     Held,
     Join,
+    Leave,
     Push,
     Rejected,
     Release,
@@ -54,6 +55,7 @@ from edgeps.runtime.model_guard import ModelGuard
 from edgeps.runtime.other_serves import OtherServes
 from edgeps.runtime.outbox import Outbox
 from edgeps.runtime.peers import Peers
+from edgeps.runtime.scaler_gate import ScalerGate
 from edgeps.runtime.summary import Summary
 from edgeps.runtime.welcome import LocalRounds, card_fields
 from edgeps.runtime.worker_rows import MAX_WORKER_ROWS, limit_rows
@@ -124,8 +126,10 @@ class Coordinator:
         progress: Progress | None = None,
         observer: Callable[[dict[str, Any]], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        gate: ScalerGate | None = None,
     ) -> None:
         self.server = server
+        self.gate = gate  # --scaler-from workers: HELLOs wait for the scaler
         self.link = link
         self.settings = settings
         self.policy_name = policy_name
@@ -290,6 +294,16 @@ class Coordinator:
         if isinstance(item, Rejected):
             carry_out([item], self)  # refused at ingest: the core never sees it
             return
+        if self.gate is not None and self.gate.waiting:
+            if isinstance(item, Join):
+                self.gate.hold(item, self.ingest.hello_moments, now)
+                self._admit(now)
+                return
+            if isinstance(item, Leave):
+                self.gate.leave(item.worker_id, item.nonce)
+        self._to_core(item, now)
+
+    def _to_core(self, item: Any, now: float) -> None:
         actions = self.server.handle(item, now)
         if isinstance(item, Push):  # a refusal goes to the session that pushed
             actions = [_from(a, item.session) for a in actions]
@@ -301,9 +315,23 @@ class Coordinator:
             self.gc.joined(now)
         carry_out(actions, self)
 
+    def _admit(self, now: float) -> None:
+        """Once the gate fixes the scaler: into every WELCOME, then the HELLOs."""
+        gate = self.gate
+        joins = gate.admit(now) if gate is not None else None
+        if gate is None or joins is None:
+            return
+        card = self.settings.card
+        if card is not None:
+            self.settings.card = replace(card, scaler=gate.fixed)
+            self.outbox.welcome_fields.update(card_fields(self.settings.card))
+        for join in joins:
+            self._to_core(join, now)
+
     # ---- periodic work
     def tick(self, now: float) -> None:
         self.ingest.expire(now)
+        self._admit(now)  # --scaler-from workers: the wait may be over
         if self.model_guard.due(now):
             self._restore_model(now)
         self.inbound.sample(self.link)
@@ -371,6 +399,8 @@ class Coordinator:
             "broker": self.broker_report(),
             "inbound": self.inbound.report(),
         }
+        if self.gate is not None:
+            record["scaler"] = self.gate.report()
         if self.privacy is not None and self.server.model.dp is not None:
             record["privacy"] = self.privacy.report(self.server.model.dp)
         return add_run_fields(

@@ -80,6 +80,8 @@ class Ingest:
         self.max_message = max_message or (self.max_bytes + 4096)
         self.reassembler = wire.Reassembler(self.max_bytes, max_age, max_pending)
         self.dropped: Counter[str] = Counter()
+        # the moments of the HELLO `feed` last turned into a Join (None: none)
+        self.hello_moments: Any = None
 
     def drop(self, reason: str, detail: str = "") -> None:
         """Count and log one dropped message (logged at debug after the first few)."""
@@ -172,6 +174,7 @@ class Ingest:
 
     def _hello(self, peer: Peer, msg: Any) -> Join | Rejected | None:
         wid, nonce = peer.worker_id, int(msg.nonce)
+        self.hello_moments = None
         if nonce in peer.old_nonces:
             self.drop("replay", f"hello of an earlier link from {wid}")
             return None
@@ -195,6 +198,7 @@ class Ingest:
         peer.codec, peer.codec_arg = code, self.codec_arg
         peer.max_chunk = max(256, int(msg.max_chunk or 4096))
         same_link = nonce == peer.nonce and peer.session
+        self.hello_moments = getattr(msg, "moments", None)
         return Join(
             wid,
             peer.session if same_link else new_session(),

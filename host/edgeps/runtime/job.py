@@ -8,7 +8,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO, Any
 
 import numpy as np
@@ -22,6 +22,7 @@ from edgeps.core.server import ParameterServer
 from edgeps.core.types import WorkerStats
 from edgeps.kernels import params_codec
 from edgeps.model.card import ModelCard
+from edgeps.model.scaler import Scaler
 from edgeps.observe.dashboard import Dashboard, open_dashboard
 from edgeps.observe.metrics import MetricsWriter, Progress
 from edgeps.observe.privacy import require_accountant
@@ -29,17 +30,19 @@ from edgeps.policy import parse_policy
 from edgeps.runtime import other_serves
 from edgeps.runtime.accounting import sys_subscriptions
 from edgeps.runtime.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
-from edgeps.runtime.config import ServeConfig
+from edgeps.runtime.config import SCALER_FROM_WORKERS, ServeConfig
 from edgeps.runtime.connection_flags import connection_options, read_key
 from edgeps.runtime.coordinator import Coordinator, Settings
 from edgeps.runtime.exposure import check_keys
 from edgeps.runtime.lan import LanBroker, prepare_lan
+from edgeps.runtime.scaler_gate import ScalerGate
 from edgeps.runtime.summary import Summary
 from edgeps.runtime.test_data import (
     builtin_test_data,
     check_resume,
     job_spec,
     load_test_data,
+    resumed_scaler,
     worker_hint,
 )
 from edgeps.runtime.welcome import LocalRounds
@@ -53,7 +56,9 @@ log = logging.getLogger(__name__)
 class Model:
     """The model being trained, its card and the held-out data that scores it.
 
-    ``X_test`` is already scaled by the card's scaler, once.
+    ``X_test`` is already scaled by the card's scaler, once. With
+    ``awaits_scaler`` (``--scaler-from workers``) the card has none yet and
+    ``X_test`` is raw until `fix_scaler`.
     """
 
     spec: Any  # edgeps.kernels.ModelSpec
@@ -61,6 +66,15 @@ class Model:
     y_test: np.ndarray
     card: ModelCard | None = None
     data_name: str = ""  # the dataset or test file, for banners and checkpoints
+    awaits_scaler: bool = False
+
+    def fix_scaler(self, scaler: Scaler) -> None:
+        """The scaler the workers' data fixed: into the card, onto the test rows."""
+        if not self.awaits_scaler or self.card is None:
+            raise ValueError("this job's scaler is fixed already")
+        self.card = replace(self.card, scaler=scaler)
+        self.X_test = scaler.transform(self.X_test)
+        self.awaits_scaler = False
 
     def evaluate(self, params: np.ndarray) -> float:
         from edgeps import kernels
@@ -70,8 +84,11 @@ class Model:
 
 def load_model(cfg: ServeConfig) -> Model:
     """The test data (a file or a dataset's split) and the model spec that fits it."""
+    from_workers = cfg.scaler_from == SCALER_FROM_WORKERS
     if cfg.test_data is not None:
         data = load_test_data(cfg.test_data, cfg.label, cfg.scaler_from, cfg.scale)
+        if from_workers and cfg.resume is not None:  # fixed in the run it resumes
+            data = replace(data, scaler=resumed_scaler(cfg.resume))
     else:
         if cfg.scaler_from is not None:
             raise ValueError("--scaler-from goes with --test-data")
@@ -85,7 +102,38 @@ def load_model(cfg: ServeConfig) -> Model:
         data.feature_names,
     )
     X = data.scaler.transform(data.X) if data.scaler is not None else data.X
-    return Model(spec, X, data.y, card, str(cfg.test_data or cfg.dataset))
+    shown = str(cfg.test_data or cfg.dataset)
+    return Model(spec, X, data.y, card, shown, from_workers and data.scaler is None)
+
+
+def scaler_gate(
+    cfg: ServeConfig, model: Model, out: IO[str] | None = None
+) -> ScalerGate | None:
+    """``--scaler-from workers`` with no scaler yet: HELLOs wait for the workers'.
+
+    ``out`` (serve's banner stream) is told when the scaler is fixed.
+    """
+    if not model.awaits_scaler:
+        return None
+
+    def fixed(scaler: Scaler) -> None:
+        model.fix_scaler(scaler)
+        if out is not None:
+            n = gate.fixed_from
+            print(
+                f"edgeps serve: feature scaler fixed from the data of "
+                f"{n} worker{'' if n == 1 else 's'}, {scaler.n} rows",
+                file=out,
+                flush=True,
+            )
+
+    gate = ScalerGate(
+        model.spec.n_features,
+        workers=cfg.scaler_workers,
+        wait=cfg.scaler_wait,
+        on_fixed=fixed,
+    )
+    return gate
 
 
 def read_hmac_key(path: str | None) -> bytes | None:
@@ -316,17 +364,26 @@ class Job:
                 b = self.broker
                 started = "" if b.kind == "external" else f" ({b.kind}, started here)"
                 url = b.url if self.lan is None else self.lan.board_url
+                hint = worker_hint(cfg.label) if cfg.test_data else ""
                 print(
                     f"edgeps serve: job {cfg.job} on {url}{started}; policy "
                     f"{self.policy_name}, model {self.model.spec}, data "
                     f"{self.model.data_name}; workers: edgeps worker --broker "
-                    f"{url} --job {cfg.job} --id ID {worker_hint(self.model.card)}"
+                    f"{url} --job {cfg.job} --id ID {hint}"
                     "...",
                     file=self.out,
                     flush=True,
                 )
                 for line in self.lan.instructions() if self.lan is not None else ():
                     print(f"edgeps serve: {line}", file=self.out, flush=True)
+                if self.model.awaits_scaler:
+                    print(
+                        f"edgeps serve: the feature scaler comes from the data of "
+                        f"{cfg.scaler_workers} workers; they are welcomed once it "
+                        f"is fixed (at most {cfg.scaler_wait:g} s after the first)",
+                        file=self.out,
+                        flush=True,
+                    )
             settings = Settings(
                 job=cfg.job,
                 model=str(self.model.spec),
@@ -361,6 +418,7 @@ class Job:
                 metrics=metrics,
                 progress=None if cfg.quiet else Progress(self.out),
                 observer=dash.publish if dash is not None else None,
+                gate=scaler_gate(cfg, self.model, self.out if self.banner else None),
             )
             self.coordinator = coord
             if found.model_run is not None and found.live_run is None:

@@ -3,8 +3,9 @@
 ``--test-data FILE`` (CSV or NPZ, read by `edgeps.model.table`) gives the
 feature count, the classes (text labels: their sorted names) and, unless
 ``--no-scale``, the feature scaler (from ``--scaler-from FILE`` or the test
-file itself). ``--dataset NAME`` takes a built-in set's held-out split,
-already standardised, with no scaler.
+file itself; ``--scaler-from workers``: none yet, the workers' data fixes it,
+see `edgeps.runtime.scaler_gate`). ``--dataset NAME`` takes a built-in set's
+held-out split, already standardised, with no scaler.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from edgeps.kernels import ModelSpec
 from edgeps.model.card import ModelCard
 from edgeps.model.scaler import Scaler
 from edgeps.model.table import read_table
+from edgeps.runtime.config import SCALER_FROM_WORKERS
 from edgeps.runtime.model_forms import complete_model
 
 __all__ = [
@@ -67,9 +69,11 @@ def load_test_data(
     if table.y is None:
         raise ValueError(f"--test-data {path}: no label column")
     scaler = None
-    if scaler_from is not None:
-        if not scale:
-            raise ValueError("--scaler-from and --no-scale contradict each other")
+    if scaler_from is not None and not scale:
+        raise ValueError("--scaler-from and --no-scale contradict each other")
+    if scaler_from == SCALER_FROM_WORKERS:
+        pass  # fixed while the job runs, from its workers' moments
+    elif scaler_from is not None:
         source = read_table(scaler_from, label=label, classes=table.classes)
         if source.n_features != table.n_features:
             raise ValueError(
@@ -150,13 +154,24 @@ def check_resume(card: ModelCard, meta: dict[str, object], path: str) -> None:
         )
 
 
-def worker_hint(card: ModelCard | None) -> str:
-    """Flags a worker with a data file needs for this job, for serve's banner."""
-    if card is None:
-        return ""
-    hint = ""
-    if card.scaler is not None:
-        hint += "--scale "
-    if card.classes is not None and any(not c.isdigit() for c in card.classes):
-        hint += f"--classes {','.join(card.classes)} "
-    return hint
+def resumed_scaler(path: str) -> Scaler | None:
+    """The scaler a ``--resume`` checkpoint of a ``--scaler-from workers`` job
+    fixed; None when it fixed none (it then trained nothing: workers fix it)."""
+    from edgeps.runtime.checkpoint import load_checkpoint
+
+    ckpt = load_checkpoint(path)
+    scaler = ckpt.meta.get("scaler")
+    if scaler is not None:
+        return Scaler.from_dict(scaler)
+    if ckpt.version > 0:
+        raise ValueError(
+            f"--resume {path}: the checkpoint was trained without a feature "
+            "scaler; resume it as it ran (--no-scale), not --scaler-from workers"
+        )
+    return None
+
+
+def worker_hint(label: str | None) -> str:
+    """Flags a worker with a data file needs for this job, for serve's banner
+    (the job's scaler and class names reach it in its WELCOME)."""
+    return "--data FILE " + (f"--label {label} " if label else "")
