@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import pytest
 from edgeps.emulate.emulation import Emulation
 from edgeps.emulate.runner import LoopEmulation
@@ -58,3 +62,39 @@ def test_an_unknown_board_is_refused_before_starting(mosquitto) -> None:  # type
     for engine in (Emulation, LoopEmulation):
         with pytest.raises(ValueError, match="unknown board"):
             engine(mosquitto.url, "job1", n_workers=1, board="toaster")
+
+
+@pytest.mark.integration
+def test_the_cli_prints_each_sensors_usage_and_the_means(mosquitto, ps) -> None:  # type: ignore[no-untyped-def]
+    # Prepare
+    cmd = [sys.executable, "-m", "edgeps", "emulate", "--broker", mosquitto.url,
+           "--job", "job1", "--workers", "2", "--max-iterations", "5",
+           "--board", "pi", "--sleep-at-barrier", "--json"]  # fmt: skip
+
+    # Execute
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+
+    # Assert: per sensor, and the means over sensors next to them
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    usages = [w["usage"] for w in out["workers"]]
+    assert all(u["board"] == "pi" and u["sleep_at_barrier"] for u in usages)
+    mean = sum(u["bytes_up"] for u in usages) / 2
+    assert out["per_board"]["bytes_up"] == pytest.approx(mean)
+    assert out["per_board"]["joules"] > 0
+
+
+def test_the_means_skip_a_sensor_that_never_ran() -> None:
+    from types import SimpleNamespace
+
+    from edgeps.commands.emulate import per_board
+
+    usage = {"bytes_up": 10, "bytes_down": 20, "alive": 2.0, "compute": 1.0,
+             "waiting": 0.5, "joules": 3.0}  # fmt: skip
+    ran = SimpleNamespace(usage=usage)
+    never = SimpleNamespace(usage={})
+
+    assert per_board([ran, never])["joules"] == 3.0
+    assert per_board([never]) == dict.fromkeys(
+        ("bytes_up", "bytes_down", "alive", "compute", "waiting", "joules")
+    )
