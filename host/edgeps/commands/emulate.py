@@ -93,6 +93,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
         f"up to {THREADS_UP_TO} sensors in one process or with --link-rate, "
         "else loop",
     )
+    energy = parser.add_argument_group("energy (edgeps.workloads.energy)")
+    energy.add_argument(
+        "--board",
+        default="esp32",
+        choices=("esp32", "pi"),
+        help="power model of each sensor's usage (default: esp32)",
+    )
+    energy.add_argument(
+        "--sleep-at-barrier",
+        action="store_true",
+        help="count a sensor waiting for its release as asleep (light sleep)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON, not a table")
 
 
@@ -107,8 +119,8 @@ def pick_engine(engine: str, n_workers: int, processes: int, shaped: bool) -> st
 
 def _table(emu: Any) -> str:
     cols = ("worker", "profile", "lives", "clock", "pushes", "releases",
-            "reconnects", "resends", "rejects", "retx", "up_B", "down_B", "loss",
-            "end")  # fmt: skip
+            "reconnects", "resends", "rejects", "retx", "up_B", "down_B", "J",
+            "loss", "end")  # fmt: skip
     rows = [cols]
     for r in emu.reports.values():
         rows.append((
@@ -116,13 +128,28 @@ def _table(emu: Any) -> str:
             str(r.stats.get("pushes", 0)), str(r.stats.get("releases", 0)),
             str(r.stats.get("reconnects", 0)), str(r.stats.get("resends", 0)),
             str(r.stats.get("rejects", 0)), str(r.retransmits),
-            str(r.link.get("bytes_up", "-")), str(r.link.get("bytes_down", "-")),
-            f"{r.last_loss:.4f}", r.stop_reason or r.error,
+            str(r.usage.get("bytes_up", "-")), str(r.usage.get("bytes_down", "-")),
+            _joules(r.usage), f"{r.last_loss:.4f}", r.stop_reason or r.error,
         ))  # fmt: skip
     widths = [max(len(row[i]) for row in rows) for i in range(len(cols))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
              for row in rows]  # fmt: skip
     return "\n".join(lines)
+
+
+def _joules(usage: dict[str, Any]) -> str:
+    j = usage.get("joules")
+    return "-" if j is None else f"{j:.3g}"
+
+
+def per_board(reports: Any) -> dict[str, float | None]:
+    """Means over sensors of their usage (edgeps.emulate.usage): bytes, s, J."""
+    keys = ("bytes_up", "bytes_down", "alive", "compute", "waiting", "joules")
+    used = [r.usage for r in reports if r.usage]
+    return {
+        k: (round(sum(u[k] for u in used) / len(used), 5) if used else None)
+        for k in keys
+    }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -137,7 +164,8 @@ def run(args: argparse.Namespace) -> int:
             model=args.model, max_iterations=args.max_iterations,
             hmac_key=read_key(args.hmac_key_file), **link_overrides(args),
             compute_time=args.compute_time, compute_jitter=args.compute_jitter,
-            pace=args.pace,
+            pace=args.pace, board=args.board,
+            sleep_at_barrier=args.sleep_at_barrier,
         )  # fmt: skip
         emu: Any
         if engine == "loop":
@@ -169,6 +197,7 @@ def run(args: argparse.Namespace) -> int:
             "scenario": args.scenario,
             "engine": engine,
             "workers": [asdict(r) for r in emu.reports.values()],
+            "per_board": per_board(emu.reports.values()),
         }
         if engine == "loop":
             out["cost"] = emu.cost

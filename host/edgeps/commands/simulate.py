@@ -107,7 +107,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=d.server_lr,
         help="the step the PS applies deltas with",
     )
-    energy = parser.add_argument_group("energy (edgeps.sim.energy)")
+    energy = parser.add_argument_group("energy (edgeps.workloads.energy)")
     energy.add_argument(
         "--board", choices=("esp32", "pi"), default=d.board, help="power model"
     )

@@ -43,6 +43,8 @@ class SensorReport:
     stop_reason: str = ""
     error: str = ""
     link: dict[str, int] = field(default_factory=dict)  # shaped: bytes each way
+    # bytes, seconds and joules (edgeps.emulate.usage), over all its lives
+    usage: dict[str, Any] = field(default_factory=dict)
 
     def add(self, name: str, value: int) -> None:
         self.stats[name] = self.stats.get(name, 0) + value
@@ -81,6 +83,10 @@ class EmulationConfig:
     pace: bool = False
     # loop engine: gc.freeze() once every sensor joined (a process of its own)
     gc_freeze: bool = False
+    # the energy model of each sensor's usage (edgeps.workloads.energy): which
+    # board, and whether one waiting for its release sleeps
+    board: str = "esp32"
+    sleep_at_barrier: bool = False
 
 
 def with_compute(

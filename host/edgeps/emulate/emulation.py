@@ -34,6 +34,7 @@ from edgeps.emulate.common import (
     profile_class,
     with_compute,
 )
+from edgeps.emulate.usage import MeteredLink, UsageMeter, usage_report
 from edgeps.netem.impair import ImpairedTransport, LinkProfile
 from edgeps.netem.links import is_shaped, with_links
 from edgeps.netem.sensor_links import SensorLinks
@@ -41,6 +42,7 @@ from edgeps.pyworker.trainer import EmulatedTrainer, NativeTrainer
 from edgeps.runtime.model_forms import complete_model
 from edgeps.transport.options import ConnectionOptions
 from edgeps.transport.paho_link import MqttLink
+from edgeps.workloads.energy import board_power
 from edgeps.workloads.scenarios import Scenario, WorkerProfile, make_scenario
 
 log = logging.getLogger("edgeps.emulate.emulation")
@@ -99,6 +101,7 @@ class Emulation:
             raise ValueError("batch >= 1 and max_iterations >= 0 required")
         if cfg.pace:
             raise ValueError("pace needs the loop engine (--engine loop)")
+        board_power(cfg.board)  # a known board, or ValueError now
         if not 256 <= cfg.max_chunk <= wire.MAX_MESSAGE // 2:
             raise ValueError(f"max_chunk must be in 256..{wire.MAX_MESSAGE // 2}")
         from edgeps.pyworker.localdata import load_emulated
@@ -211,6 +214,7 @@ class Emulation:
         rng = np.random.default_rng([cfg.seed, index])
         key = derive_worker_key(cfg.hmac_key, wid) if cfg.hmac_key else None
         crash_at = profile.crash_at
+        meter = UsageMeter()
         while not self._should_end():
             model = self.model
             if model is None:
@@ -234,7 +238,7 @@ class Emulation:
             p = profile
             impair = LinkProfile(p.link_delay, p.link_jitter, p.loss_p)
             link = ImpairedTransport(
-                self._make_transport(wid),
+                MeteredLink(self._make_transport(wid), meter, time.monotonic),
                 LinkProfile() if is_shaped(p) else impair,
                 seed=cfg.seed * 1009 + index,
                 sleep=self._stop.wait,
@@ -255,7 +259,15 @@ class Emulation:
                 log=log.debug,
             )
             report.lives += 1
-            reason = worker.run()
+            meter.life_starts(time.monotonic())
+            try:
+                reason = worker.run()
+            finally:
+                meter.life_ends(time.monotonic())
+                report.usage = usage_report(
+                    meter.usage, profile, board=cfg.board,
+                    sleep_at_barrier=cfg.sleep_at_barrier,
+                )  # fmt: skip
             for name, value in worker.stats.items():
                 report.add(name, int(value))
             report.retransmits += link.stats.retransmits

@@ -28,6 +28,7 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
 from edgeps.emulate.timers import SendQueue, Timers
+from edgeps.emulate.usage import UsageMeter
 from edgeps.netem.impair import ImpairedTransport
 from edgeps.transport.options import ConnectionOptions
 from edgeps.transport.paho_link import fresh_client_id
@@ -143,7 +144,8 @@ class LoopLink:
     ``on_message(topic, payload)`` gets every received message, after the
     read that brought it (the handler may publish, close or abort the link);
     ``on_lost()`` is called once when a live link breaks (not after close or
-    abort). ``impair`` draws each publish's link delay (its ``plan``), or None.
+    abort). ``impair`` draws each publish's link delay (its ``plan``), or None;
+    ``meter`` is told every payload as it leaves or arrives.
     """
 
     max_inflight = 100
@@ -156,8 +158,10 @@ class LoopLink:
         on_message: Callable[[str, bytes], None],
         on_lost: Callable[[], None],
         impair: ImpairedTransport | None = None,
+        meter: UsageMeter | None = None,
     ) -> None:
         self.loop = loop
+        self.meter = meter
         self.options = options
         self.address = options.address
         self.name = name
@@ -333,6 +337,8 @@ class LoopLink:
 
     def _send(self, topic: str, payload: bytes, qos: int, retain: bool) -> None:
         client = self._live_client()
+        if self.meter is not None:
+            self.meter.sent(payload, self.loop.now())
         info = client.publish(topic, bytes(payload), qos=qos, retain=retain)
         if info.rc not in (mqtt.MQTT_ERR_SUCCESS, mqtt.MQTT_ERR_QUEUE_SIZE):
             self._live = False
@@ -352,6 +358,8 @@ class LoopLink:
                 got.clear()  # the link broke or was closed: the rest is stale
                 return
             topic, payload = got.popleft()
+            if self.meter is not None:
+                self.meter.received(payload, self.arrived_by)
             self.on_message(topic, payload)
 
     def _flush_due(self) -> None:

@@ -30,6 +30,7 @@ from edgeps.emulate.timers import spread
 from edgeps.netem.links import is_shaped, with_links
 from edgeps.runtime.inbound import percentiles
 from edgeps.transport.options import ConnectionOptions
+from edgeps.workloads.energy import board_power
 from edgeps.workloads.scenarios import Scenario, WorkerProfile, make_scenario
 
 log = logging.getLogger(__name__)
@@ -143,7 +144,8 @@ def run_shard(
         loop, cfg.connection, cfg.job, model, t0, batch=cfg.batch, seed=cfg.seed,
         max_iterations=cfg.max_iterations, heartbeat_ms=cfg.heartbeat_ms,
         release_timeout_ms=cfg.release_timeout_ms, max_chunk=cfg.max_chunk,
-        hmac_key=cfg.hmac_key, pace=cfg.pace,
+        hmac_key=cfg.hmac_key, pace=cfg.pace, board=cfg.board,
+        sleep_at_barrier=cfg.sleep_at_barrier,
     )  # fmt: skip
     sensors = [
         Sensor(env, i, wid, p, d, r)
@@ -248,6 +250,7 @@ class LoopEmulation:
         if cfg.batch < 1 or cfg.max_iterations < 0:
             raise ValueError("batch >= 1 and max_iterations >= 0 required")
         broker.check()
+        board_power(cfg.board)  # a known board, or ValueError now
         if broker.starts_broker:
             raise ValueError(f"need an mqtt[s]:// broker URL, got {broker.broker!r}")
         if cfg.profiles is not None:

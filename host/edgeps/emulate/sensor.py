@@ -26,6 +26,7 @@ import numpy as np
 from edgeps.core.defaults import JOB
 from edgeps.emulate.loop import EventLoop, LoopLink
 from edgeps.emulate.timers import paced_rest
+from edgeps.emulate.usage import UsageMeter, usage_report
 from edgeps.netem.impair import ImpairedTransport, LinkProfile
 from edgeps.pyworker.localdata import LocalData
 from edgeps.transport.options import ConnectionOptions
@@ -55,6 +56,8 @@ class SensorEnv:
     # each step ends its drawn time after its message arrived, the loop's own
     # wait to get to this sensor included (edgeps.emulate.timers.paced_rest)
     pace: bool = False
+    board: str = "esp32"  # the energy model of each sensor's usage
+    sleep_at_barrier: bool = False
     ending: bool = False
     # seconds from an UPDATE leaving a sensor to the next release it computes on
     round_trips: deque[float] = field(default_factory=lambda: deque(maxlen=1 << 15))
@@ -84,6 +87,7 @@ class Sensor:
         self.gen = 0  # life/link generation: stale timers check it
         self.alive = False
         self.crash_at = profile.crash_at
+        self.meter = UsageMeter()
         self._inbox: deque[tuple[str, bytes, float]] = deque()  # and its arrival
         self._backoff = 0.25
         self._resume_at: float | None = None
@@ -126,8 +130,9 @@ class Sensor:
         self.alive = True
         self._inbox.clear()
         self.link = LoopLink(
-            env.loop, env.options, self.wid, self._deliver, self._lost, impair
-        )
+            env.loop, env.options, self.wid, self._deliver, self._lost, impair,
+            meter=self.meter,
+        )  # fmt: skip
         key = derive_worker_key(env.hmac_key, self.wid) if env.hmac_key else None
         self.worker = Worker(
             self.link,
@@ -144,6 +149,7 @@ class Sensor:
         self.report.lives += 1
         self.report.stop_reason = ""
         now = env.loop.now()
+        self.meter.life_starts(now)
         if self.crash_at is not None:
             self._later(max(now, env.t0 + self.crash_at), self._crash)
         self._connect()
@@ -208,6 +214,11 @@ class Sensor:
         r.clock = w.clock
         r.last_loss = w.last_loss
         r.stop_reason = reason
+        self.meter.life_ends(self.env.loop.now())
+        r.usage = usage_report(
+            self.meter.usage, self.profile, board=self.env.board,
+            sleep_at_barrier=self.env.sleep_at_barrier,
+        )  # fmt: skip
 
     # -- events --
 

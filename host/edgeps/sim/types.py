@@ -64,7 +64,7 @@ class SimConfig:
     local_time: float = JOB.local_time
     server_opt: str = JOB.server_opt  # what the PS applies deltas with
     server_lr: float = JOB.server_lr
-    # the energy model (edgeps.sim.energy): which board, and whether a board
+    # the energy model (edgeps.workloads.energy): which board, and whether a board
     # held at the barrier sleeps
     board: str = "esp32"
     sleep_at_barrier: bool = False

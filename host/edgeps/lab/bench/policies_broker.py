@@ -115,15 +115,27 @@ def emulate_command(
     )  # fmt: skip
 
 
+def emulate_out(workdir: Path, job: str) -> Path:
+    """Where `run_once` keeps what emulate printed (its JSON, with --json)."""
+    return workdir / f"{job}.emulate.out"
+
+
 def run_once(url: str, job: str, run: BrokerRun, args: Any, workdir: Path) -> BrokerRun:
-    """One serve + emulate pair on the broker at ``url``; fills ``run`` in."""
+    """One serve + emulate pair on the broker at ``url``; fills ``run`` in.
+
+    What emulate printed stays in ``emulate_out(workdir, job)``.
+    """
     from edgeps.lab.bench.compression import Sniffer
 
     serve_err, emu_err = workdir / f"{job}.serve.err", workdir / f"{job}.emulate.err"
     sniff = Sniffer(url, job)
     serve = emu = None
     try:
-        with serve_err.open("wb") as se, emu_err.open("wb") as ee:
+        with (
+            serve_err.open("wb") as se,
+            emu_err.open("wb") as ee,
+            emulate_out(workdir, job).open("wb") as eo,
+        ):
             serve = subprocess.Popen(
                 serve_command(url, job, run.policy, run.balance, run.seed, args),
                 stdout=subprocess.PIPE, stderr=se,
@@ -131,7 +143,7 @@ def run_once(url: str, job: str, run: BrokerRun, args: Any, workdir: Path) -> Br
             # the sensors wait for the job's retained MODEL: no head start needed
             emu = subprocess.Popen(
                 emulate_command(url, job, run.scenario, run.seed, args),
-                stdout=subprocess.DEVNULL, stderr=ee,
+                stdout=eo, stderr=ee,
             )  # fmt: skip
             try:
                 out, _ = serve.communicate(timeout=args.max_time + 60)

@@ -1,0 +1,307 @@
+"""`edgeps bench local`: local rounds on a real broker, bytes, seconds and joules.
+
+For each number of sensors, scenario, row and seed: a real `edgeps serve
+--policy P [--local-steps H] [--compress UP --compress-down DOWN]` and
+`edgeps emulate --json` on a private mosquitto on 127.0.0.1, run by the
+real-broker policy bench's own code (`edgeps.lab.bench.policies_broker.
+run_once`: a passive client times each run from the first HELLO to the MODEL
+``done`` serve publishes at the target). Bytes and joules per board are what
+emulate reports (`edgeps.emulate.usage`): the mean over sensors of the MQTT
+payload bytes each sent and received, and the energy model of its bytes,
+computing and waiting time at its link rate, up to the end of its run (serve
+stops the job at the target, so a few closing messages past it are
+counted). Next to each cell: the simulator's seconds for the same policy, H,
+scenario and codecs (`edgeps.lab.matrix.grid.run_matrix`, in-process, the
+emulator's CPU charged to the host). Under the table: the goals, met or not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from edgeps.lab.bench import policies_broker as pb
+from edgeps.lab.bench.local_table import (
+    LocalCell,
+    LocalRun,
+    Row,
+    build_cells,
+    failure_lines,
+    goals,
+    parse_row,
+    parse_rows,
+    run_from_dict,
+    table,
+)
+from edgeps.lab.bench.policies_table import BrokerRun
+from edgeps.lab.matrix import grid as matrix
+
+ROWS = "dsp fedavg/h8 fedbuff:k=4/h8 dsp/h8 dsp/h8/int8/int8 fedbuff:k=4/h8/int8/int8"
+SIZES = "8,64"
+SCENARIOS = "stragglers,slowlinks"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--rows",
+        default=ROWS,
+        help="POLICY[/hH][/UP[/DOWN]] rows, separated by spaces or ';' "
+        f"(default: {ROWS!r})",
+    )
+    parser.add_argument("--workers", default=SIZES, help="sensors, comma-separated")
+    parser.add_argument("--scenarios", default=SCENARIOS)
+    parser.add_argument("--seeds", type=int, default=3, help="runs per cell (median)")
+    parser.add_argument("--seed", type=int, default=0, help="first seed")
+    parser.add_argument("--max-time", type=float, default=60.0, help="s per run")
+    parser.add_argument(
+        "--target-accuracy",
+        type=float,
+        default=None,
+        help=f"default: the matrix's for {pb.DATASET}, "
+        f"{matrix.DATASETS[pb.DATASET][1]:g}",
+    )
+    parser.add_argument("--board", default="esp32", choices=("esp32", "pi"))
+    parser.add_argument(
+        "--sleep-at-barrier",
+        action="store_true",
+        help="the energy model counts a board waiting for its release as asleep",
+    )
+    parser.add_argument("--serve-args", default="", help="more flags for every serve")
+    parser.add_argument("--emulate-args", default="", help="more flags for emulate")
+    parser.add_argument("--no-sim", action="store_true", help="skip the simulator")
+    parser.add_argument(
+        "--log",
+        type=Path,
+        metavar="FILE",
+        help="append each run's record to FILE as one JSON line as it ends",
+    )
+    parser.add_argument(
+        "--from-log",
+        type=Path,
+        action="append",
+        metavar="FILE",
+        help="run nothing: the table of the runs logged in FILE (repeatable), "
+        "with the simulator's for the same cells",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead")
+
+
+def _split(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def sizes_of(args: Any) -> list[int]:
+    try:
+        sizes = [int(x) for x in _split(args.workers)]
+    except ValueError:
+        raise ValueError(f"--workers: whole numbers, got {args.workers!r}") from None
+    if not sizes or min(sizes) < 1:
+        raise ValueError("--workers: at least one size, each >= 1")
+    return sizes
+
+
+def run_args(args: Any, row: Row, workers: int) -> argparse.Namespace:
+    """What `policies_broker.run_once` reads, for one row at one size."""
+    emulate = ["--board", args.board, *(["--sleep-at-barrier"]
+               if args.sleep_at_barrier else [])]  # fmt: skip
+    return argparse.Namespace(
+        workers=workers,
+        max_time=args.max_time,
+        target_accuracy=pb.target_of(args),
+        serve_args=" ".join([*row.serve_flags(), args.serve_args]).strip(),
+        emulate_args=" ".join([*emulate, args.emulate_args]).strip(),
+    )
+
+
+def per_board(path: Path) -> dict[str, Any]:
+    """Emulate's per-board means from its JSON; {} when it printed none."""
+    try:
+        out = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    got = out.get("per_board") if isinstance(out, dict) else None
+    return got if isinstance(got, dict) else {}
+
+
+def run_cell_once(
+    url: str, job: str, workers: int, scenario: str, row: Row, seed: int,
+    args: Any, workdir: Path,
+) -> LocalRun:  # fmt: skip
+    """One serve + emulate run of a cell and seed on the broker at ``url``."""
+    broker = BrokerRun(row.policy, scenario, False, seed)
+    pb.run_once(url, job, broker, run_args(args, row, workers), workdir)
+    run = LocalRun(workers, scenario, row.name, broker)
+    usage = per_board(pb.emulate_out(workdir, job))
+    run.bytes_up, run.bytes_down = usage.get("bytes_up"), usage.get("bytes_down")
+    run.joules = usage.get("joules")
+    if not broker.failed and run.bytes_up is None:
+        broker.error = "emulate reported no per-board usage"
+    return run
+
+
+def add_sim(cells: list[LocalCell], rows: list[Row], args: Any) -> None:
+    """The simulator's medians for every cell, the same job in virtual time."""
+    from edgeps.sim.types import EMULATOR_CPU_US
+
+    by_name = {r.name: r for r in rows}
+    for c in cells:
+        row = by_name[c.row]
+        (result,) = matrix.run_matrix(
+            [matrix.Cell(pb.DATASET, c.workers, c.scenario, False)],
+            [row.policy],
+            seeds=args.seeds,
+            first_seed=args.seed,
+            max_time=max(args.max_time, matrix.MAX_TIME),
+            local_steps=(row.local_steps,),
+            overrides={
+                "target_accuracy": pb.target_of(args),
+                "emulator_cpu_us": EMULATOR_CPU_US,
+                "compress": row.compress,
+                "compress_down": row.compress_down,
+                "board": args.board,
+                "sleep_at_barrier": args.sleep_at_barrier,
+            },
+            jobs=1,
+        )
+        (entry,) = result.entries.values()
+        c.sim_time = entry.time
+        c.sim_bytes_up = entry.to_dict()["bytes_up_per_board"]
+        c.sim_joules = entry.to_dict()["joules_per_board"]
+
+
+def measure(
+    args: Any, url: str | None = None, progress: Any = None
+) -> tuple[list[LocalCell], dict[str, Any]]:
+    """Every run on one mosquitto (a private one unless ``url``); cells and info."""
+    from contextlib import nullcontext
+
+    from edgeps.transport.broker import start_mosquitto
+
+    rows, sizes, scenarios = (
+        parse_rows(args.rows),
+        sizes_of(args),
+        _split(args.scenarios),
+    )
+    keys = [(n, s, r.name) for n in sizes for s in scenarios for r in rows]
+    runs: list[LocalRun] = []
+    started = time.monotonic()
+    own = start_mosquitto() if url is None else nullcontext(None)
+    with tempfile.TemporaryDirectory(prefix="edgeps-local-") as tmp, own as b:
+        at = b.url if b is not None else str(url)
+        k = 0
+        for n in sizes:
+            for scenario in scenarios:
+                for seed in range(args.seed, args.seed + args.seeds):
+                    for row in rows:
+                        k += 1
+                        run = run_cell_once(at, f"lr{k}", n, scenario, row, seed,
+                                            args, Path(tmp))  # fmt: skip
+                        runs.append(run)
+                        if args.log is not None:
+                            with args.log.open("a") as f:
+                                f.write(json.dumps(run.to_dict()) + "\n")
+                        if progress is not None:
+                            progress(run)
+    cells = build_cells(keys, runs)
+    if not args.no_sim:
+        add_sim(cells, rows, args)
+    info = {
+        "wall_seconds": round(time.monotonic() - started, 1),
+        "runs": [r.to_dict() for r in runs],
+    }
+    return cells, info
+
+
+def from_logs(args: Any) -> tuple[list[LocalCell], dict[str, Any]]:
+    """The cells of logged runs (in the order they ran), with the simulator's."""
+    runs = []
+    for path in args.from_log:
+        for line in path.read_text().splitlines():
+            if line.strip():
+                runs.append(run_from_dict(json.loads(line)))
+    if not runs:
+        raise ValueError("the logs hold no run")
+    keys = list(dict.fromkeys((r.workers, r.scenario, r.row) for r in runs))
+    cells = build_cells(keys, runs)
+    rows = [parse_row(name) for name in dict.fromkeys(r.row for r in runs)]
+    args.seeds = max(len(c.runs) for c in cells)
+    args.workers = ",".join(str(n) for n in dict.fromkeys(r.workers for r in runs))
+    args.scenarios = ",".join(dict.fromkeys(r.scenario for r in runs))
+    args.rows = " ".join(r.name for r in rows)
+    if not args.no_sim:
+        add_sim(cells, rows, args)
+    return cells, {"runs": [r.to_dict() for r in runs]}
+
+
+def _check(args: Any) -> None:
+    from edgeps.codecs import parse_compress
+    from edgeps.kernels import params_codec
+    from edgeps.policy import parse_policy
+    from edgeps.workloads.scenarios import SCENARIOS as KNOWN
+
+    for r in parse_rows(args.rows):
+        parse_policy(r.policy)
+        parse_compress(r.compress)
+        params_codec.parse_code(r.compress_down)
+    sizes_of(args)
+    for s in _split(args.scenarios) or ["(none)"]:
+        if s not in KNOWN:
+            raise ValueError(f"unknown scenario {s!r}; known: {', '.join(KNOWN)}")
+    if args.seeds < 1 or args.max_time <= 0:
+        raise ValueError("--seeds must be >= 1, --max-time > 0")
+
+
+def _note(run: LocalRun) -> None:
+    b = run.broker
+    t = "-" if b.time_to_target is None else f"{b.time_to_target:.1f} s"
+    what = f"FAILED: {b.error}" if b.failed else f"{t}, acc {b.final_accuracy}"
+    print(f"  {run.workers} {run.scenario} seed {b.seed} {run.row}: {what}",
+          file=sys.stderr, flush=True)  # fmt: skip
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        if args.from_log:
+            cells, info = from_logs(args)
+        else:
+            _check(args)
+            cells, info = measure(args, progress=_note)
+    except (ValueError, OSError, RuntimeError) as exc:
+        print(f"edgeps bench local: {exc}", file=sys.stderr)
+        return 2
+    checked = goals(cells, args.max_time, with_sim=not args.no_sim)
+    if args.json:
+        config = {k: v for k, v in vars(args).items() if not k.startswith("_")}
+        config.update(dataset=pb.DATASET, target_accuracy=pb.target_of(args))
+        out = {
+            "config": config,
+            "cells": [c.to_dict() for c in cells],
+            "goals": [{"name": g.name, "met": g.met, "text": g.text} for g in checked],
+            **info,
+        }
+        print(json.dumps(out, default=str))
+        return 0
+    print(
+        f"{pb.DATASET} on a real mosquitto, emulated sensors ({args.board}"
+        f"{', asleep at the barrier' if args.sleep_at_barrier else ''}): per board "
+        f"payload bytes up and down and joules (emulate's), seconds from the first "
+        f"HELLO to accuracy {pb.target_of(args):g} (max {args.max_time:g} s), "
+        f"final accuracy; medians of {args.seeds} seeds; runs = reached/ok; "
+        f"sim s = the simulator's for the same cell"
+    )
+    print(table(cells, with_sim=not args.no_sim))
+    for g in checked:
+        print(g.line())
+    for line in failure_lines(cells):
+        print(line)
+    wall = info.get("wall_seconds")
+    print(
+        f"\n{len(info['runs'])} runs"
+        + ("" if wall is None else f" in {wall:.0f} s wall")
+    )
+    return 0
