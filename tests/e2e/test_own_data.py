@@ -122,4 +122,9 @@ def test_raw_csv_workers_reach_the_target_and_the_onnx_export_agrees(
     labels = session.run(["label"], {"x": rows.X})[0]
     assert rows.classes == ("benign", "malignant")
     onnx_accuracy = float(np.mean(labels == rows.y))
+    print(
+        f"\nserve: accuracy {summary['accuracy']:.4f} in {summary['elapsed']:.1f} s "
+        f"({summary['updates']} updates); onnxruntime on {len(rows.y)} test rows: "
+        f"{onnx_accuracy:.4f}"
+    )
     assert abs(onnx_accuracy - summary["accuracy"]) <= 0.005
