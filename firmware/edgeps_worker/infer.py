@@ -25,6 +25,7 @@ from edgeps_worker.clock import sleep_ms, ticks_diff, ticks_ms
 from edgeps_worker.predict import Model
 
 RETRY_MS = 10000
+FETCH_MS = 60000  # fetch "always" with a model on flash: then that one
 
 
 def topic_pred(job, wid):
@@ -186,10 +187,52 @@ def build(path):
     for name in ("config", "wire", "builder"):
         unload(name)
     gc.collect()
+    path = cfg["model_file"] = cfg.get("model_file", "model.bin")
+    want, have = cfg.get("fetch", "missing"), exists(path)
+    client = None
+    if cfg["broker_host"] and (want == "always" or want == "missing" and not have):
+        client = transport(cfg)
+        fetch(cfg, client, have)
+    elif not have:
+        raise ValueError(path + " not found: export the job's model to it, or "
+                         "set broker_host to fetch it from the job")  # fmt: skip
     # the model first (its parameters are the largest block), then MQTT
     runner = Inference(cfg, None)
     if cfg["broker_host"]:
-        from edgeps_worker import builder
-
-        runner.attach(builder.make_transport(cfg, builder.mqtt_buffers(cfg)))
+        runner.attach(client or transport(cfg))
     return runner
+
+
+def transport(cfg):
+    from edgeps_worker import builder
+
+    try:
+        return builder.make_transport(cfg, builder.mqtt_buffers(cfg))
+    finally:
+        builder = None
+        unload("builder")
+
+
+def exists(path):
+    try:
+        open(path, "rb").close()
+        return True
+    except OSError:
+        return False
+
+
+def fetch(cfg, client, have):
+    """The job's model into model_file (``edgeps_worker.fetch``); with a
+    model file there already, given up after FETCH_MS for the one on flash."""
+    from edgeps_worker import fetch as mod
+
+    t0 = ticks_ms()
+    try:
+        mod.board(cfg, client, lambda: have and ticks_diff(ticks_ms(), t0) > FETCH_MS)
+    finally:
+        # the join's code is not used again: off the heap before the model loads
+        mod = None
+        for name in ("fetch", "worker", "worker_link", "params_sink", "wire",
+                     "release_round", "codec_read", "local_round", "keep"):  # fmt: skip
+            unload(name)
+        gc.collect()

@@ -1,0 +1,100 @@
+"""An inference board fetches the job's current model; it never trains.
+
+It joins the job as a worker would (HELLO with its own key, so the WELCOME
+and the PARAMS that answer it are signed for it and checked: an unsigned or
+forged one is dropped before it is read), takes the WELCOME's card (class
+names, scaler) and the first complete release, writes the model file
+(``keep.save``), says BYE and goes. It never pushes: ``Fetcher`` is the
+shared ``Worker`` whose release ends the run instead of starting a step.
+The PS counts it as a worker that joined and left.
+
+``edgeps_worker.infer`` loads this module only when a model is to be
+fetched (config ``fetch``: ``missing``, the default, when ``model_file`` is
+not there; ``always`` at every start; ``never``); ``edgeps worker --infer
+--fetch`` runs the same code on CPython.
+"""
+
+from array import array
+
+from edgeps_worker.worker import Worker
+
+FETCHED = "fetched"
+
+
+class Holder:
+    """A trainer that only holds a release: the Worker's buffer, never a step.
+
+    It announces every UPDATE code (it pushes none, so no job refuses it for
+    its codec) and reads F32, F16 and I8 releases (``codec_read``).
+    """
+
+    codecs = 30  # F32, F16, I8, TOPK (bit 1 << code)
+    reads = 14  # F32, F16, I8
+
+    def __init__(self, spec, n_params):
+        self.model = spec
+        self.n_params = n_params
+        self.params = array("f", bytes(4 * n_params))
+        self.scale = None  # the WELCOME's scaler, bytes
+
+    def params_buffer(self):
+        return self.params
+
+    def set_scale(self, data):
+        self.scale = data
+
+    def write_params(self, code, offset, data):
+        from edgeps_worker import codec_read
+
+        codec_read.write_params(self.params, code, offset, data)
+
+
+class Fetcher(Worker):
+    """A Worker whose first complete release ends its run (stop reason
+    ``fetched``): it says BYE then, having pushed nothing."""
+
+    def _release(self):
+        self.stats["releases"] += 1
+        self.stop_reason = FETCHED
+
+
+def n_params(spec):
+    """Parameters of a model spec: each dense layer's W and b."""
+    from edgeps_worker.kernels import parse_spec
+
+    sizes = parse_spec(spec)[1]
+    return sum(sizes[i] * sizes[i + 1] + sizes[i + 1] for i in range(len(sizes) - 1))
+
+
+def fetch(transport, spec, job, wid, path, key=None, stop=None, log=None, **opts):
+    """Join job ``job`` as ``wid`` over ``transport``, write the model of its
+    first release to ``path``; the stop reason (``fetched`` when written).
+    ``opts``: the Worker's timing and size keywords."""
+    h = Holder(spec, n_params(spec))
+    w = Fetcher(transport, h, job, wid, key=key, stop=stop, log=log, **opts)
+    reason = w.run()
+    if reason == FETCHED:
+        from edgeps_worker.keep import save
+
+        save(path, spec, getattr(w, "classes", None), h.params, h.scale)
+    return reason
+
+
+def board(cfg, transport, stop=None):
+    """The board's fetch with its config; ValueError when the job will not
+    give this board a model."""
+    from binascii import unhexlify
+
+    key = cfg["hmac_key"]
+    reason = fetch(
+        transport, cfg["model"], cfg["job"], cfg["worker_id"], cfg["model_file"],
+        unhexlify(key) if key else None, stop, print if cfg["verbose"] else None,
+        heartbeat_ms=cfg["heartbeat_ms"], max_chunk=cfg["max_chunk"],
+        release_timeout_ms=cfg["release_timeout_ms"],
+    )  # fmt: skip
+    if reason == FETCHED:
+        print("edgeps infer: fetched job " + cfg["job"] + "'s model into "
+              + cfg["model_file"])  # fmt: skip
+    elif reason != "stopped":
+        raise ValueError("job " + cfg["job"] + " gave no model: " + reason)
+    return reason

@@ -1,0 +1,160 @@
+"""The job's model kept on flash when the job is done; then, maybe, predicting with it.
+
+A worker that gets STOP done holds the model of its last complete release:
+with local rounds the trainer's ``anchor`` (``local_round.run`` copies each
+release there before it moves the parameters), without them the parameter
+buffer, when no chunk of a later release has landed in it since (the PS
+sends every worker a final release just before STOP done, PROTOCOL.md). It
+is written in the format ``predict.py`` loads (firmware/README.md, "The
+model file"), with the job's class names and scaler from its WELCOME.
+
+``app.main`` loads this module only then, and only on a board (``main``).
+The config's ``on_done`` says what follows: ``predict`` (the default) keeps
+the model and, with a sensor, goes on predicting each reading with it
+(``edgeps_worker.infer``; a restart does the same, with no host); ``keep``
+keeps it and ends; ``stop`` keeps nothing. The CPython worker writes its
+``--model-out`` with ``save`` and ``model_of`` too.
+"""
+
+import gc
+import json
+import os
+import struct
+import sys
+
+from edgeps_worker import unload
+
+HEADER = "<4sBBHIHH"  # predict.HEADER: magic, version, flags, sizes
+ON_DONE = ("predict", "keep", "stop")
+
+
+def released(w):
+    """The buffer holding worker ``w``'s last complete release, or None."""
+    t = w.trainer
+    if getattr(w, "local", None) is not None:
+        return getattr(t, "anchor", None)  # the last round's start
+    s = w.sink
+    d = s.done
+    if d is None:  # no release used since the last HELLO
+        return None
+    # nothing filled since: an own release leaves version -1, a used shared
+    # copy stays held under its version and seq -1
+    if s.version == -1 or (s.seq == -1 and s.version == d[0] and not s.left):
+        return t.params_buffer()
+    return None
+
+
+def model_of(w):
+    """(spec, class names (bytes, one a line) or None, scaler (offsets then
+    inverse stds, float32) or None, parameters or None) of worker ``w``."""
+    t = w.trainer
+    scale = getattr(t, "scale", None)  # what a CPython trainer kept of WELCOME
+    if scale is None:  # a board's: the Scaled source in front of its data
+        scale = getattr(getattr(t, "source", None), "s", None)
+    return t.model, getattr(w, "classes", None), scale, released(w)
+
+
+def save(path, spec, names, params, scale=None):
+    """Write a model file: ``params`` (n float32), ``scale`` (2 x n_features
+    float32 or None), ``names`` (bytes, one name a line, or None). Written
+    to ``path`` + ".new" first, then renamed: a reset while writing leaves the
+    old file whole."""
+    if isinstance(names, str):
+        names = names.encode()
+    parts = bytes(names).split(b"\n") if names else []
+    n = len(params)
+    nf = len(scale) // 2 if scale is not None else _features(spec)
+    tmp = path + ".new"
+    with open(tmp, "wb") as f:
+        spec_b = spec.encode()
+        f.write(struct.pack(HEADER, b"EPSM", 1, 1 if scale is not None else 0,
+                            len(spec_b), n, nf, len(parts)))  # fmt: skip
+        f.write(spec_b)
+        for p in parts:
+            if len(p) > 255:
+                raise ValueError("class names must be at most 255 bytes")
+            f.write(bytes((len(p),)))
+            f.write(p)
+        f.write(_le(params))
+        if scale is not None:
+            f.write(_le(scale))
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+    os.rename(tmp, path)
+
+
+def _le(a):
+    """The bytes of a float32 buffer (array('f'), numpy or bytes), little-endian."""
+    if isinstance(a, (bytes, bytearray, memoryview)):
+        return a
+    if sys.byteorder == "little" or not hasattr(a, "byteswap"):
+        return memoryview(a)  # no copy
+    b = a.copy()
+    b.byteswap()
+    return b
+
+
+def _features(spec):
+    return int(spec.split(":")[1].replace("x", "-").split("-")[0])
+
+
+def exists(path):
+    try:
+        os.stat(path)
+        return True
+    except OSError:
+        return False
+
+
+def settings(argv):
+    """(on_done, model_file, sensor) of the config named by ``argv``."""
+    with open(argv[1] if len(argv) > 1 else "config.json") as f:
+        raw = json.load(f)
+    on = raw.get("on_done", ON_DONE[0])
+    return on, raw.get("model_file", "model.bin"), raw.get("sensor", "")
+
+
+def finish(w, argv, reason):
+    """The end of ``app.main``'s run of ``w`` (a Worker or an inference
+    runner) that stopped for ``reason``: say why; at a job's end (done) keep
+    its model as the config's on_done says, and maybe predict with it from
+    now on. The exit status."""
+    if reason == "memory":
+        print("edgeps worker: out of memory; try a smaller max_chunk, batch or model")
+    print("stopped: " + reason + " " + json.dumps(w.stats))
+    status = 0 if reason in ("done", "iterations", "stopped") else 1
+    if reason != "done" or getattr(w, "sink", None) is None:
+        return status
+    on, path, sensor = settings(argv)
+    if on not in ON_DONE or on == ON_DONE[2]:
+        return status
+    spec, names, scale, params = model_of(w)
+    if params is None:
+        print("edgeps worker: no complete release to keep; " + path + " unchanged")
+    else:
+        gc.collect()
+        try:
+            save(path, spec, names, params, scale)
+            print("edgeps worker: kept the job's model in " + path)
+        except OSError as exc:  # a full flash: the board still did its job
+            print("edgeps worker: cannot write " + path + ": " + str(exc))
+    params = None
+    if on != ON_DONE[0] or not sensor or not exists(path):
+        return status
+    # the caller still holds w: what training holds goes with what w refers to
+    w.trainer = w.sink = w.t = w._grad = None
+    return predict(argv)
+
+
+def predict(argv):
+    """Drop every module training loaded, then start again: with the model
+    file there, the builder hands the board to inference mode."""
+    for name in [k for k in sys.modules if k.startswith("edgeps_worker.")]:
+        if name != "edgeps_worker.keep":
+            unload(name[14:])
+    gc.collect()
+    from edgeps_worker import app
+
+    return app.main(argv)
