@@ -56,14 +56,14 @@ def model_of(w):
 
 def save(path, spec, names, params, scale=None):
     """Write a model file: ``params`` (n float32), ``scale`` (2 x n_features
-    float32 or None), ``names`` (bytes, one name a line, or None). Written
-    to ``path`` + ".new" first, then renamed: a reset while writing leaves the
-    old file whole."""
+    float32, as an array or the WELCOME's bytes, or None), ``names`` (bytes,
+    one name a line, or None). Written to ``path`` + ".new" first, then
+    renamed over it: a reset while writing leaves the old file whole."""
     if isinstance(names, str):
         names = names.encode()
     parts = bytes(names).split(b"\n") if names else []
     n = len(params)
-    nf = len(scale) // 2 if scale is not None else _features(spec)
+    nf = _features(spec)
     tmp = path + ".new"
     with open(tmp, "wb") as f:
         spec_b = spec.encode()
@@ -75,25 +75,14 @@ def save(path, spec, names, params, scale=None):
                 raise ValueError("class names must be at most 255 bytes")
             f.write(bytes((len(p),)))
             f.write(p)
-        f.write(_le(params))
+        f.write(params)  # float32: little-endian on boards and hosts alike
         if scale is not None:
-            f.write(_le(scale))
+            f.write(scale)
     try:
-        os.remove(path)
+        os.rename(tmp, path)  # replaces path (MicroPython's VFS, POSIX)
     except OSError:
-        pass
-    os.rename(tmp, path)
-
-
-def _le(a):
-    """The bytes of a float32 buffer (array('f'), numpy or bytes), little-endian."""
-    if isinstance(a, (bytes, bytearray, memoryview)):
-        return a
-    if sys.byteorder == "little" or not hasattr(a, "byteswap"):
-        return memoryview(a)  # no copy
-    b = a.copy()
-    b.byteswap()
-    return b
+        os.remove(path)
+        os.rename(tmp, path)
 
 
 def _features(spec):

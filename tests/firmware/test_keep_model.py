@@ -200,3 +200,63 @@ def test_sensor_board_goes_on_predicting_when_the_job_is_done(
     assert sum(p["value"] == c for p, c in zip(preds, want, strict=True)) >= 9
     assert all(p["class"] == NAMES[p["value"]] for p in preds)
     assert "mpy-1: connected" not in again.output and len(first) >= 10
+
+
+def test_inference_board_fetches_the_model_of_a_running_serve_with_keys(
+    micropython: str, mosquitto: Any, tmp_path: Path
+) -> None:
+    # Prepare: keys for the job and this board; a forged PARAMS, signed with
+    # another board's key, waits (retained) on the board's down topic
+    import paho.mqtt.client as mqtt
+    from edgeps.security.keys import derive_worker_key
+    from edgeps_worker import wire_host as wire
+
+    X_test = write_job_files(tmp_path)
+    master = tmp_path / "master.key"
+    subprocess.run([sys.executable, "-m", "edgeps", "keys", "new", "--out",
+                    str(master)], check=True, timeout=60)  # fmt: skip
+    secret = bytes.fromhex(master.read_text().split()[-1])
+    forged = wire.encode_params(
+        "fetch", "inf-1", 1, 1, 99, np.full(2410, 7.0, "<f4").tobytes(),
+        max_chunk=1024, key=derive_worker_key(secret, "inf-2"),
+    )[0]  # fmt: skip
+    pub = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2)
+    pub.connect("127.0.0.1", mosquitto.port)
+    pub.loop_start()
+    pub.publish(wire.topic_down("fetch", "inf-1"), forged, 1, True).wait_for_publish(10)
+    pub.loop_stop()
+    pub.disconnect()
+    datafile.write_file(str(tmp_path / "rows.bin"), X_test.tolist(), [0] * len(X_test))
+    cfg = write_worker_config(
+        tmp_path, mosquitto.port, job="fetch", worker_id="inf-1", model=SPEC,
+        mode="infer", data="rows.bin", max_iterations=0, verbose=True,
+        hmac_key=derive_worker_key(secret, "inf-1").hex(),
+    )  # fmt: skip
+    # a serve no worker trains with: its model stays the one it started with
+    job = serve(mosquitto.port, "fetch", tmp_path, "--hmac-key-file", str(master),
+                "--max-time", "20")  # fmt: skip
+    try:
+        # Execute
+        board = subprocess.run(
+            [micropython, str(FIRMWARE / "main.py"), str(cfg)], capture_output=True,
+            text=True, timeout=120, env=MPY_ENV, cwd=tmp_path,
+        )  # fmt: skip
+        out, err = job.communicate(timeout=60)
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait(timeout=10)
+    # Assert: the forgery was dropped on its tag; the model is serve's, card
+    # and all; the board left without a push and predicted every row
+    text = board.stdout + board.stderr
+    assert board.returncode == 0, text
+    assert "dropped message: wire:hmac" in text
+    assert "fetched job fetch's model into model.bin" in text
+    kept = mpy_export.read(tmp_path / "model.bin")
+    assert np.array_equal(kept.params, load_checkpoint(tmp_path / "job.npz").params)
+    assert kept.card.classes == tuple(NAMES) and kept.card.scaler is not None
+    assert len(predictions(board.stdout)) == len(X_test)
+    summary = json.loads(out.strip().splitlines()[-1])
+    row = summary["workers"]["inf-1"]
+    assert row["accepted"] == 0 and row["rejected"] == 0, row
+    assert summary["dropped"].get("hmac", 0) == 0, err
