@@ -75,7 +75,9 @@ def main(argv):
         if close is not None:
             close()
     # what follows (why it ended, at done the job's model kept on flash and
-    # maybe predicting with it) is code loaded only now
+    # maybe predicting with it) is code loaded only now; in a list, so that
+    # nothing holds the worker once keep took it
+    w = [w]
     from edgeps_worker import keep
 
     return keep.finish(w, argv, reason)

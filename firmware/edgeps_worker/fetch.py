@@ -31,10 +31,12 @@ class Holder:
     codecs = 30  # F32, F16, I8, TOPK (bit 1 << code)
     reads = 14  # F32, F16, I8
 
-    def __init__(self, spec, n_params):
+    def __init__(self, spec, n_params, params=None):
         self.model = spec
         self.n_params = n_params
-        self.params = array("f", bytes(4 * n_params))
+        if params is None:
+            params = array("f", range(n_params))  # no n-byte temporary
+        self.params = params
         self.scale = None  # the WELCOME's scaler, bytes
 
     def params_buffer(self):
@@ -66,31 +68,40 @@ def n_params(spec):
     return sum(sizes[i] * sizes[i + 1] + sizes[i + 1] for i in range(len(sizes) - 1))
 
 
-def fetch(transport, spec, job, wid, path, key=None, stop=None, log=None, **opts):
+def fetch(transport, spec, job, wid, path, key=None, stop=None, log=None,
+          params=None, **opts):  # fmt: skip
     """Join job ``job`` as ``wid`` over ``transport``, write the model of its
     first release to ``path``; the stop reason (``fetched`` when written).
-    ``opts``: the Worker's timing and size keywords."""
-    h = Holder(spec, n_params(spec))
+    ``params``: the buffer the release lands in (an array('f') of the
+    model's size, taken early on a board); ``opts``: the Worker's timing and
+    size keywords."""
+    h = Holder(spec, n_params(spec), params)
     w = Fetcher(transport, h, job, wid, key=key, stop=stop, log=log, **opts)
     reason = w.run()
     if reason == FETCHED:
         from edgeps_worker.keep import save
 
         save(path, spec, getattr(w, "classes", None), h.params, h.scale)
+    peak = w.stats["peak_mem"]
+    if peak:  # memory_probe: the join's peak, before the model loads
+        print("edgeps infer: fetch peak heap " + str(peak) + " B")
     return reason
 
 
-def board(cfg, transport, stop=None):
-    """The board's fetch with its config; ValueError when the job will not
-    give this board a model."""
+def board(cfg, transport, stop=None, params=None):
+    """The board's fetch with its config (``params``: as for ``fetch``);
+    ValueError when the job will not give this board a model."""
     from binascii import unhexlify
 
     key = cfg["hmac_key"]
+    probe = None
+    if cfg["memory_probe"]:
+        from edgeps_worker.app import live_heap as probe
     reason = fetch(
         transport, cfg["model"], cfg["job"], cfg["worker_id"], cfg["model_file"],
         unhexlify(key) if key else None, stop, print if cfg["verbose"] else None,
         heartbeat_ms=cfg["heartbeat_ms"], max_chunk=cfg["max_chunk"],
-        release_timeout_ms=cfg["release_timeout_ms"],
+        params=params, release_timeout_ms=cfg["release_timeout_ms"], mem_probe=probe,
     )  # fmt: skip
     if reason == FETCHED:
         print("edgeps infer: fetched job " + cfg["job"] + "'s model into "

@@ -22,7 +22,6 @@ from array import array
 
 from edgeps_worker import unload
 from edgeps_worker.clock import sleep_ms, ticks_diff, ticks_ms
-from edgeps_worker.predict import Model
 
 RETRY_MS = 10000
 FETCH_MS = 60000  # fetch "always" with a model on flash: then that one
@@ -67,6 +66,8 @@ class Inference:
     def __init__(self, cfg, client):
         self.wid, self.job = cfg["worker_id"], cfg["job"]
         cfg["model_file"] = cfg.get("model_file", "model.bin")
+        from edgeps_worker.predict import Model  # after a fetch: its code is gone
+
         self.net = net = Model(cfg["model_file"])
         if net.spec != cfg["model"]:
             raise ValueError(
@@ -191,8 +192,20 @@ def build(path):
     want, have = cfg.get("fetch", "missing"), exists(path)
     client = None
     if cfg["broker_host"] and (want == "always" or want == "missing" and not have):
+        # where the release lands: first, while the heap is whole (the model
+        # loads into the same hole once it is written)
+        from edgeps_worker.kernels import parse_spec
+
+        sizes = parse_spec(cfg["model"])[1]
+        n = sum(sizes[i] * sizes[i + 1] + sizes[i + 1] for i in range(len(sizes) - 1))
+        parse_spec = None
+        for name in ("kernels", "blockfp"):  # back with the model, not needed now
+            unload(name)
+        gc.collect()
+        buf = array("f", range(n))
         client = transport(cfg)
-        fetch(cfg, client, have)
+        fetch(cfg, client, have, buf)
+        buf = None
     elif not have:
         raise ValueError(path + " not found: export the job's model to it, or "
                          "set broker_host to fetch it from the job")  # fmt: skip
@@ -221,14 +234,17 @@ def exists(path):
         return False
 
 
-def fetch(cfg, client, have):
-    """The job's model into model_file (``edgeps_worker.fetch``); with a
-    model file there already, given up after FETCH_MS for the one on flash."""
+def fetch(cfg, client, have, buf):
+    """The job's model into model_file (``edgeps_worker.fetch``), its release
+    landing in ``buf``; with a model file there already, given up after
+    FETCH_MS for the one on flash."""
     from edgeps_worker import fetch as mod
 
     t0 = ticks_ms()
     try:
-        mod.board(cfg, client, lambda: have and ticks_diff(ticks_ms(), t0) > FETCH_MS)
+        mod.board(
+            cfg, client, lambda: have and ticks_diff(ticks_ms(), t0) > FETCH_MS, buf
+        )
     finally:
         # the join's code is not used again: off the heap before the model loads
         mod = None

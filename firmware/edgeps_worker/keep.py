@@ -105,20 +105,27 @@ def settings(argv):
     return on, raw.get("model_file", "model.bin"), raw.get("sensor", "")
 
 
-def finish(w, argv, reason):
-    """The end of ``app.main``'s run of ``w`` (a Worker or an inference
-    runner) that stopped for ``reason``: say why; at a job's end (done) keep
-    its model as the config's on_done says, and maybe predict with it from
-    now on. The exit status."""
+def finish(ws, argv, reason):
+    """The end of ``app.main``'s run that stopped for ``reason``: say why; at
+    a job's end (done) keep its model as the config's on_done says, and
+    maybe predict with it from now on. ``ws``: a list holding the Worker
+    (or inference runner), emptied here, so that nothing holds it (nor its
+    code) once the board predicts. The exit status."""
+    status, on = end(ws.pop(), argv, reason)
+    return predict(argv) if on else status
+
+
+def end(w, argv, reason):
+    """(exit status, True when the board goes on predicting) for worker ``w``."""
     if reason == "memory":
         print("edgeps worker: out of memory; try a smaller max_chunk, batch or model")
     print("stopped: " + reason + " " + json.dumps(w.stats))
     status = 0 if reason in ("done", "iterations", "stopped") else 1
     if reason != "done" or getattr(w, "sink", None) is None:
-        return status
+        return status, False
     on, path, sensor = settings(argv)
     if on not in ON_DONE or on == ON_DONE[2]:
-        return status
+        return status, False
     spec, names, scale, params = model_of(w)
     if params is None:
         print("edgeps worker: no complete release to keep; " + path + " unchanged")
@@ -129,12 +136,7 @@ def finish(w, argv, reason):
             print("edgeps worker: kept the job's model in " + path)
         except OSError as exc:  # a full flash: the board still did its job
             print("edgeps worker: cannot write " + path + ": " + str(exc))
-    params = None
-    if on != ON_DONE[0] or not sensor or not exists(path):
-        return status
-    # the caller still holds w: what training holds goes with what w refers to
-    w.trainer = w.sink = w.t = w._grad = None
-    return predict(argv)
+    return status, on == ON_DONE[0] and bool(sensor) and exists(path)
 
 
 def predict(argv):
