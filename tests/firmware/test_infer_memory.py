@@ -117,7 +117,7 @@ def test_fetching_board_runs_in_a_small_heap(
           f"{fetch} B, inference peak {stats['peak_heap']} B")  # fmt: skip
 
 
-SENSOR = '''\
+SENSOR = """\
 import struct, sys
 
 _f = open("rows.bin", "rb")
@@ -135,7 +135,7 @@ def read(xbuf):
     _f.seek(12 + i * (4 * _nf + 4))
     _f.readinto(memoryview(xbuf))
     return struct.unpack("<i", _f.read(4))[0]
-'''
+"""
 
 
 @pytest.mark.slow
