@@ -385,7 +385,7 @@ def test_an_inference_config_needs_no_broker_and_keeps_its_keys():
     # a training config may name its mode, and model_file: where it keeps
     # the job's model when the job is done
     train = config.validate({**raw, "mode": "train", **OWN})
-    assert train["model_file"] == "model.bin" and "fetch" not in train
+    assert train["model_file"] == "model.bin" and train["on_done"] == "predict"
 
 
 @pytest.mark.parametrize("name", ["accel_gesture", "next_value"])
