@@ -11,8 +11,9 @@ model file"), with the job's class names and scaler from its WELCOME.
 ``app.main`` loads this module only then, and only on a board (``main``).
 The config's ``on_done`` says what follows: ``predict`` (the default) keeps
 the model and, with a sensor, goes on predicting each reading with it
-(``edgeps_worker.infer``; a restart does the same, with no host); ``keep``
-keeps it and ends; ``stop`` keeps nothing. The CPython worker writes its
+(``edgeps_worker.infer``, through a soft reset on a board; a restart does
+the same, with no host); ``keep`` keeps it and ends; ``stop`` keeps
+nothing. The CPython worker writes its
 ``--model-out`` with ``save`` and ``model_of`` too.
 """
 
@@ -140,8 +141,15 @@ def end(w, argv, reason):
 
 
 def predict(argv):
-    """Drop every module training loaded, then start again: with the model
-    file there, the builder hands the board to inference mode."""
+    """Predict with the kept model from now on, as a restart would: the
+    builder finds it at start. On a board that is a soft reset (boot.py and
+    main.py run again, with the whole heap: training left it fragmented);
+    where there is an operating system (the unix port, CPython) every module
+    training loaded is dropped and ``app.main`` runs again in this process."""
+    if sys.platform not in ("linux", "darwin", "win32"):
+        import machine  # type: ignore[import-not-found]
+
+        machine.soft_reset()
     for name in [k for k in sys.modules if k.startswith("edgeps_worker.")]:
         if name != "edgeps_worker.keep":
             unload(name[14:])
