@@ -1,10 +1,11 @@
 """The job's model kept on flash when the job is done; then, maybe, predicting with it.
 
 A worker that gets STOP done holds the model of its last complete release:
-with local rounds the trainer's ``anchor`` (``local_round.run`` copies each
-release there before it moves the parameters), without them the parameter
-buffer, when no chunk of a later release has landed in it since (the PS
-sends every worker a final release just before STOP done, PROTOCOL.md). It
+the parameter buffer when no chunk of a later release has landed in it
+since and no local round moved it (the PS sends every worker a final
+release just before STOP done, which starts no step, PROTOCOL.md); else,
+with local rounds, the trainer's ``anchor`` (``local_round.run`` copies
+each release there before it moves the parameters). It
 is written in the format ``predict.py`` loads (firmware/README.md, "The
 model file"), with the job's class names and scaler from its WELCOME.
 
@@ -32,17 +33,19 @@ ON_DONE = ("predict", "keep", "stop")
 def released(w):
     """The buffer holding worker ``w``'s last complete release, or None."""
     t = w.trainer
-    if getattr(w, "local", None) is not None:
-        return getattr(t, "anchor", None)  # the last round's start
     s = w.sink
-    d = s.done
-    if d is None:  # no release used since the last HELLO
-        return None
-    # nothing filled since: an own release leaves version -1, a used shared
-    # copy stays held under its version and seq -1
-    if s.version == -1 or (s.seq == -1 and s.version == d[0] and not s.left):
+    d = s.done  # the release last used (None: none since the last HELLO)
+    # nothing filled the buffer since: an own release leaves version -1, a
+    # used shared copy stays held under its version and seq -1
+    clean = d is not None and (
+        s.version == -1 or (s.seq == -1 and s.version == d[0] and not s.left)
+    )
+    local = getattr(w, "local", None) is not None
+    # the job's final release starts no step (Worker._on_params) and a
+    # release without local rounds none that moves the parameters
+    if clean and d is not None and (not local or not d[1] and w.model_state == "done"):
         return t.params_buffer()
-    return None
+    return getattr(t, "anchor", None) if local else None  # the last round's start
 
 
 def model_of(w):

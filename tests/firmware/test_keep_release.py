@@ -32,6 +32,7 @@ class Worker:
     def __init__(self) -> None:
         self.trainer = Trainer()
         self.sink = ParamsSink(self.trainer.params, 16, self.trainer)
+        self.model_state = "running"
 
 
 def release(w: Worker, version: int, values: list[float], chunks: int = 1) -> Any:
@@ -57,13 +58,20 @@ def test_the_last_complete_release_is_kept_untouched_or_not_at_all() -> None:
 
 
 def test_with_local_rounds_the_rounds_anchor_is_kept() -> None:
-    # Prepare: the round moved the parameters after its release
+    # Prepare: a release answering push 3, then a round moved the parameters
     w = Worker()
     w.local = (4, 0.0, 0.0, 0.1)  # type: ignore[attr-defined]
+    body = np.array([1.0, 2.0, 3.0, 4.0], "<f4").tobytes()
+    for chunk in wire.encode_params("j", "w", 1, 2, 5, body, seq=3):
+        w.sink.add(wire.decode(chunk))
     w.trainer.anchor = array("f", [1.0, 2.0, 3.0, 4.0])  # type: ignore[attr-defined]
     w.trainer.params[0] = 7.0
     # Execute / Assert
     assert list(keep.released(w)) == [1.0, 2.0, 3.0, 4.0]
+    # the job's final release (seq 0 after MODEL done) starts no round
+    w.model_state = "done"
+    release(w, 9, [5.0, 6.0, 7.0, 8.0], chunks=4)
+    assert list(keep.released(w)) == [5.0, 6.0, 7.0, 8.0]
 
 
 def test_the_file_written_is_the_exports_format(tmp_path: Path) -> None:

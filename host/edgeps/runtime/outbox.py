@@ -157,11 +157,13 @@ class Outbox:
                 for chunk in chunks:
                     self.link.publish(peer.down_topic, chunk, 1, False)
                     spent += len(chunk)
+                    self.params_bytes += len(chunk)
             except Exception:  # one dead link must not keep the others waiting
                 self.errors += 1
                 log.exception("could not send %s the final release", peer.worker_id)
                 continue
             sent += 1
+            self.releases_sent += 1
         if skipped:
             log.warning(
                 "final release: %d workers past the %d-byte budget keep their last",
