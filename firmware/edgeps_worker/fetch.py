@@ -14,11 +14,14 @@ not there; ``always`` at every start; ``never``); ``edgeps worker --infer
 --fetch`` runs the same code on CPython.
 """
 
+import gc
 from array import array
 
-from edgeps_worker.worker import Worker
+from edgeps_worker import unload
+from edgeps_worker.clock import ticks_diff, ticks_ms
 
 FETCHED = "fetched"
+FETCH_MS = 60000  # fetch "always" with a model on flash: then that one
 
 
 class Holder:
@@ -51,13 +54,18 @@ class Holder:
         codec_read.write_params(self.params, code, offset, data)
 
 
-class Fetcher(Worker):
+def fetcher(*args, **kw):
     """A Worker whose first complete release ends its run (stop reason
-    ``fetched``): it says BYE then, having pushed nothing."""
+    ``fetched``): it says BYE then, having pushed nothing. The worker loop is
+    imported here, after the release buffer was taken."""
+    from edgeps_worker.worker import Worker
 
-    def _release(self):
-        self.stats["releases"] += 1
-        self.stop_reason = FETCHED
+    class Fetcher(Worker):
+        def _release(self):
+            self.stats["releases"] += 1
+            self.stop_reason = FETCHED
+
+    return Fetcher(*args, **kw)
 
 
 def n_params(spec):
@@ -76,8 +84,13 @@ def fetch(transport, spec, job, wid, path, key=None, stop=None, log=None,
     model's size, taken early on a board); ``opts``: the Worker's timing and
     size keywords."""
     h = Holder(spec, n_params(spec), params)
-    w = Fetcher(transport, h, job, wid, key=key, stop=stop, log=log, **opts)
+    w = fetcher(transport, h, job, wid, key=key, stop=stop, log=log, **opts)
     reason = w.run()
+    if reason == "done":  # the job ended first: its final release, when whole
+        from edgeps_worker.keep import released
+
+        if released(w) is not None:
+            reason = FETCHED
     if reason == FETCHED:
         from edgeps_worker.keep import save
 
@@ -88,24 +101,48 @@ def fetch(transport, spec, job, wid, path, key=None, stop=None, log=None,
     return reason
 
 
-def board(cfg, transport, stop=None, params=None):
-    """The board's fetch with its config (``params``: as for ``fetch``);
-    ValueError when the job will not give this board a model."""
+def board(cfg, have):
+    """An inference board's fetch into its model_file, with its config; with
+    a model file there already (``have``), given up after FETCH_MS for the
+    one on flash. Returns the MQTT client, for the predictions; ValueError
+    when the job will not give this board a model."""
     from binascii import unhexlify
 
+    # where the release lands: first, while the heap is whole (the model
+    # loads into the same hole once it is written); the kernels, which the
+    # config's check loaded, come back with the model
+    n = n_params(cfg["model"])
+    for name in ("kernels", "blockfp"):
+        unload(name)
+    gc.collect()
+    params = array("f", range(n))
+    from edgeps_worker.infer import transport
+
+    client = transport(cfg)
     key = cfg["hmac_key"]
     probe = None
     if cfg["memory_probe"]:
         from edgeps_worker.app import live_heap as probe
-    reason = fetch(
-        transport, cfg["model"], cfg["job"], cfg["worker_id"], cfg["model_file"],
-        unhexlify(key) if key else None, stop, print if cfg["verbose"] else None,
-        heartbeat_ms=cfg["heartbeat_ms"], max_chunk=cfg["max_chunk"],
-        params=params, release_timeout_ms=cfg["release_timeout_ms"], mem_probe=probe,
-    )  # fmt: skip
+    t0 = ticks_ms()
+    try:
+        reason = fetch(
+            client, cfg["model"], cfg["job"], cfg["worker_id"], cfg["model_file"],
+            unhexlify(key) if key else None,
+            lambda: have and ticks_diff(ticks_ms(), t0) > FETCH_MS,
+            print if cfg["verbose"] else None, params=params,
+            heartbeat_ms=cfg["heartbeat_ms"], max_chunk=cfg["max_chunk"],
+            release_timeout_ms=cfg["release_timeout_ms"], mem_probe=probe,
+        )  # fmt: skip
+    finally:
+        # the join's code is not used again: off the heap before the model loads
+        params = None
+        for name in ("worker", "worker_link", "params_sink", "wire",
+                     "release_round", "codec_read", "local_round", "keep"):  # fmt: skip
+            unload(name)
+        gc.collect()
     if reason == FETCHED:
         print("edgeps infer: fetched job " + cfg["job"] + "'s model into "
               + cfg["model_file"])  # fmt: skip
     elif reason != "stopped":
         raise ValueError("job " + cfg["job"] + " gave no model: " + reason)
-    return reason
+    return client

@@ -8,7 +8,9 @@ uses; a reading whose read returns None is skipped), or each row of an EPSD
 ``verbose``) and, when a broker is configured, published with QoS 0 as
 JSON ``{"id", "class", "value"}`` on ``edgeps/<job>/pred/<id>`` (PROTOCOL.md,
 "Topics"). The broker is optional: a board with no host in reach predicts
-and keeps trying to connect every ``RETRY_MS``.
+and keeps trying to connect every ``RETRY_MS``. With a broker and no model
+file (config ``fetch``) the board first takes the job's current model
+(``edgeps_worker.fetch``, loaded only then).
 
 ``Inference`` shows ``app.main`` the face of a Worker (``wid``, ``job``,
 ``trainer.model``, ``run()``, ``stats``), so app needs no code of its own
@@ -24,7 +26,6 @@ from edgeps_worker import unload
 from edgeps_worker.clock import sleep_ms, ticks_diff, ticks_ms
 
 RETRY_MS = 10000
-FETCH_MS = 60000  # fetch "always" with a model on flash: then that one
 
 
 def topic_pred(job, wid):
@@ -192,20 +193,12 @@ def build(path):
     want, have = cfg.get("fetch", "missing"), exists(path)
     client = None
     if cfg["broker_host"] and (want == "always" or want == "missing" and not have):
-        # where the release lands: first, while the heap is whole (the model
-        # loads into the same hole once it is written)
-        from edgeps_worker.kernels import parse_spec
+        from edgeps_worker import fetch  # loaded only to fetch
 
-        sizes = parse_spec(cfg["model"])[1]
-        n = sum(sizes[i] * sizes[i + 1] + sizes[i + 1] for i in range(len(sizes) - 1))
-        parse_spec = None
-        for name in ("kernels", "blockfp"):  # back with the model, not needed now
-            unload(name)
+        client = fetch.board(cfg, have)
+        fetch = None
+        unload("fetch")
         gc.collect()
-        buf = array("f", range(n))
-        client = transport(cfg)
-        fetch(cfg, client, have, buf)
-        buf = None
     elif not have:
         raise ValueError(path + " not found: export the job's model to it, or "
                          "set broker_host to fetch it from the job")  # fmt: skip
@@ -232,23 +225,3 @@ def exists(path):
         return True
     except OSError:
         return False
-
-
-def fetch(cfg, client, have, buf):
-    """The job's model into model_file (``edgeps_worker.fetch``), its release
-    landing in ``buf``; with a model file there already, given up after
-    FETCH_MS for the one on flash."""
-    from edgeps_worker import fetch as mod
-
-    t0 = ticks_ms()
-    try:
-        mod.board(
-            cfg, client, lambda: have and ticks_diff(ticks_ms(), t0) > FETCH_MS, buf
-        )
-    finally:
-        # the join's code is not used again: off the heap before the model loads
-        mod = None
-        for name in ("fetch", "worker", "worker_link", "params_sink", "wire",
-                     "release_round", "codec_read", "local_round", "keep"):  # fmt: skip
-            unload(name)
-        gc.collect()
