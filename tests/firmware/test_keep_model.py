@@ -81,17 +81,19 @@ def predictions(text: str) -> list[dict[str, Any]]:
     ]
 
 
+@pytest.mark.parametrize("rounds", [[], ["--local-steps", "4"]])
 def test_board_keeps_the_final_model_and_predicts_after_a_restart_with_no_host(
-    micropython: str, mosquitto: Any, tmp_path: Path
+    micropython: str, mosquitto: Any, tmp_path: Path, rounds: list[str]
 ) -> None:
     # Prepare: a data board (on_done predict, the default: without a sensor
-    # it keeps the model and ends)
+    # it keeps the model and ends); with local rounds, the kept model is the
+    # final release, not what a round moved the parameters to
     X_test = write_job_files(tmp_path)
     cfg = write_worker_config(
         tmp_path, mosquitto.port, job="keep", model=SPEC, batch=16,
         max_iterations=0, verbose=False, data="data.bin",
     )  # fmt: skip
-    job = serve(mosquitto.port, "keep", tmp_path)
+    job = serve(mosquitto.port, "keep", tmp_path, *rounds)
     try:
         # Execute: train to the job's end
         board = subprocess.run(
