@@ -5,17 +5,19 @@ the parameter buffer when no chunk of a later release has landed in it
 since and no local round moved it (the PS sends every worker a final
 release just before STOP done, which starts no step, PROTOCOL.md); else,
 with local rounds, the trainer's ``anchor`` (``local_round.run`` copies
-each release there before it moves the parameters). It
-is written in the format ``predict.py`` loads (firmware/README.md, "The
-model file"), with the job's class names and scaler from its WELCOME.
+each release there before it moves the parameters). It is written in the
+format ``predict.py`` loads (firmware/README.md, "The model file"), with
+the job's class names and scaler from its WELCOME.
 
-``app.main`` loads this module only then, and only on a board (``main``).
-The config's ``on_done`` says what follows: ``predict`` (the default) keeps
-the model and, with a sensor, goes on predicting each reading with it
+``app.main`` hands every run's end to ``finish`` (loaded only then, so a
+training board's heap never holds this code). At a job's end the config's
+``on_done`` says what follows: ``predict`` (the default) keeps the model
+and, with a sensor, goes on predicting each reading with it
 (``edgeps_worker.infer``, through a soft reset on a board; a restart does
 the same, with no host); ``keep`` keeps it and ends; ``stop`` keeps
-nothing. The CPython worker writes its
-``--model-out`` with ``save`` and ``model_of`` too.
+nothing. The CPython worker writes its ``--model-out`` with ``save`` and
+``model_of`` too, and ``edgeps_worker.fetch`` its fetched model with
+``save``.
 """
 
 import gc
