@@ -12,7 +12,6 @@ REPL on a board, which then stays idle until it is reset.
 """
 
 import gc
-import json
 import sys
 
 # ports with an operating system to hand an exit status to
@@ -75,7 +74,10 @@ def main(argv):
         close = getattr(w.trainer, "close", None)  # alive.StepHeartbeat's thread
         if close is not None:
             close()
-    if reason == "memory":
-        print("edgeps worker: out of memory; try a smaller max_chunk, batch or model")
-    print("stopped: " + reason + " " + json.dumps(w.stats))
-    return 0 if reason in ("done", "iterations", "stopped") else 1
+    # what follows (why it ended, at done the job's model kept on flash and
+    # maybe predicting with it) is code loaded only now; in a list, so that
+    # nothing holds the worker once keep took it
+    w = [w]
+    from edgeps_worker import keep
+
+    return keep.finish(w, argv, reason)

@@ -155,13 +155,24 @@ def build(path, stop=None):
         with open(path) as f:
             raw = json.load(f)
         model, mode = raw.get("model", ""), raw.get("mode")
-    except (OSError, ValueError, AttributeError):
+        # a sensor board whose job is done: on_done predict (the default)
+        # and its model_file there (edgeps_worker.keep)
+        k = "on_done predict model_file model.bin".split()
+        done = bool(raw.get("sensor")) and raw.get(k[0], k[1]) == k[1]
+        if done:
+            try:
+                os.stat(raw.get(k[2], k[3]))
+            except OSError:  # not there: train
+                done = False
+    except (OSError, ValueError, AttributeError, TypeError):
         model = mode = ""
+        done = False
     raw = None
     # "mode": "infer" predicts with the model from flash (edgeps_worker.infer
-    # checks the mode); the names are bytes and a long string, which are not
-    # interned: a training board's heap keeps no trace of inference mode
-    if isinstance(mode, str) and mode.encode() != b"train":
+    # checks the mode), and so does a sensor board that kept its job's model
+    # (edgeps_worker.keep); the names are bytes and long strings, which are
+    # not interned: a training board's heap keeps no trace of inference mode
+    if done or isinstance(mode, str) and mode.encode() != b"train":
         return __import__("edgeps_worker.infer", None, None, ("build",)).build(path)
     buffers = None
     if isinstance(model, str) and model:

@@ -64,11 +64,12 @@ def validate(raw, board=False):
         raise ValueError("config must be a JSON object")
     problems = []
     cfg = {}
-    # inference mode's keys (defaults in edgeps_worker.infer) and the modes:
-    # in long strings, which are not interned, so a training board's heap
-    # keeps none of these names (a short str constant, a key of KEYS or a
-    # global's name would stay there for good)
-    extra = "mode model_file period_ms".split()
+    # inference mode's keys and what a board does when its job is done
+    # (defaults in edgeps_worker.infer and keep) and their values: in long
+    # strings, which are not interned, so a training board's heap keeps none
+    # of these names (a short str constant, a key of KEYS or a global's name
+    # would stay there for good)
+    extra = "mode model_file period_ms on_done fetch".split()
     for key in raw:
         if not isinstance(key, str) or (
             key not in KEYS and key[:1] != "_" and key not in extra
@@ -103,16 +104,19 @@ def validate(raw, board=False):
     infer = raw.get(extra[0], modes[0]) == modes[1]
     if raw.get(extra[0], modes[0]) not in modes:
         problems.append("mode must be train or infer")
-    if infer:
-        v = raw.get(extra[1])
-        if v is not None and (type(v) is not str or not v):
-            problems.append("model_file must be a file name")
-        v = raw.get(extra[2])
-        if v is not None and (type(v) is not int or not 0 <= v <= 3600000):
-            problems.append("period_ms must be an int in [0, 3600000]")
-        for key in extra:
-            if key in raw:
-                cfg[key] = raw[key]
+    v = raw.get(extra[1])
+    if v is not None and (type(v) is not str or not v):
+        problems.append("model_file must be a file name")
+    v = raw.get(extra[2])
+    if v is not None and (type(v) is not int or not 0 <= v <= 3600000):
+        problems.append("period_ms must be an int in [0, 3600000]")
+    for i, values in ((3, "predict keep stop"), (4, "missing always never")):
+        values = values.split()
+        if raw.get(extra[i], values[0]) not in values:
+            problems.append(extra[i] + " must be one of " + ", ".join(values))
+    for key in extra:
+        if key in raw:
+            cfg[key] = raw[key]
     # an inference board may predict without any broker
     if type(cfg.get("broker_host")) is str and (cfg["broker_host"] or not infer):
         port = cfg.get("broker_port")  # absent when of the wrong type

@@ -8,7 +8,9 @@ uses; a reading whose read returns None is skipped), or each row of an EPSD
 ``verbose``) and, when a broker is configured, published with QoS 0 as
 JSON ``{"id", "class", "value"}`` on ``edgeps/<job>/pred/<id>`` (PROTOCOL.md,
 "Topics"). The broker is optional: a board with no host in reach predicts
-and keeps trying to connect every ``RETRY_MS``.
+and keeps trying to connect every ``RETRY_MS``. With a broker and no model
+file (config ``fetch``) the board first takes the job's current model
+(``edgeps_worker.fetch``, loaded only then).
 
 ``Inference`` shows ``app.main`` the face of a Worker (``wid``, ``job``,
 ``trainer.model``, ``run()``, ``stats``), so app needs no code of its own
@@ -22,7 +24,6 @@ from array import array
 
 from edgeps_worker import unload
 from edgeps_worker.clock import sleep_ms, ticks_diff, ticks_ms
-from edgeps_worker.predict import Model
 
 RETRY_MS = 10000
 
@@ -66,6 +67,8 @@ class Inference:
     def __init__(self, cfg, client):
         self.wid, self.job = cfg["worker_id"], cfg["job"]
         cfg["model_file"] = cfg.get("model_file", "model.bin")
+        from edgeps_worker.predict import Model  # after a fetch: its code is gone
+
         self.net = net = Model(cfg["model_file"])
         if net.spec != cfg["model"]:
             raise ValueError(
@@ -186,10 +189,39 @@ def build(path):
     for name in ("config", "wire", "builder"):
         unload(name)
     gc.collect()
+    path = cfg["model_file"] = cfg.get("model_file", "model.bin")
+    want, have = cfg.get("fetch", "missing"), exists(path)
+    client = None
+    if cfg["broker_host"] and (want == "always" or want == "missing" and not have):
+        from edgeps_worker import fetch  # loaded only to fetch
+
+        client = fetch.board(cfg, have)
+        fetch = None
+        unload("fetch")
+        gc.collect()
+    elif not have:
+        raise ValueError(path + " not found: export the job's model to it, or "
+                         "set broker_host to fetch it from the job")  # fmt: skip
     # the model first (its parameters are the largest block), then MQTT
     runner = Inference(cfg, None)
     if cfg["broker_host"]:
-        from edgeps_worker import builder
-
-        runner.attach(builder.make_transport(cfg, builder.mqtt_buffers(cfg)))
+        runner.attach(client or transport(cfg))
     return runner
+
+
+def transport(cfg):
+    from edgeps_worker import builder
+
+    try:
+        return builder.make_transport(cfg, builder.mqtt_buffers(cfg))
+    finally:
+        builder = None
+        unload("builder")
+
+
+def exists(path):
+    try:
+        open(path, "rb").close()
+        return True
+    except OSError:
+        return False

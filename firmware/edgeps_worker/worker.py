@@ -305,7 +305,11 @@ class Worker:
         done = self.sink.add(msg)
         if done is True:
             self._sample()
-            self.version, _, batch = self.sink.done  # pyright: ignore[reportGeneralTypeIssues]
+            self.version, seq, batch = self.sink.done  # pyright: ignore[reportGeneralTypeIssues]
+            if not seq and self.model_state == "done":
+                # the job's final release (after MODEL done, answering no
+                # push): the model to keep at its STOP, not one more step
+                return
             if batch and hasattr(self.trainer, "set_batch"):
                 self.trainer.set_batch(batch)
             return True

@@ -336,7 +336,7 @@ def test_a_real_flash_without_mpremote_names_what_to_install(
 
 def test_an_inference_board_gets_its_model_file(tmp_path):
     # Prepare
-    cfg = write_config(tmp_path, mode="infer", model_file="model.bin")
+    cfg = write_config(tmp_path, mode="infer", model_file="model.bin", fetch="never")
     # Execute / Assert: refused while the model file is missing
     with pytest.raises(ValueError, match="--format micropython"):
         flash.build_plan(port="/dev/ttyUSB0", config_path=cfg)
@@ -351,6 +351,15 @@ def test_an_inference_board_gets_its_model_file(tmp_path):
     ]
 
 
+def test_an_inference_board_with_a_broker_may_fetch_its_model(tmp_path):
+    # Prepare: no model file, a broker and fetch "missing" (the default)
+    cfg = write_config(tmp_path, mode="infer", model_file="model.bin")
+    # Execute
+    plan = flash.build_plan(port="/dev/ttyUSB0", config_path=cfg)
+    # Assert: flashed without one; the board fetches the job's
+    assert not [c for c in plan.commands if c[-1] == ":model.bin"]
+
+
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
@@ -359,6 +368,8 @@ def test_an_inference_board_gets_its_model_file(tmp_path):
         ({"mode": "infer", "model_file": ""}, "model_file must be a file name"),
         ({"mode": "infer", "period_ms": -1}, "period_ms must be an int"),
         ({"mode": "train", "broker_host": ""}, "broker_host must name a host"),
+        ({"on_done": "sleep"}, "on_done must be one of predict, keep, stop"),
+        ({"mode": "infer", "fetch": True}, "fetch must be one of missing, always"),
     ],
 )
 def test_mode_keys_are_checked(changes, message):
@@ -371,8 +382,10 @@ def test_an_inference_config_needs_no_broker_and_keeps_its_keys():
     cfg = config.validate(raw, board=True)
     assert cfg["broker_host"] == "" and cfg["mode"] == "infer"
     assert cfg["period_ms"] == 50 and cfg["model_file"] == "model.bin"
-    # a training config may name its mode; the inference keys are not kept
-    assert "model_file" not in config.validate({**raw, "mode": "train", **OWN})
+    # a training config may name its mode, and model_file: where it keeps
+    # the job's model when the job is done
+    train = config.validate({**raw, "mode": "train", **OWN})
+    assert train["model_file"] == "model.bin" and train["on_done"] == "predict"
 
 
 @pytest.mark.parametrize("name", ["accel_gesture", "next_value"])

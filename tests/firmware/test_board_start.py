@@ -158,3 +158,60 @@ def test_a_model_too_big_for_the_heap_is_a_clear_error(micropython, tmp_path):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "out of memory at start-up" in proc.stdout
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+SENSOR = """\
+import sys
+
+_n = [0, 0]
+
+
+def read(xbuf):
+    # training: a deterministic signal; predicting: 5 readings, then the end
+    if "edgeps_worker.infer" in sys.modules:
+        _n[1] += 1
+        if _n[1] > 5:
+            raise StopIteration
+    k = _n[0]
+    _n[0] = k + 1
+    for i in range(len(xbuf)):
+        xbuf[i] = ((k * 7 + i * 3) % 11 - 5) / 5.0
+    return 1 if xbuf[0] > 0 else 0
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_a_board_whose_job_is_done_soft_resets_into_predicting(
+    micropython, mosquitto, tmp_path
+):
+    # Prepare: a sensor board, on_done predict (the default)
+    cfg = write_worker_config(
+        tmp_path, mosquitto.port, data="", sensor="keep_sensor", max_iterations=0,
+        model="logistic:8", wifi_ssid="lab",
+    )  # fmt: skip
+    board = tmp_path / "board"
+    board.mkdir()
+    (board / "config.json").write_text(cfg.read_text())
+    (board / "keep_sensor.py").write_text(SENSOR)
+    env = dict(os.environ, MICROPYPATH=f"{board}:{FIRMWARE}:{MPY_TESTS}:.frozen")
+    ps = logistic_ps(mosquitto.port)
+    proc = subprocess.Popen(
+        [micropython, START, str(FIRMWARE), "3"], stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, env=env, cwd=board,
+    )  # fmt: skip
+    try:
+        # Execute: the job ends after a few pushes
+        assert ps.wait_for(lambda p: len(p.updates) >= 3, 60)
+        ps.stop(done=True)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    # Assert: kept, one soft reset, then the kept model predicts each reading
+    assert "stopped: done" in out and "kept the job's model in model.bin" in out
+    assert "soft reset: machine.soft_reset()" in out, out
+    assert "RESULT runs=2 resets=1" in out, out
+    assert len([x for x in out.splitlines() if x.startswith("pred ")]) == 5, out
+    assert (board / "model.bin").is_file()

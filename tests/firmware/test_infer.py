@@ -163,7 +163,7 @@ def test_a_training_board_never_loads_the_inference_code(
     run = run_micropython(micropython, str(script), str(cfg))
     # Assert
     assert run.returncode == 0, run.stderr
-    for mod in ("infer", "predict", "kernels_eval"):
+    for mod in ("infer", "predict", "kernels_eval", "keep", "fetch"):
         assert "edgeps_worker." + mod not in run.stdout
 
 

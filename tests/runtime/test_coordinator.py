@@ -307,3 +307,31 @@ def test_a_bug_in_the_core_raises_instead_of_being_counted() -> None:
     with pytest.raises(KeyError):
         _push(coord, "w1", 1, 0, 0.1)
     assert coord.ingest.dropped == {}
+
+
+def test_at_the_end_each_worker_gets_the_final_parameters_before_stop_done() -> None:
+    # Prepare: two workers hold sessions, one pushed twice (compressed downlink)
+    coord, link = _coordinator(max_updates=2, max_time=30.0, params_code=3)
+    for wid in ("w1", "w2"):
+        hello = wire.encode_hello(JOB, wid, 1, 1, dtypes=(1, 3))
+        coord.handle(wire.topic_up(JOB, wid), hello, 0.0)
+    session = coord.peers.get("w1").session
+    up = wire.topic_up(JOB, "w1")
+    for seq in (1, 2):
+        for chunk in wire.encode_update(
+            JOB, "w1", session, seq, seq, seq - 1, 0.0, 1, 0.0, _grad(0.1)
+        ):
+            link.inbox.put((up, chunk))
+    # Execute
+    summary = coord.run()
+    # Assert: on each down topic the last messages are a whole F32 release of
+    # the final parameters (seq 0), then STOP done
+    final = coord.server.params_view()[1]
+    for wid in ("w1", "w2"):
+        msgs = link.decoded(wire.topic_down(JOB, wid))
+        assert msgs[-1].type == wire.STOP and msgs[-1].reason == "done"
+        last = [m for m in msgs if m.type == wire.PARAMS][-1]
+        assert (last.version, last.seq, last.dtype) == (summary.version, 0, 1)
+        assert last.chunk_count == 1 and msgs[-2] is last
+        got = np.frombuffer(bytes(last.data), "<f4")
+        assert np.array_equal(got, final)

@@ -167,3 +167,22 @@ def test_a_hello_that_cannot_read_the_jobs_params_code_is_refused():
     assert refused == Rejected("w1", 0, "codec_mismatch")
     assert type(taken).__name__ == "Join"
     assert ingest.dropped["codec_mismatch"] == 1
+
+
+def test_the_final_release_is_f32_signed_and_bounded() -> None:
+    # Prepare: an int8 downlink, three workers with sessions
+    box, link = make_outbox(code=3)
+    p = params()
+    peers = [box.peers.get(wid) for wid in ("a", "b", "c")]
+    # Execute: a budget that two releases exhaust
+    sent = box.final(peers, 9, p, budget=8 * N)
+    # Assert: a and b hold the exact parameters (signed, their own), c nothing
+    assert sent == 2
+    for wid in ("a", "b"):
+        results, buf = receive(link, wid)
+        assert results[-1] is True and np.array_equal(buf, p)
+    assert receive(link, "c")[0] == []
+    assert {t for t, _ in link.sent} == {
+        wire.topic_down("j", "a"),
+        wire.topic_down("j", "b"),
+    }

@@ -51,9 +51,11 @@ BOARD_MODULES = (
     "config",
     "data",
     "datafile",
+    "fetch",
     "infer",
     "kernels",
     "kernels_eval",
+    "keep",
     "local_round",
     "mqtt",
     "mqtt_link",
@@ -205,12 +207,16 @@ def check_inputs(
     if cfg.get("mode") == "infer":
         name = str(cfg.get("model_file", "model.bin"))
         path = base / name
-        if Path(name).name != name or not path.is_file():
+        # without one the board fetches the job's model (config "fetch")
+        fetches = bool(cfg["broker_host"]) and cfg.get("fetch") != "never"
+        if Path(name).name != name or not (path.is_file() or fetches):
             raise ValueError(
                 f"model file {name!r} not found next to {config_path}: write it "
-                "with `edgeps export CHECKPOINT --format micropython`"
+                "with `edgeps export CHECKPOINT --format micropython`, or give "
+                "broker_host so that the board fetches the job's model"
             )
-        extras.append(path)
+        if path.is_file():
+            extras.append(path)
     return cfg, extras
 
 

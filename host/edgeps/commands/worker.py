@@ -48,7 +48,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--username pi-1 \\\n"
         "      --password-file /etc/edgeps/mqtt.pass --job lab --id pi-1 "
         "--emulated sensors:0/4\n"
-        "  edgeps worker --infer --model-file model.bin --data rows.csv"
+        "  edgeps worker --infer --model-file model.bin --data rows.csv\n"
+        "  edgeps worker --infer --fetch --broker mqtt://192.168.1.10:1883 "
+        "--job lab --id pi-9 \\\n"
+        "      --hmac-key-file pi-9.key --data rows.csv"
     )
     # --broker is needed to train or to --publish, not to --infer alone
     add_connection_flags(parser, defaults={"log_level": "info", "broker": None})
@@ -121,6 +124,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=CPYTHON_MAX_CHUNK,
         help=f"largest message to send or receive (default: {CPYTHON_MAX_CHUNK} B)",
     )
+    parser.add_argument(
+        "--model-out",
+        metavar="PATH",
+        help="when the job is done, write its final model here (the board's "
+        "model file, for --infer or a board)",
+    )
     infer = parser.add_argument_group(
         "inference: predict each --data row with a board's model file, no training"
     )
@@ -129,6 +138,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--model-file",
         default="model.bin",
         help="from `edgeps export --format micropython` (default: model.bin)",
+    )
+    infer.add_argument(
+        "--fetch",
+        action="store_true",
+        help="first take the job's current model into --model-file: join it "
+        "(--broker, --job, --id, its key) for one release, never train",
     )
     infer.add_argument(
         "--publish",
@@ -163,6 +178,10 @@ def _validate(args: argparse.Namespace) -> None:
         raise ValueError("--infer predicts the rows of a --data file")
     if args.publish and not args.infer:
         raise ValueError("--publish applies to --infer")
+    if args.fetch and not (args.infer and args.broker and args.job and args.worker_id):
+        raise ValueError("--fetch goes with --infer, --broker, --job and --id")
+    if args.model_out and args.infer:
+        raise ValueError("--model-out applies to training; --infer reads --model-file")
     if args.infer:  # a job and an id only name the topic: defaults do
         args.job, args.worker_id = args.job or "local", args.worker_id or "worker"
     from edgeps_worker import wire
@@ -289,6 +308,8 @@ def _infer(args: argparse.Namespace) -> int:
     job, wid = args.job, args.worker_id
     link = None
     try:
+        if args.fetch and not _fetch(args):
+            return EXIT_CONFIG
         if args.publish:
             link = MqttLink(connection_options(args), wid)
             link.connect()
@@ -307,6 +328,28 @@ def _infer(args: argparse.Namespace) -> int:
             link.close()
     log.info("worker %s: %d predictions from %s", wid, n, args.model_file)
     return EXIT_OK
+
+
+def _fetch(args: argparse.Namespace) -> bool:
+    """``--fetch``: the job's current model into --model-file (it joins the
+    job for one release, signed with its key, and leaves)."""
+    from edgeps.pyworker.keep import fetch
+
+    link = MqttLink(connection_options(args), args.worker_id)
+    reason = fetch(
+        link,
+        args.job,
+        args.worker_id,
+        args.model_file,
+        key=read_worker_key(args.hmac_key_file, args.worker_id),
+        max_chunk=args.max_chunk,
+        release_timeout_ms=max(1, round(args.release_timeout * 1000)),
+    )
+    if reason != "fetched":
+        log.error("job %s gave no model (%s)", args.job, reason)
+        return False
+    log.info("fetched job %s's model into %s", args.job, args.model_file)
+    return True
 
 
 def local_dp(args: argparse.Namespace) -> Any:
@@ -328,6 +371,10 @@ def _train(
     """One run of the job on the shared worker loop; returns its stop reason."""
     from edgeps_worker.worker import Worker
 
+    if args.model_out:  # keeps what the model file needs (pyworker.keep)
+        from edgeps.pyworker.keep import Keeping
+
+        trainer = Keeping(trainer)
     joined: list[Worker] = []
 
     def note(text: str) -> None:
@@ -370,4 +417,14 @@ def _train(
         worker.last_loss,
         stats,
     )
+    if reason == "done" and args.model_out:
+        from edgeps.pyworker.keep import write_model
+
+        try:
+            if write_model(worker, args.model_out):
+                log.info("kept the job's model in %s", args.model_out)
+            else:
+                log.warning("no complete release to keep in %s", args.model_out)
+        except OSError as exc:
+            log.error("cannot write %s: %s", args.model_out, exc)
     return reason

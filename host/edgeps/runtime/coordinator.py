@@ -261,14 +261,21 @@ class Coordinator:
                 self.outbox.stop(peer, peer.session, "refused")
 
     def stop_workers(self, reason: str) -> None:
-        """STOP every worker that holds a session, each signed with its own key."""
-        for wid in self.server.stats():
-            peer = self.peers.get(wid)
-            if peer.session:
-                try:
-                    self.outbox.stop(peer, peer.session, reason)
-                except Exception:  # a dead link must not keep the others running
-                    log.exception("could not stop %s", wid)
+        """STOP every worker that holds a session, each signed with its own key.
+
+        At the job's end ("done") each first gets the final parameters, a
+        release of its own (``Outbox.final``, bounded): the model it keeps.
+        """
+        peers = [self.peers.get(wid) for wid in self.server.stats()]
+        peers = [peer for peer in peers if peer.session]
+        if reason == "done":
+            version, params = self.server.params_view()
+            self.outbox.final(peers, version, params)
+        for peer in peers:
+            try:
+                self.outbox.stop(peer, peer.session, reason)
+            except Exception:  # a dead link must not keep the others running
+                log.exception("could not stop %s", peer.worker_id)
 
     # ---- incoming messages
     def handle(self, topic: str, payload: bytes, now: float) -> None:

@@ -12,8 +12,10 @@ PARAMS travel in the job's downlink code (``--compress-down``).
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any, Protocol
 
+import numpy as np
 from edgeps_worker import wire_host as wire
 
 from edgeps.core.types import Release
@@ -24,6 +26,10 @@ from edgeps.runtime.release_frames import ReleaseFrames
 log = logging.getLogger(__name__)
 
 _CODE_NAMES = {v: k for k, v in params_codec.NAMES.items()}
+# the final release at a job's end sends at most this many PARAMS bytes in
+# all: a job of thousands of workers still ends in bounded time, and a
+# worker past the budget keeps the model of its last release
+FINAL_BYTES = 64 << 20
 
 
 class Publisher(Protocol):
@@ -119,6 +125,52 @@ class Outbox:
             self.job, peer.worker_id, self.run, session, reason, key=peer.key
         )
         self.link.publish(peer.down_topic, payload, 1, False)
+
+    def final(
+        self,
+        peers: Iterable[Peer],
+        version: int,
+        params: np.ndarray,
+        budget: int = FINAL_BYTES,
+    ) -> int:
+        """The job's final parameters to each peer before its STOP done: its own
+        signed PARAMS on its down topic, F32 whatever ``--compress-down`` says
+        (the model a worker keeps is the one the host evaluated), seq 0, batch
+        0. At most ``budget`` bytes in all; returns how many peers got it."""
+        body = np.ascontiguousarray(params, dtype="<f4").tobytes()
+        sent = spent = skipped = 0
+        for peer in peers:
+            if spent >= budget:
+                skipped += 1
+                continue
+            try:
+                chunks = wire.encode_params(
+                    self.job,
+                    peer.worker_id,
+                    self.run,
+                    peer.session,
+                    int(version),
+                    body,
+                    max_chunk=peer.max_chunk,
+                    key=peer.key,
+                )
+                for chunk in chunks:
+                    self.link.publish(peer.down_topic, chunk, 1, False)
+                    spent += len(chunk)
+                    self.params_bytes += len(chunk)
+            except Exception:  # one dead link must not keep the others waiting
+                self.errors += 1
+                log.exception("could not send %s the final release", peer.worker_id)
+                continue
+            sent += 1
+            self.releases_sent += 1
+        if skipped:
+            log.warning(
+                "final release: %d workers past the %d-byte budget keep their last",
+                skipped,
+                budget,
+            )
+        return sent
 
     def release(self, release: Release) -> None:
         """Parameters at the release's version to each named worker, QoS 1.

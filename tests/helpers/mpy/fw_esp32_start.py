@@ -6,8 +6,9 @@ Like MicroPython's ESP32 port (ports/esp32/main.c, shared/runtime/pyexec.c)
 it runs boot.py, then main.py, as files; a SystemExit out of either is a
 forced exit and soft-resets the board (modules forgotten, both run again),
 any other ending leaves the board at the REPL. ``sys.platform`` reads
-"esp32" and a scripted ``network`` module stands in for the radio, whose
-link comes up at once. Prints one RESULT line.
+"esp32", a scripted ``network`` module stands in for the radio, whose
+link comes up at once, and ``machine.soft_reset()`` raises SystemExit as
+the port's does. Prints one RESULT line.
 """
 
 import sys
@@ -58,12 +59,20 @@ class network:  # noqa: N801 - stands in for the module of that name
     WLAN = WLAN
 
 
+class machine:  # noqa: N801 - stands in for the module of that name
+    @staticmethod
+    def soft_reset():
+        # the port's raises SystemExit as a forced exit: pyexec soft-resets
+        raise SystemExit("machine.soft_reset()")
+
+
 def fresh_modules():
     """What a soft reset leaves: nothing imported but the port's stand-ins."""
     for name in list(real_sys.modules):
         del real_sys.modules[name]
     real_sys.modules["sys"] = BoardSys()
     real_sys.modules["network"] = network
+    real_sys.modules["machine"] = machine
 
 
 def run_file(name):
