@@ -14,7 +14,6 @@ job is over (target accuracy, time limit, or a stop request).
 from __future__ import annotations
 
 import logging
-import math
 import secrets
 import threading
 import time
@@ -43,7 +42,6 @@ from edgeps.core.types import (
     WorkerLeft,
 )
 from edgeps.model.card import ModelCard
-from edgeps.observe.fields import add_run_fields
 from edgeps.observe.metrics import MetricsWriter, Progress
 from edgeps.observe.privacy import make_ledger
 from edgeps.runtime import reports
@@ -58,7 +56,7 @@ from edgeps.runtime.peers import Peers
 from edgeps.runtime.scaler_gate import ScalerGate
 from edgeps.runtime.summary import Summary
 from edgeps.runtime.welcome import LocalRounds, card_fields
-from edgeps.runtime.worker_rows import MAX_WORKER_ROWS, limit_rows
+from edgeps.runtime.worker_rows import MAX_WORKER_ROWS
 
 log = logging.getLogger(__name__)
 
@@ -387,37 +385,7 @@ class Coordinator:
         if now - t_prev > 0:
             self._rate = (self.applied - n_prev) / (now - t_prev)
         self._last_rate = (now, self.applied)
-        rows, omitted = limit_rows(self.worker_rows(now), self.settings.max_worker_rows)
-        record = {
-            "time": round(time.time(), 3),  # wall clock, for joining with other logs
-            "elapsed": round(self.elapsed(now), 3),
-            "version": int(self.server.version),
-            "accuracy": self.accuracy,
-            "state": self.watch.state,
-            "step_scale": self.watch.step_scale,
-            "updates": self.applied,
-            "updates_per_s": self._rate,
-            "max_staleness": self.server.max_staleness_seen,
-            "workers": rows,
-            "workers_omitted": omitted,
-            "workers_forgotten": self.server.forgotten_total,
-            "dropped": self.dropped(),
-            "unknown": self.unknown(),
-            "broker": self.broker_report(),
-            "inbound": self.inbound.report(),
-        }
-        if self.gate is not None:
-            record["scaler"] = self.gate.report()
-        if self.privacy is not None and self.server.model.dp is not None:
-            record["privacy"] = self.privacy.report(self.server.model.dp)
-        return add_run_fields(
-            record,
-            job=self.settings.job,
-            policy=self.policy_name,
-            server=self.server,
-            link=self.link,
-            staleness_counts=self.staleness_counts,
-        )
+        return reports.record(self, now, self._rate)
 
     def dropped(self) -> dict[str, int]:
         """Messages dropped by reason, including those the full inbox lost."""
@@ -528,39 +496,7 @@ class Coordinator:
         self.stop_workers("done")
         self._checkpoint()
         self._emit(now, force=True)
-        elapsed = self.elapsed(now)
-        rows, omitted = limit_rows(self.worker_rows(now), self.settings.max_worker_rows)
-        acc = self.accuracy
-        return Summary(
-            policy=self.policy_name,
-            stop_reason=reason,
-            elapsed=elapsed,
-            version=int(self.server.version),
-            accuracy=None if acc is None or not math.isfinite(acc) else acc,
-            updates=self.applied,
-            updates_per_s=self.applied / elapsed if elapsed > 0 else 0.0,
-            max_staleness=self.server.max_staleness_seen,
-            workers=rows,
-            workers_omitted=omitted,
-            workers_forgotten=self.server.forgotten_total,
-            dropped=self.dropped(),
-            unknown=self.unknown(),
-            broker=self.broker_report(),
-            releases=self.outbox.stats(),
-            inbound=self.inbound.report(),
-            first_update=(
-                None
-                if self.first_applied_at is None
-                else self.elapsed(self.first_applied_at)
-            ),
-            state=self.watch.state,
-            advice=self.watch.advice(self.server.model.lr),
-            privacy=(
-                self.privacy.report(self.server.model.dp)
-                if self.privacy is not None and self.server.model.dp is not None
-                else {}
-            ),
-        )
+        return reports.summary(self, reason, now)
 
 
 def _from(action: Any, session: int | None) -> Any:

@@ -1,16 +1,25 @@
 """What serve reports of a run: per-worker rows and the drop counters.
 
 Pure functions of the server, the accounting and the link, shared by the
-metrics records and the final summary (``edgeps.runtime.coordinator``).
+metrics records and the final summary, and those two built from a
+``Coordinator``'s state (``record``, ``summary``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
+import time
+from typing import TYPE_CHECKING, Any
 
 from edgeps.core.server import ParameterServer
+from edgeps.observe.fields import add_run_fields
 from edgeps.runtime.accounting import Accounting
 from edgeps.runtime.ingest import Ingest
+from edgeps.runtime.summary import Summary
+from edgeps.runtime.worker_rows import limit_rows
+
+if TYPE_CHECKING:
+    from edgeps.runtime.coordinator import Coordinator
 
 
 def dropped(ingest: Ingest, link: Any) -> dict[str, int]:
@@ -57,3 +66,75 @@ def worker_rows(
             "clipped": w.get("clipped", 0),
         }
     return rows
+
+
+def record(c: Coordinator, now: float, rate: float) -> dict[str, Any]:
+    """One metrics snapshot of coordinator ``c`` at ``rate`` applied updates a
+    second (what the progress display shows, the metrics file holds and the
+    dashboard draws)."""
+    rows, omitted = limit_rows(c.worker_rows(now), c.settings.max_worker_rows)
+    record = {
+        "time": round(time.time(), 3),  # wall clock, for joining with other logs
+        "elapsed": round(c.elapsed(now), 3),
+        "version": int(c.server.version),
+        "accuracy": c.accuracy,
+        "state": c.watch.state,
+        "step_scale": c.watch.step_scale,
+        "updates": c.applied,
+        "updates_per_s": rate,
+        "max_staleness": c.server.max_staleness_seen,
+        "workers": rows,
+        "workers_omitted": omitted,
+        "workers_forgotten": c.server.forgotten_total,
+        "dropped": c.dropped(),
+        "unknown": c.unknown(),
+        "broker": c.broker_report(),
+        "inbound": c.inbound.report(),
+    }
+    if c.gate is not None:
+        record["scaler"] = c.gate.report()
+    if c.privacy is not None and c.server.model.dp is not None:
+        record["privacy"] = c.privacy.report(c.server.model.dp)
+    return add_run_fields(
+        record,
+        job=c.settings.job,
+        policy=c.policy_name,
+        server=c.server,
+        link=c.link,
+        staleness_counts=c.staleness_counts,
+    )
+
+
+def summary(c: Coordinator, reason: str, now: float) -> Summary:
+    """The run's summary once coordinator ``c`` has finished (``reason``)."""
+    elapsed = c.elapsed(now)
+    rows, omitted = limit_rows(c.worker_rows(now), c.settings.max_worker_rows)
+    acc = c.accuracy
+    return Summary(
+        policy=c.policy_name,
+        stop_reason=reason,
+        elapsed=elapsed,
+        version=int(c.server.version),
+        accuracy=None if acc is None or not math.isfinite(acc) else acc,
+        updates=c.applied,
+        updates_per_s=c.applied / elapsed if elapsed > 0 else 0.0,
+        max_staleness=c.server.max_staleness_seen,
+        workers=rows,
+        workers_omitted=omitted,
+        workers_forgotten=c.server.forgotten_total,
+        dropped=c.dropped(),
+        unknown=c.unknown(),
+        broker=c.broker_report(),
+        releases=c.outbox.stats(),
+        inbound=c.inbound.report(),
+        first_update=(
+            None if c.first_applied_at is None else c.elapsed(c.first_applied_at)
+        ),
+        state=c.watch.state,
+        advice=c.watch.advice(c.server.model.lr),
+        privacy=(
+            c.privacy.report(c.server.model.dp)
+            if c.privacy is not None and c.server.model.dp is not None
+            else {}
+        ),
+    )
