@@ -75,7 +75,7 @@ BOARD_MODULES = (
 )
 # host, test and benchmark code of edgeps_worker: the PS's encoders, the
 # publish benchmark, the CPython shim
-HOST_MODULES = ("_mpshim", "bench_publish", "wire_host")
+HOST_MODULES = ("_mpshim", "bench_publish", "wire_card", "wire_host")
 ENTRY_FILES = ("boot.py", "main.py")
 # config.example.json's stand-ins: a board flashed with them never connects
 PLACEHOLDERS = {
