@@ -132,6 +132,11 @@ def test_board_keeps_the_final_model_and_predicts_after_a_restart_with_no_host(
     want = onnx_classes(tmp_path, X_test)
     got = np.array([p["value"] for p in preds])
     assert len(preds) == len(X_test)
+    print(
+        f"\nserve {summary['stop_reason']} accuracy {summary['accuracy']:.4f}; board "
+        f"after a restart, no host: {np.mean(got == want):.4f} of {len(X_test)} rows "
+        "as onnxruntime"
+    )
     assert np.mean(got == want) >= 0.99
     assert all(p["class"] == NAMES[p["value"]] for p in preds)
 
