@@ -9,18 +9,9 @@ asked for it (a delta to a job without local rounds is refused as
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
 
-from tests.firmware.test_train_with_serve import (
-    board_stats,
-    start_board_and_cpython_workers,
-    write_board_data,
-)
-from tests.helpers.fw_host import write_worker_config
+from tests.firmware.test_train_with_serve import board_stats, run_mixed_job
 
 pytestmark = [pytest.mark.integration, pytest.mark.firmware, pytest.mark.slow]
 
@@ -29,41 +20,18 @@ pytestmark = [pytest.mark.integration, pytest.mark.firmware, pytest.mark.slow]
 def test_board_trains_local_rounds_next_to_cpython_workers(
     micropython, mosquitto, tmp_path, policy
 ):
-    # Prepare: the board holds shard 0 of 4, two CPython workers shards 1 and 2
-    write_board_data(tmp_path, 0)
-    cfg = write_worker_config(
-        tmp_path, mosquitto.port, job="loc", model="mlp:64-32-10", batch=16,
-        max_iterations=0, verbose=True,
+    # Prepare / Execute: the board holds shard 0 of 4, two CPython workers
+    # shards 1 and 2
+    code, text, summary, err = run_mixed_job(
+        micropython, mosquitto, tmp_path, "loc", "--policy", policy,
+        "--local-steps", "8",
     )  # fmt: skip
-    board, cpython = start_board_and_cpython_workers(
-        micropython, cfg, tmp_path, mosquitto.port, "loc"
-    )
-    serve = None
-    try:
-        # Execute
-        serve = subprocess.Popen(
-            [sys.executable, "-m", "edgeps", "serve", "--broker",
-             f"mqtt://127.0.0.1:{mosquitto.port}", "--job", "loc", "--dataset",
-             "digits", "--model", "mlp:64-32-10", "--policy", policy,
-             "--local-steps", "8", "--target-accuracy", "0.9", "--max-time",
-             "150", "--quiet", "--json"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        code, text = board.finish(timeout=200)
-        out, err = serve.communicate(timeout=60)
-    finally:
-        for p in [board, *cpython]:
-            p.kill()
-        if serve is not None and serve.poll() is None:
-            serve.kill()
-            serve.wait(timeout=10)
     # Assert: the board took the job's rounds, and every push was applied
     assert code == 0, text
     assert "local rounds: 8 steps" in text, text
     assert "stopped: done" in text, text
     stats = board_stats(text)
     assert stats["bad_grads"] == 0 and stats["rejects"] == 0, text
-    summary = json.loads(out.strip().splitlines()[-1])
     assert summary["stop_reason"] == "target_accuracy", err
     assert summary["accuracy"] >= 0.9
     rows = summary["workers"]

@@ -93,6 +93,41 @@ def start_board_and_cpython_workers(
     return board, cpython
 
 
+def run_mixed_job(
+    micropython: str, mosquitto, tmp_path, job: str, *serve_args: str
+) -> tuple[int, str, dict, str]:
+    """The board (digits shard 0 of 4) and two CPython workers (shards 1, 2),
+    all ready, then `edgeps serve` on the digits MLP with ``serve_args`` to a
+    target of 0.9 within 150 s: (board's exit code, its output, serve's JSON
+    summary, serve's stderr). Every process is killed at the end."""
+    write_board_data(tmp_path, 0)
+    cfg = write_worker_config(
+        tmp_path, mosquitto.port, job=job, model="mlp:64-32-10", batch=16,
+        max_iterations=0, verbose=True,
+    )  # fmt: skip
+    board, cpython = start_board_and_cpython_workers(
+        micropython, cfg, tmp_path, mosquitto.port, job
+    )
+    serve = None
+    try:
+        serve = subprocess.Popen(
+            [sys.executable, "-m", "edgeps", "serve", "--broker",
+             f"mqtt://127.0.0.1:{mosquitto.port}", "--job", job, "--dataset",
+             "digits", "--model", "mlp:64-32-10", *serve_args,
+             "--target-accuracy", "0.9", "--max-time", "150", "--quiet", "--json"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        code, text = board.finish(timeout=200)
+        out, err = serve.communicate(timeout=60)
+    finally:
+        for p in [board, *cpython]:
+            p.kill()
+        if serve is not None and serve.poll() is None:
+            serve.kill()
+            serve.wait(timeout=10)
+    return code, text, json.loads(out.strip().splitlines()[-1]), err
+
+
 def board_stats(output: str) -> dict:
     """The stats the board printed with ``stopped: done``."""
     return json.loads(output.split("stopped: done ", 1)[1].splitlines()[0])
