@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgeps.kernels import _check
+from edgeps.kernels import _check, _np_conv
 from edgeps.kernels.spec import ModelSpec
 
 
@@ -43,6 +43,8 @@ def _hidden_forward(
 
 def logits(spec: ModelSpec, params: np.ndarray, X: np.ndarray) -> np.ndarray:
     """Raw model outputs: (B,) for linear/logistic, (B, C) otherwise."""
+    if spec.is_conv:
+        return _np_conv.hidden_forward(spec.ops, params, X)[-1]
     layers = _layers(spec, params)
     h = _hidden_forward(spec, layers, X)[-1]
     W, b = layers[-1]
@@ -69,12 +71,16 @@ def loss_and_grad(
         n = 2 if spec.kind == "logistic" else spec.n_classes
         if y.min() < 0 or y.max() >= n:
             raise _check.bad_labels(spec, y)
-    layers = _layers(spec, params)
-    grads = _layers(spec, g)
-    acts = _hidden_forward(spec, layers, X)
-    W, b = layers[-1]
-    z = acts[-1] @ W
-    z += b
+    if spec.is_conv:
+        acts = _np_conv.hidden_forward(spec.ops, params, X)
+        z = acts[-1]
+    else:
+        layers = _layers(spec, params)
+        grads = _layers(spec, g)
+        acts = _hidden_forward(spec, layers, X)
+        W, b = layers[-1]
+        z = acts[-1] @ W
+        z += b
     if spec.kind == "linear":
         r = z[:, 0] - y
         loss = float(np.dot(r, r)) / B
@@ -92,6 +98,9 @@ def loss_and_grad(
         dz = np.exp(ls)
         dz[rows, y] -= 1.0
         dz *= np.float32(1.0 / B)
+    if spec.is_conv:
+        _np_conv.backward(spec.ops, params, acts, dz, g)
+        return loss
     for i in range(len(layers) - 1, -1, -1):
         gW, gb = grads[i]
         np.matmul(acts[i].T, dz, out=gW)

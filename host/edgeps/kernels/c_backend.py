@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from edgeps.kernels import _check
+from edgeps.kernels import _check, _np_models
 from edgeps.kernels.base import Kernels
 from edgeps.kernels.spec import ModelSpec
 
@@ -187,6 +187,8 @@ class CKernels(Kernels):
     def _loss_grad(
         self, s: ModelSpec, p: np.ndarray, X: np.ndarray, y: np.ndarray, g: np.ndarray
     ) -> float:
+        if s.is_conv:
+            return _np_models.loss_and_grad(s, p, X, y, g)
         plan = self._plan(s)
         if s.kind == "linear":
             labels, targets = ffi.NULL, _f32(y)
@@ -208,6 +210,8 @@ class CKernels(Kernels):
         return float(plan.loss[0])
 
     def _forward(self, s: ModelSpec, p: np.ndarray, X: np.ndarray) -> np.ndarray:
+        if s.is_conv:
+            return _np_models.forward(s, p, X)
         plan = self._plan(s)
         B = X.shape[0]
         out = np.empty(B if s.n_classes == 1 else (B, s.n_classes), np.float32)

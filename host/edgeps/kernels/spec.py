@@ -6,7 +6,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-KINDS = ("linear", "logistic", "softmax", "mlp")
+from edgeps.kernels.layers import Layer, Op, parse_layers, plan_ops
+
+KINDS = ("linear", "logistic", "softmax", "mlp", "conv1d", "conv2d")
+CONV_KINDS = ("conv1d", "conv2d")
 ACTIVATIONS = ("relu", "tanh")
 # one bound for every dimension keeps C index arithmetic far from int32 overflow
 MAX_DIM = 1 << 20
@@ -26,6 +29,9 @@ class ModelSpec:
     """A model family plus sizes; params are one flat float32 vector of n_params.
 
     Layout: layers in order, each W (n_in, n_out) row-major then b (n_out).
+    Conv kinds (``conv1d``, ``conv2d``) carry their input shape and layer list
+    (``edgeps.kernels.layers`` says their layout); a sample is still one row
+    of ``n_features`` = C*L (or C*H*W) values, channel first.
     """
 
     kind: str
@@ -33,16 +39,24 @@ class ModelSpec:
     n_classes: int = 1
     hidden: tuple[int, ...] = ()
     activation: str = "relu"
+    in_shape: tuple[int, ...] = ()
+    layers: tuple[Layer, ...] = ()
     _hash: int = field(init=False, repr=False, compare=False, default=0)
     # derived once: the kernels read them on every call
     _n_params: int = field(init=False, repr=False, compare=False, default=0)
     _slices: tuple[tuple[slice, tuple[int, int], slice], ...] = field(
         init=False, repr=False, compare=False, default=()
     )
+    _ops: tuple[Op, ...] = field(init=False, repr=False, compare=False, default=())
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        if self.kind in CONV_KINDS:
+            self._init_conv()
+            return
+        if self.in_shape or self.layers:
+            raise ValueError(f"{self.kind} has no input shape or layer list")
         _as_dim("n_features", self.n_features)
         _as_dim("n_classes", self.n_classes)
         if not isinstance(self.hidden, (tuple, list)):
@@ -84,12 +98,69 @@ class ModelSpec:
             hash((self.kind, self.n_features, self.n_classes, hidden, self.activation)),
         )
 
+    def _init_conv(self) -> None:
+        shape = tuple(_as_dim("input dimension", v) for v in self.in_shape)
+        if not all(isinstance(ly, Layer) for ly in self.layers):
+            raise TypeError("layers must be a tuple of Layer")
+        if self.hidden or self.activation != "relu":
+            raise ValueError(f"{self.kind} names its layers in the layer list")
+        ops = plan_ops(self.kind, shape, tuple(self.layers), MAX_DIM)
+        n_features = int(np.prod(shape))
+        if _as_dim("n_features", self.n_features) != n_features:
+            raise ValueError(
+                f"n_features {self.n_features} does not match the input shape "
+                f"{'x'.join(map(str, shape))}"
+            )
+        if _as_dim("n_classes", self.n_classes) != ops[-1].layer.n_out:
+            raise ValueError("n_classes must be the output layer's width")
+        object.__setattr__(self, "in_shape", shape)
+        object.__setattr__(self, "layers", tuple(self.layers))
+        object.__setattr__(self, "n_features", n_features)
+        object.__setattr__(self, "n_classes", int(self.n_classes))
+        object.__setattr__(self, "_ops", ops)
+        object.__setattr__(self, "_n_params", ops[-1].b.stop)
+        if self.n_params > MAX_PARAMS:
+            raise ValueError(f"model too large: {self.n_params} params")
+        object.__setattr__(self, "_hash", hash((self.kind, shape, tuple(self.layers))))
+
+    @classmethod
+    def conv(
+        cls, kind: str, in_shape: tuple[int, ...], layers: tuple[Layer, ...]
+    ) -> ModelSpec:
+        """A conv1d or conv2d spec from its input shape and layers."""
+        if kind not in CONV_KINDS or not layers:
+            raise ValueError(f"kind must be one of {CONV_KINDS}, with layers")
+        n = int(np.prod([int(v) for v in in_shape])) if in_shape else 0
+        return cls(kind, n, layers[-1].n_out, in_shape=tuple(in_shape), layers=layers)
+
+    @property
+    def is_conv(self) -> bool:
+        return self.kind in CONV_KINDS
+
+    @property
+    def ops(self) -> tuple[Op, ...]:
+        """The layers with their shapes and parameter slices (conv kinds only)."""
+        return self._ops
+
+    @property
+    def macs(self) -> int:
+        """Multiply-adds of one sample's forward pass."""
+        if self.is_conv:
+            return sum(op.macs for op in self._ops)
+        return sum(a * b for _, (a, b), _ in self._slices)
+
+    @property
+    def n_layers(self) -> int:
+        return len(self._ops) if self.is_conv else len(self._slices)
+
     def __hash__(self) -> int:
         return self._hash
 
     @property
     def layer_sizes(self) -> tuple[int, ...]:
-        """Widths from input to output: (n_features, *hidden, n_out)."""
+        """Widths from input to output: (n_features, *hidden, n_out); dense kinds."""
+        if self.is_conv:
+            raise ValueError(f"{self.kind} has layers, not widths: use spec.ops")
         return (self.n_features, *self.hidden, self.n_classes)
 
     @property
@@ -104,6 +175,21 @@ class ModelSpec:
         """Glorot-uniform weights (He for relu hidden layers), zero biases."""
         rng = np.random.default_rng(seed)
         p = np.zeros(self.n_params, dtype=np.float32)
+        if self.is_conv:
+            for op in self._ops:
+                if not op.w_shape:
+                    continue
+                fan_in = (
+                    int(np.prod(op.w_shape[1:])) if op.op == "conv" else op.w_shape[0]
+                )
+                fan_out = op.w_shape[0] if op.op == "conv" else op.w_shape[1]
+                if op.layer.relu:
+                    limit = np.sqrt(6.0 / fan_in)
+                else:
+                    limit = np.sqrt(6.0 / (fan_in + fan_out))
+                n = op.w.stop - op.w.start
+                p[op.w] = rng.uniform(-limit, limit, size=n).astype(np.float32)
+            return p
         n_layers = len(self.layer_sizes) - 1
         for i, (ws, (a, b), _) in enumerate(self.layer_slices()):
             if self.kind == "mlp" and self.activation == "relu" and i < n_layers - 1:
@@ -114,6 +200,9 @@ class ModelSpec:
         return p
 
     def __str__(self) -> str:
+        if self.is_conv:
+            head = "x".join(str(v) for v in self.in_shape)
+            return f"{self.kind}:{head}-" + "-".join(ly.text() for ly in self.layers)
         if self.kind in ("linear", "logistic"):
             return f"{self.kind}:{self.n_features}"
         if self.kind == "softmax":
@@ -129,6 +218,9 @@ class ModelSpec:
         parts = text.strip().split(":")
         kind = parts[0]
         try:
+            if kind in CONV_KINDS and len(parts) == 2:
+                shape, layers = parse_layers(parts[1])
+                return cls.conv(kind, shape, layers)
             if kind in ("linear", "logistic") and len(parts) == 2:
                 return cls(kind, int(parts[1]))
             if kind == "softmax" and len(parts) == 2:
@@ -144,5 +236,7 @@ class ModelSpec:
             raise ValueError(f"bad model spec {text!r}: {exc}") from None
         raise ValueError(
             f"bad model spec {text!r}; expected e.g. linear:8, logistic:32, "
-            "softmax:64x10, mlp:64-32-10, mlp:64-32-16-10:tanh"
+            "softmax:64x10, mlp:64-32-10, mlp:64-32-16-10:tanh, "
+            "conv1d:3x64-c16k5p2-m2-d32-4, "
+            "conv2d:1x28x28-c6k5p2-m2-c16k5-m2-d120-d84-10"
         )
