@@ -1,4 +1,4 @@
-"""The JSON export: the model card, the flat float32 parameters and metadata."""
+"""The JSON export: the model card, its layers, the flat float32 params, metadata."""
 
 from __future__ import annotations
 
@@ -8,19 +8,40 @@ from typing import Any
 
 import numpy as np
 
+from edgeps.model import architecture
 from edgeps.model.card import ModelCard, TrainedModel
 
 FORMAT = "edgeps-model-1"
 
 
+DENSE_LAYOUT = "layers in order, each W (n_in x n_out, row-major) then b (n_out)"
+CONV_LAYOUT = (
+    "layers in order: a conv's W (filters x channels x kernel[ x kernel], "
+    "row-major) then b (filters); a dense layer's W (n_in x n_out, row-major) "
+    "then b (n_out); pools have none; inputs are flattened channel first"
+)
+
+
 def to_dict(model: TrainedModel, meta: dict[str, Any]) -> dict[str, Any]:
     spec = model.spec
+    info = architecture.describe(spec)
+    shape: dict[str, Any]
+    if spec.is_conv:
+        shape = {"in_shape": list(spec.in_shape), "layout": CONV_LAYOUT}
+    else:
+        shape = {
+            "layer_sizes": list(spec.layer_sizes),
+            "activation": spec.activation if spec.kind == "mlp" else None,
+            "layout": DENSE_LAYOUT,
+        }
     return {
         "format": FORMAT,
         **model.card.to_dict(),
-        "layer_sizes": list(spec.layer_sizes),
-        "activation": spec.activation if spec.kind == "mlp" else None,
-        "layout": "layers in order, each W (n_in x n_out, row-major) then b (n_out)",
+        **shape,
+        "architecture": info["architecture"],
+        "n_params": info["params"],
+        "macs": info["macs"],
+        "layers": architecture.layers(spec),
         "params": [float(v) for v in model.params],  # float32 values, exact
         "meta": meta,
     }

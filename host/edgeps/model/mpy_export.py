@@ -43,6 +43,11 @@ def to_bytes(model: TrainedModel) -> bytes:
     names = [n.encode("utf-8") for n in model.card.classes or ()]
     if any(len(n) > 255 for n in names):
         raise ValueError("class names must be at most 255 bytes for a board")
+    if model.spec.n_features > 0xFFFF:
+        raise ValueError(
+            f"a board's model file holds at most 65535 features; {model.spec} "
+            f"takes {model.spec.n_features}"
+        )
     scaler = model.card.scaler
     parts = [
         struct.pack(

@@ -2,13 +2,16 @@
 
 Input ``x`` (float32, rows x features, raw); outputs ``scores`` (values,
 P(class 1) or class probabilities, as `TrainedModel.scores`) and, for a
-classifier, ``label`` (int64 class ids). The card (spec, class names,
+classifier, ``label`` (int64 class ids). A conv model reshapes the scaled
+rows to (N, C, L) or (N, C, H, W), then Conv (+Relu), MaxPool/AveragePool,
+Flatten, MatMul+Add (+Relu), as its layer list says. The card (spec, class names,
 scaler) is in the model's metadata under ``edgeps_card``.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +52,9 @@ def build(model: TrainedModel, meta: dict[str, Any]) -> Any:
         nodes.append(helper.make_node("Sub", [h, const("mean", mean)], ["centred"]))
         nodes.append(helper.make_node("Mul", ["centred", const("inv_std", inv)], ["z"]))
         h = "z"
-    layers = spec.layer_slices()
+    if spec.is_conv:
+        h = _conv_layers(model, h, const, nodes)
+    layers = [] if spec.is_conv else spec.layer_slices()
     for i, (ws, shape, bs) in enumerate(layers):
         w = const(f"W{i}", model.params[ws].reshape(shape).copy())
         b = const(f"b{i}", model.params[bs].copy())
@@ -110,6 +115,62 @@ def build(model: TrainedModel, meta: dict[str, Any]) -> Any:
     )
     onnx.checker.check_model(proto)
     return proto
+
+
+def _conv_layers(
+    model: TrainedModel,
+    h: str,
+    const: Callable[[str, np.ndarray], str],
+    nodes: list[Any],
+) -> str:
+    """A conv model's layers: rows reshaped to (N, C, L) or (N, C, H, W), then ops."""
+    from onnx import helper
+
+    spec = model.spec
+    shape = const("in_shape", np.array([-1, *spec.in_shape], dtype=np.int64))
+    nodes.append(helper.make_node("Reshape", [h, shape], ["x_nc"]))
+    h = "x_nc"
+    dims = len(spec.in_shape) - 1
+    for i, op in enumerate(spec.ops):
+        ly = op.layer
+        out = f"{op.op}{i}"
+        if op.op == "dense":
+            if len(op.in_shape) > 1:  # channel first, as the flat layout has it
+                nodes.append(helper.make_node("Flatten", [h], [f"flat{i}"], axis=1))
+                h = f"flat{i}"
+            w = const(f"W{i}", model.params[op.w].reshape(op.w_shape).copy())
+            b = const(f"b{i}", model.params[op.b].copy())
+            nodes.append(helper.make_node("MatMul", [h, w], [f"mm{i}"]))
+            nodes.append(helper.make_node("Add", [f"mm{i}", b], [out]))
+        elif op.op == "conv":
+            w = const(f"W{i}", model.params[op.w].reshape(op.w_shape).copy())
+            b = const(f"b{i}", model.params[op.b].copy())
+            nodes.append(
+                helper.make_node(
+                    "Conv",
+                    [h, w, b],
+                    [out],
+                    kernel_shape=[ly.k] * dims,
+                    strides=[ly.stride] * dims,
+                    pads=[ly.pad] * (2 * dims),
+                )
+            )
+        else:
+            pool = "MaxPool" if op.op == "maxpool" else "AveragePool"
+            nodes.append(
+                helper.make_node(
+                    pool,
+                    [h],
+                    [out],
+                    kernel_shape=[ly.k] * dims,
+                    strides=[ly.stride] * dims,
+                )
+            )
+        h = out
+        if ly.relu and op.op in ("conv", "dense"):
+            nodes.append(helper.make_node("Relu", [h], [f"relu{i}"]))
+            h = f"relu{i}"
+    return h
 
 
 def write(model: TrainedModel, path: Path, meta: dict[str, Any]) -> Path:
