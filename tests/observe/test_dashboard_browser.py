@@ -209,6 +209,11 @@ def test_the_page_shows_the_demo_boards_as_the_api_does(
             assert row["timing"].endswith("ms")
         assert page.ids["policy"] == api["policy"]
         assert page.ids["bound"] == "bound: " + api["bound"]
+        m = api["model"]
+        assert page.ids["model"] == (
+            f"model {m['spec']}: {m['architecture']}; {m['params']:,} params, "
+            f"{m['macs']:,} MACs/sample"
+        )
         assert 0 < int(page.body["data-version"]) <= api["version"]
         assert page.ids["status"].startswith("8 workers")
     finally:

@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from edgeps.core.server import ParameterServer
+from edgeps.model import architecture
 from edgeps.observe.fields import add_run_fields
 from edgeps.runtime.accounting import Accounting
 from edgeps.runtime.ingest import Ingest
@@ -68,6 +69,14 @@ def worker_rows(
     return rows
 
 
+def model_info(text: str) -> dict[str, Any]:
+    """The job's architecture, parameters and MACs; empty if the spec does not parse."""
+    try:
+        return architecture.describe(text)
+    except (ValueError, TypeError):
+        return {}
+
+
 def record(c: Coordinator, now: float, rate: float) -> dict[str, Any]:
     """One metrics snapshot of coordinator ``c`` at ``rate`` applied updates a
     second (what the progress display shows, the metrics file holds and the
@@ -90,6 +99,7 @@ def record(c: Coordinator, now: float, rate: float) -> dict[str, Any]:
         "unknown": c.unknown(),
         "broker": c.broker_report(),
         "inbound": c.inbound.report(),
+        "model": model_info(c.settings.model),
     }
     if c.gate is not None:
         record["scaler"] = c.gate.report()
@@ -137,4 +147,5 @@ def summary(c: Coordinator, reason: str, now: float) -> Summary:
             if c.privacy is not None and c.server.model.dp is not None
             else {}
         ),
+        model=model_info(c.settings.model),
     )

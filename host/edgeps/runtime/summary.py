@@ -35,6 +35,8 @@ class Summary:
     advice: str = ""  # what happened and what to change, when not learning
     # --dp: {epsilon, delta, sigma, clip, steps, mode, budget} (observe.privacy)
     privacy: dict[str, Any] = field(default_factory=dict)
+    # {spec, kind, in_shape, architecture, params, macs} (edgeps.model.architecture)
+    model: dict[str, Any] = field(default_factory=dict)
 
 
 def summary_dict(summary: Summary) -> dict[str, Any]:
@@ -90,6 +92,12 @@ def summary_table(summary: Summary, operator: bool = True) -> str:
         f"version {summary.version}  max staleness {summary.max_staleness}  "
         f"stop: {summary.stop_reason}"
     )
+    m = summary.model
+    if m:
+        lines.append(
+            f"model {m['spec']}: {m['architecture']}; {m['params']:,} params, "
+            f"{m['macs']:,} MACs/sample"
+        )
     if summary.first_update is not None:
         lines.append(
             f"first update applied at {summary.first_update:.1f}s: "
