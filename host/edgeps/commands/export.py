@@ -28,6 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from edgeps.model import architecture
     from edgeps.model.files import from_checkpoint
     from edgeps.model.writers import WRITERS, export
     from edgeps.runtime.checkpoint import load_checkpoint
@@ -44,9 +45,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"edgeps export: error: {exc}", file=sys.stderr)
         return 2
     scaled = "scaled features" if model.card.scaler is not None else "raw features"
+    info = architecture.describe(model.spec)
     print(
         f"edgeps export: {model.spec} ({scaled}, classes "
-        f"{', '.join(model.card.class_names()) or '-'}) -> {path}",
+        f"{', '.join(model.card.class_names()) or '-'}) -> {path}\n"
+        f"  {info['architecture']}; {architecture.size_text(info)}",
         file=sys.stderr,
     )
     return 0

@@ -1,4 +1,8 @@
-"""`edgeps info`: versions, the active kernel backend and why, native build flags."""
+"""`edgeps info [MODEL]`: versions, kernel backend and build; or a model's card.
+
+With a checkpoint or an export it shows the model instead: spec, architecture
+(layers with output shapes), parameters, MACs per sample, classes, scaler.
+"""
 
 from __future__ import annotations
 
@@ -70,10 +74,31 @@ def collect() -> dict[str, Any]:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "model",
+        nargs="?",
+        help="a checkpoint (.npz) or an export (.json, .onnx, .bin): show its model",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
+def _model(args: argparse.Namespace) -> int:
+    from edgeps.model import architecture
+    from edgeps.model.files import load_model
+
+    try:
+        model, meta = load_model(args.model)
+        view = architecture.card_view(model.card, meta)
+    except (ValueError, FileNotFoundError, OSError) as exc:
+        print(f"edgeps info: error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(view, indent=2) if args.json else architecture.card_text(view))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "model", None):
+        return _model(args)
     info = collect()
     if args.json:
         print(json.dumps(info, indent=2))

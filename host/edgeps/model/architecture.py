@@ -12,6 +12,7 @@ import functools
 from typing import Any
 
 from edgeps.kernels import ModelSpec
+from edgeps.model.card import ModelCard
 
 
 def layers(spec: ModelSpec) -> list[dict[str, Any]]:
@@ -83,3 +84,57 @@ def describe(spec: ModelSpec | str) -> dict[str, Any]:
 def size_text(info: dict[str, Any]) -> str:
     """``3,498 params, 25,376 MACs/sample`` from `describe`'s dict."""
     return f"{info['params']:,} params, {info['macs']:,} MACs/sample"
+
+
+def layer_table(spec: ModelSpec) -> list[str]:
+    """One aligned line per layer: op, its text, shapes in and out, params, MACs."""
+    texts = (
+        [op.layer.text() for op in spec.ops]
+        if spec.is_conv
+        else ["-"] * len(spec.layer_slices())
+    )
+    rows = []
+    for ly, text in zip(layers(spec), texts, strict=True):
+        shape_in = "x".join(str(v) for v in ly["in_shape"])
+        shape_out = "x".join(str(v) for v in ly["out_shape"])
+        rows.append(
+            f"{ly['op']:<8} {text:<10} {shape_in:>10} -> {shape_out:<10} "
+            f"{ly['params']:>10,} params {ly['macs']:>12,} MACs"
+        )
+    return rows
+
+
+def card_view(card: ModelCard, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What `edgeps info MODEL` shows of a model: its card, architecture and layers."""
+    spec = card.spec
+    return {
+        **describe(spec),
+        "layers": layers(spec),
+        "classes": list(card.class_names()) if spec.kind != "linear" else None,
+        "scaled": card.scaler is not None,
+        "feature_names": (
+            list(card.feature_names) if card.feature_names is not None else None
+        ),
+        "meta": dict(meta or {}),
+    }
+
+
+def card_text(view: dict[str, Any]) -> str:
+    """`card_view`'s dict as aligned text for people."""
+    spec = ModelSpec.parse(view["spec"])
+    scaled = "per-feature mean and std (raw rows in)" if view["scaled"] else "none"
+    lines = [
+        f"model         {view['spec']}",
+        f"input         {'x'.join(str(v) for v in view['in_shape'])} "
+        f"({spec.n_features} values a row)",
+        f"architecture  {view['architecture']}",
+        f"size          {size_text(view)}",
+        f"classes       {', '.join(view['classes']) if view['classes'] else '-'}",
+        f"scaler        {scaled}",
+        "layers:",
+        *("  " + row for row in layer_table(spec)),
+    ]
+    for key, value in view["meta"].items():
+        if value is not None:
+            lines.append(f"{key:<13} {value}")
+    return "\n".join(lines)
