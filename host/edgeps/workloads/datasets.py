@@ -32,6 +32,8 @@ class Dataset:
     y_test: np.ndarray
     n_classes: int
     model_spec: str  # e.g. "mlp:30-32-6", parsed by edgeps.kernels.ModelSpec
+    shape: tuple[int, ...] | None = None  # a window's (C, L), an image's (C, H, W)
+    classes: tuple[str, ...] | None = None  # names of the class ids, when known
 
     @property
     def n_features(self) -> int:
@@ -199,10 +201,25 @@ def _load_breast_cancer(seed: int) -> Dataset:
     return _finish("breast_cancer", X, y, 2, f"logistic:{X.shape[1]}", seed)
 
 
+def _packaged(name: str) -> Callable[[int], Dataset]:
+    def load(seed: int) -> Dataset:
+        from edgeps.workloads import packaged
+
+        return getattr(packaged, name)(seed)
+
+    load.__doc__ = f"edgeps.workloads.packaged.{name}"
+    return load
+
+
 DATASETS: dict[str, Callable[[int], Dataset]] = {
     "sensors": _load_sensors,
     "digits": _load_digits,
     "breast_cancer": _load_breast_cancer,
+    # windows and images from packages that ship them (edgeps.workloads.packaged)
+    "mnist": _packaged("load_mnist"),
+    "fashion-mnist": _packaged("load_fashion_mnist"),
+    "mnist1d": _packaged("load_mnist1d"),
+    "basicmotions": _packaged("load_basicmotions"),
 }
 
 
