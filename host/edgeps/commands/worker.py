@@ -308,6 +308,7 @@ def run(args: argparse.Namespace) -> int:
 def _infer(args: argparse.Namespace) -> int:
     """``--infer``: predict each row of --data; publish each with --publish."""
     from edgeps.pyworker import infer
+    from edgeps.pyworker.scaling import data_cut
 
     job, wid = args.job, args.worker_id
     link = None
@@ -323,6 +324,7 @@ def _infer(args: argparse.Namespace) -> int:
             job,
             wid,
             publish=(lambda t, p: link.publish(t, p, qos=0)) if link else None,
+            cut=data_cut(args),
         )
     except (OSError, ValueError) as exc:
         log.error("%s", exc)
