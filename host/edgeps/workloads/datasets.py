@@ -301,6 +301,21 @@ def partition_labelmix(
     return shards
 
 
+def partition_groups(groups: np.ndarray, n_workers: int) -> list[np.ndarray]:
+    """Whole groups (recordings, subjects) dealt to workers: the natural non-IID
+    case. Groups in sorted order go round the workers, so with as many groups
+    as workers each worker holds exactly one group's rows."""
+    g = np.asarray(groups)
+    names = np.unique(g)
+    if n_workers <= 0 or len(names) < n_workers:
+        raise ValueError(
+            f"{len(names)} groups for {n_workers} workers: need a group per worker"
+        )
+    owner = {name: i % n_workers for i, name in enumerate(names.tolist())}
+    which = np.array([owner[v] for v in g.tolist()], dtype=np.int64)
+    return [np.flatnonzero(which == w) for w in range(n_workers)]
+
+
 def partition(
     y: np.ndarray, n_workers: int, scheme: str = "iid", seed: int = 0
 ) -> list[np.ndarray]:
