@@ -1,4 +1,4 @@
-"""The datasets that ship inside packages: sizes, shapes, dtypes, splits, determinism."""
+"""Datasets that ship inside packages: sizes, shapes, dtypes, splits, determinism."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import random
 
 import numpy as np
 import pytest
-
 from edgeps.kernels import ModelSpec
 from edgeps.workloads.datasets import Dataset, partition_groups
 from edgeps.workloads.datasets import load_dataset as _load_dataset
