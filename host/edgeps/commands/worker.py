@@ -74,6 +74,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "them); default: this file's sorted names",
     )
     add_window_flags(parser)
+    parser.add_argument(
+        "--part",
+        metavar="I/N",
+        help="with --window and --group: train on the whole groups (subjects, "
+        "recordings) dealt to worker I of N, one each when there are N",
+    )
     scale = parser.add_mutually_exclusive_group()
     scale.add_argument(
         "--scale",
@@ -208,6 +214,8 @@ def _validate(args: argparse.Namespace) -> None:
     if args.non_iid and not args.emulated:
         raise ValueError("--non-iid applies to --emulated data only")
     data_only = ("--label", "--classes", "--scale", "--scaler-from", "--window")
+    if args.part and not args.group:
+        raise ValueError("--part deals whole groups: give --window and --group")
     for flag in data_only:
         if getattr(args, flag[2:].replace("-", "_")) and not args.data:
             raise ValueError(f"{flag} applies to --data files only")

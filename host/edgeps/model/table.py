@@ -30,7 +30,7 @@ import csv
 import logging
 import zipfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +52,7 @@ class Table:
     feature_names: tuple[str, ...] | None  # from a header
     source: str
     shape: tuple[int, ...] | None = None  # a window's (C, L), an image's (C, H, W)
+    groups: np.ndarray | None = None  # each window's group (``--group``), as text
 
     @property
     def n_samples(self) -> int:
@@ -323,9 +324,10 @@ def read_samples(
     names = None
     if raw.feature_names is not None:
         names = tuple(f"{n}[{t}]" for n in raw.feature_names for t in range(window))
-    return finish(
+    table = finish(
         w.X, w.y, str(p), classes=raw.classes, feature_names=names, shape=w.shape
     )
+    return replace(table, groups=w.groups)
 
 
 def read_npz(path: str | Path, *, classes: Sequence[str] | None = None) -> Table:

@@ -72,10 +72,41 @@ def load_file(
     label: str | None = None,
     classes: Sequence[str] | None = None,
     cut: Cut | None = None,
+    part: tuple[int, int] | None = None,
 ) -> LocalData:
-    """Load a .csv or .npz file by its suffix; ``cut`` windows raw samples."""
+    """Load a .csv or .npz file by its suffix; ``cut`` windows raw samples,
+    and ``part`` (I, N) keeps the whole groups `partition_groups` deals to I."""
     flags = cut.flags() if cut is not None else {}
-    return _local(read_table(path, label=label, classes=classes, **flags))
+    if part is not None and not flags.get("group"):
+        raise ValueError(
+            f"{path}: --part deals whole groups: give --window and --group"
+        )
+    table = read_table(path, label=label, classes=classes, **flags)
+    data = _local(table)
+    if part is None or table.groups is None:
+        return data
+    from edgeps.workloads.datasets import partition_groups
+
+    index, n = part
+    rows = partition_groups(table.groups, n)[index]
+    kept = sorted(set(table.groups[rows].tolist()))
+    return LocalData(
+        np.ascontiguousarray(data.X[rows]),
+        data.y[rows],
+        f"{data.source}:{index}/{n} (groups {', '.join(kept)})",
+        data.classes,
+        shape=data.shape,
+    )
+
+
+def parse_part(text: str | None) -> tuple[int, int] | None:
+    """``--part I/N``: this worker's index I of N; None when not given."""
+    if text is None:
+        return None
+    m = re.match(r"^(\d+)/(\d+)$", text.strip())
+    if m is None or not 0 <= int(m.group(1)) < int(m.group(2)):
+        raise ValueError(f"--part must be I/N with 0 <= I < N, got {text!r}")
+    return int(m.group(1)), int(m.group(2))
 
 
 _EMULATED = re.compile(r"^([A-Za-z0-9_-]+)(?::(\d+)/(\d+))?$")

@@ -17,7 +17,7 @@ from edgeps.kernels import ModelSpec
 from edgeps.model.scaler import Scaler
 from edgeps.model.table import parse_classes, read_table
 from edgeps.model.windows import Cut, check_fits, fit_scaler
-from edgeps.pyworker.localdata import LocalData, load_file
+from edgeps.pyworker.localdata import LocalData, load_file, parse_part
 
 log = logging.getLogger("edgeps.pyworker")
 
@@ -37,7 +37,8 @@ def load_local(args: argparse.Namespace) -> LocalData:
     """``--data`` read with ``--label``/``--classes``, scaled by ``--scale*``."""
     classes = parse_classes(args.classes)
     cut = data_cut(args)
-    data = load_file(args.data, label=args.label, classes=classes, cut=cut)
+    part = parse_part(getattr(args, "part", None))
+    data = load_file(args.data, label=args.label, classes=classes, cut=cut, part=part)
     scaler: Scaler | None = None
     if args.scaler_from:
         source = read_table(

