@@ -20,7 +20,7 @@ from edgeps.pyworker.scaling import check_classes, load_local
 from edgeps.runtime.checkpoint import Checkpoint, save_checkpoint
 from edgeps.runtime.scaler_gate import ScalerGate
 from edgeps.runtime.test_data import builtin_test_data, job_spec, load_test_data
-from edgeps.workloads.scenarios import WorkerProfile, compute_scale
+from edgeps.workloads.scenarios import WorkerProfile, compute_scale, make_scenario
 
 
 def write_raw(
@@ -219,3 +219,20 @@ def test_predict_takes_raw_samples_with_a_window_and_npz_windows(
     np.savez(bad, X=np.zeros((3, 4, 5)), y=np.zeros(3))
     assert main(["predict", str(ckpt), "--data", str(bad)]) == 2
     assert "shape (2, 10)" in capsys.readouterr().err
+
+
+def test_simulate_and_emulate_complete_conv_models_from_the_dataset() -> None:
+    from edgeps.emulate.runner import _complete
+    from edgeps.sim.simulator import Simulator
+    from edgeps.sim.types import SimConfig
+
+    sim = Simulator(SimConfig(dataset="mnist1d", model="conv1d:c4k5p2-m2", n_workers=2))
+    assert str(sim.spec) == "conv1d:1x40-c4k5p2-m2-10"
+    scale = compute_scale(sim.spec.macs, sim.spec.n_params)
+    base = make_scenario("mixed", 2, 0).profiles
+    assert scale > 1.0
+    for wid, w in sim.workers.items():
+        assert w.profile.compute_time == pytest.approx(base[wid].compute_time * scale)
+    assert _complete("conv1d", "basicmotions", 0).startswith("conv1d:6x100-")
+    with pytest.raises(ValueError, match="needs images"):
+        _complete("lenet5", "mnist1d", 0)
