@@ -236,3 +236,36 @@ def test_simulate_and_emulate_complete_conv_models_from_the_dataset() -> None:
     assert _complete("conv1d", "basicmotions", 0).startswith("conv1d:6x100-")
     with pytest.raises(ValueError, match="needs images"):
         _complete("lenet5", "mnist1d", 0)
+
+
+def test_serves_banner_tells_workers_how_to_cut_their_files() -> None:
+    from edgeps.runtime.test_data import worker_hint
+
+    hint = worker_hint("act", Cut(50, 25, "who"))
+    assert hint == "--data FILE --label act --window 50 --stride 25 --group who "
+    assert worker_hint(None, Cut()) == "--data FILE "
+
+
+def test_an_emulated_sensor_steps_as_long_as_its_conv_models_flops(
+    tmp_path: Path,
+) -> None:
+    from edgeps.pyworker.trainer import EmulatedTrainer, NativeTrainer
+
+    path = tmp_path / "raw.csv"
+    write_raw(path)
+    data = load_file(path, label="act", cut=Cut(10, 5, "who"))
+    conv = ModelSpec.parse("conv1d:2x10-c8k3p1-m2-2")
+    dense = ModelSpec.parse("mlp:20-8-2")
+    profile = WorkerProfile(compute_jitter=0.0)
+    rng = np.random.default_rng(0)
+    slept: list[float] = []
+
+    for spec in (conv, dense):
+        emulated = EmulatedTrainer(
+            NativeTrainer(spec, data), profile, rng, slept.append
+        )
+        scale = compute_scale(spec.macs, spec.n_params)
+        assert emulated.profile.compute_time == pytest.approx(0.1 * scale)
+
+    assert compute_scale(conv.macs, conv.n_params) > 2.0
+    assert compute_scale(dense.macs, dense.n_params) == 1.0

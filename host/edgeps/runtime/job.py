@@ -369,7 +369,8 @@ class Job:
                 b = self.broker
                 started = "" if b.kind == "external" else f" ({b.kind}, started here)"
                 url = b.url if self.lan is None else self.lan.board_url
-                hint = worker_hint(cfg.label) if cfg.test_data else ""
+                cut = Cut(cfg.window, cfg.stride, cfg.group)
+                hint = worker_hint(cfg.label, cut) if cfg.test_data else ""
                 print(
                     f"edgeps serve: job {cfg.job} on {url}{started}; policy "
                     f"{self.policy_name}, model {self.model.spec}, data "

@@ -194,7 +194,12 @@ def resumed_scaler(path: str) -> Scaler | None:
     return None
 
 
-def worker_hint(label: str | None) -> str:
+def worker_hint(label: str | None, cut: Cut | None = None) -> str:
     """Flags a worker with a data file needs for this job, for serve's banner
     (the job's scaler and class names reach it in its WELCOME)."""
-    return "--data FILE " + (f"--label {label} " if label else "")
+    hint = "--data FILE " + (f"--label {label} " if label else "")
+    if cut is not None and cut.window is not None:
+        hint += f"--window {cut.window} "
+        hint += f"--stride {cut.stride} " if cut.stride is not None else ""
+        hint += f"--group {cut.group} " if cut.group else ""
+    return hint
