@@ -172,3 +172,28 @@ def test_a_conv_model_must_fit_the_sample_shape() -> None:
     check_fits(spec, None, "d.npz")
     with pytest.raises(ValueError, match=r"d.npz has \(4, 4\)"):
         check_fits(spec, (4, 4), "d.npz")
+
+
+def test_samples_in_no_window_are_logged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "raw.csv"
+    path.write_text(
+        "a,label\n" + "".join(f"{i},{'x' if i < 7 else 'y'}\n" for i in range(9))
+    )
+
+    table = read_table(path, label="label", window=3)  # stride defaults to the window
+
+    assert table.X[:, 0].tolist() == [0, 3]
+    assert "3 of 9 samples are in no window" in caplog.text
+
+
+def test_raw_samples_without_labels_cut_by_group_only(tmp_path: Path) -> None:
+    path = tmp_path / "raw.csv"
+    rows = [f"{i},{-i},{'r1' if i < 5 else 'r2'}\n" for i in range(10)]
+    path.write_text("a,b,rec\n" + "".join(rows))
+
+    table = read_table(path, window=5, group="rec", channels=2)
+
+    assert table.y is None and table.shape == (2, 5)
+    assert table.groups is not None and table.groups.tolist() == ["r1", "r2"]
