@@ -41,6 +41,8 @@ raise SystemExit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"
     { have qemu-aarch64 && have qemu-arm; } || echo qemu-user
     installed libc6-dev-arm64-cross || echo libc6-dev-arm64-cross
     installed libc6-dev-armhf-cross || echo libc6-dev-armhf-cross
+    # `--dataset fashion-mnist` reads the images Debian ships
+    installed dataset-fashion-mnist || echo dataset-fashion-mnist
     # the two-node aedes cluster shares its state through redis
     have redis-server || echo redis-server
     if ! have node; then

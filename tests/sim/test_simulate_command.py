@@ -56,7 +56,7 @@ def test_compare_table_lists_every_policy(capsys: pytest.CaptureFixture[str]) ->
     [
         ["--policy", "nope"],
         ["--scenario", "storm"],
-        ["--dataset", "mnist"],
+        ["--dataset", "imagenet"],
         ["--compare", "bsp,,asp"],
         ["--lr", "-1"],
         ["--compare", "bsp", "--seeds", "0"],

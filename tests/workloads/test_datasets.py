@@ -71,7 +71,7 @@ def test_sensor_features_reject_wrong_rank_and_signals_reject_bad_sizes() -> Non
 
 def test_unknown_dataset_and_bad_seed_give_clear_errors() -> None:
     with pytest.raises(ValueError, match="unknown dataset"):
-        load_dataset("mnist")
+        load_dataset("imagenet")
     with pytest.raises(TypeError):
         load_dataset("sensors", seed="1")  # type: ignore[arg-type]
 

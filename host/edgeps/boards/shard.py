@@ -13,9 +13,11 @@ from pathlib import Path
 from edgeps_worker import datafile
 
 from edgeps.kernels import ModelSpec
+from edgeps.model.windows import check_fits
+from edgeps.runtime.model_forms import complete_model
 from edgeps.workloads.datasets import load_dataset, partition
 
-_SHARD = re.compile(r"^([A-Za-z_]+)(?::(\d+)/(\d+))?$")
+_SHARD = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*)(?::(\d+)/(\d+))?$")
 
 
 @dataclass(frozen=True)
@@ -42,9 +44,12 @@ class ShardSpec:
 def write_shard(
     shard: ShardSpec, model: str, path: Path, *, seed: int = 0, scheme: str = "iid"
 ) -> int:
-    """Write the shard for ``model`` to ``path``; the number of rows written."""
+    """Write the shard for ``model`` (full, or short: completed from the
+    dataset's sizes and sample shape) to ``path``; the number of rows written."""
     ds = load_dataset(shard.dataset, seed=seed)
-    spec = ModelSpec.parse(model)
+    full = complete_model(model, ds.n_features, max(2, ds.n_classes), ds.shape)
+    spec = ModelSpec.parse(full)
+    check_fits(spec, ds.shape, shard.dataset)
     if spec.n_features != ds.n_features:
         raise ValueError(
             f"model {model} takes {spec.n_features} features, "

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from edgeps.runtime.window_flags import add_window_flags
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -15,6 +17,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "examples:\n"
         "  edgeps predict iris.npz --data new_flowers.csv\n"
         "  edgeps predict iris.onnx --data iris_test.csv --label species --json\n"
+        "  edgeps predict hand.npz --data raw.csv --window 100 --stride 50\n"
         "A file one column wider than the model's features has labels (the "
         "last column, or --label): then the accuracy and a confusion matrix "
         "(R2 and MAE for a linear model) follow the predictions."
@@ -22,6 +25,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="a checkpoint (.npz) or an export (.json, .onnx)")
     parser.add_argument("--data", required=True, help="CSV or NPZ of raw features")
     parser.add_argument("--label", help="the label column's name in a CSV")
+    add_window_flags(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -35,26 +39,40 @@ def _load(path: str) -> Any:
     return load_export(path)[0]
 
 
-def _read(path: str, label: str | None, model: Any) -> Any:
+def _read(path: str, label: str | None, model: Any, cut: Any) -> Any:
     from edgeps.model.table import read_table
+    from edgeps.model.windows import check_fits
+    from edgeps.pyworker.infer import model_channels
 
     classes = model.card.classes
     n = model.spec.n_features
+    flags = cut.flags()
+    if flags:
+        flags["channels"] = model_channels(model.spec)
     try:
-        return read_table(path, label=label, classes=classes, n_features=n)
+        table = read_table(path, label=label, classes=classes, n_features=n, **flags)
     except ValueError:
         if classes is None:
             raise
         # labels written as class ids rather than names
-        return read_table(path, label=label, n_features=n)
+        table = read_table(path, label=label, n_features=n, **flags)
+    check_fits(model.spec, table.shape, path)
+    if table.n_features != n:
+        raise ValueError(
+            f"{path}: rows of {table.n_features} values, the model takes {n}"
+            + ("" if flags else " (raw samples? give --window)")
+        )
+    return table
 
 
 def run(args: argparse.Namespace) -> int:
     from edgeps.model import scoring
+    from edgeps.model.windows import Cut
 
     try:
         model = _load(args.model)
-        table = _read(args.data, args.label, model)
+        cut = Cut(args.window, args.stride, args.group)
+        table = _read(args.data, args.label, model, cut)
         pred = model.predict(table.X)
         result: dict[str, Any] = {"model": str(model.spec), "rows": table.n_samples}
         linear = model.spec.kind == "linear"

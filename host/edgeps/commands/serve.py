@@ -62,7 +62,13 @@ def add_job_flags(
         "full spec like mlp:30-32-6 (default: the dataset's)",
         d,
     )
-    _flag(p, "--dataset", "sensors (built in), digits, breast_cancer (scikit-learn)", d)
+    _flag(
+        p,
+        "--dataset",
+        "sensors (built in), digits, breast_cancer, mnist, fashion-mnist, "
+        "mnist1d, basicmotions (host/README.md, Datasets)",
+        d,
+    )
     _flag(p, "--seed", "seed for data split and initial parameters", d, type=int)
     _flag(p, "--lr", "learning rate", d, type=float)
     _flag(
@@ -162,6 +168,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
     )
     _flag(p, "--label", "the label column's name in CSV files (default: the last)")
+    _flag(
+        p,
+        "--window",
+        "--test-data is a CSV of raw samples (one per row): cut it into windows "
+        "of L samples, never across a change of label or --group",
+        type=int,
+        metavar="L",
+    )
+    _flag(p, "--stride", "with --window: a window every S samples", type=int)
+    _flag(p, "--group", "with --window: the recording or subject column", metavar="COL")
     _flag(
         p,
         "--scaler-from",

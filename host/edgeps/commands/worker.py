@@ -24,6 +24,7 @@ from edgeps.runtime.connection_flags import (
     setup_logging,
 )
 from edgeps.runtime.model_forms import EXAMPLES, complete_model
+from edgeps.runtime.window_flags import add_window_flags
 from edgeps.transport.paho_link import MqttLink
 
 log = logging.getLogger("edgeps.commands.worker")
@@ -71,6 +72,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="A,B,...",
         help="the job's class names, in order, for text labels (serve prints "
         "them); default: this file's sorted names",
+    )
+    add_window_flags(parser)
+    parser.add_argument(
+        "--part",
+        metavar="I/N",
+        help="with --window and --group: train on the whole groups (subjects, "
+        "recordings) dealt to worker I of N, one each when there are N",
     )
     scale = parser.add_mutually_exclusive_group()
     scale.add_argument(
@@ -205,7 +213,9 @@ def _validate(args: argparse.Namespace) -> None:
         raise ValueError("--release-timeout must be in 0.1..3600 seconds")
     if args.non_iid and not args.emulated:
         raise ValueError("--non-iid applies to --emulated data only")
-    data_only = ("--label", "--classes", "--scale", "--scaler-from")
+    data_only = ("--label", "--classes", "--scale", "--scaler-from", "--window")
+    if args.part and not args.group:
+        raise ValueError("--part deals whole groups: give --window and --group")
     for flag in data_only:
         if getattr(args, flag[2:].replace("-", "_")) and not args.data:
             raise ValueError(f"{flag} applies to --data files only")
@@ -231,7 +241,7 @@ def run(args: argparse.Namespace) -> int:
         transport = MqttLink(connection_options(args), args.worker_id)
         key = read_worker_key(args.hmac_key_file, args.worker_id)
         if args.model:  # a full spec fails early; a short one waits for the job
-            ModelSpec.parse(complete_model(args.model, data.n_features, 2))
+            ModelSpec.parse(complete_model(args.model, data.n_features, 2, data.shape))
     except (ValueError, FileNotFoundError) as exc:
         log.error("%s", exc)
         return EXIT_CONFIG
@@ -267,7 +277,9 @@ def run(args: argparse.Namespace) -> int:
             spec = ModelSpec.parse(job.model)
             if args.model:
                 n_classes = max(2, spec.n_classes)
-                want = complete_model(args.model, spec.n_features, n_classes)
+                want = complete_model(
+                    args.model, spec.n_features, n_classes, data.shape
+                )
                 expected = ModelSpec.parse(want)
                 if str(expected) != str(spec):
                     raise ValueError(f"job {args.job} trains {spec}, not {expected}")
@@ -304,6 +316,7 @@ def run(args: argparse.Namespace) -> int:
 def _infer(args: argparse.Namespace) -> int:
     """``--infer``: predict each row of --data; publish each with --publish."""
     from edgeps.pyworker import infer
+    from edgeps.pyworker.scaling import data_cut
 
     job, wid = args.job, args.worker_id
     link = None
@@ -319,6 +332,7 @@ def _infer(args: argparse.Namespace) -> int:
             job,
             wid,
             publish=(lambda t, p: link.publish(t, p, qos=0)) if link else None,
+            cut=data_cut(args),
         )
     except (OSError, ValueError) as exc:
         log.error("%s", exc)

@@ -135,9 +135,9 @@ class Emulation:
 
             sizes = ModelSpec.parse(spec)
             n_classes = max(2, sizes.n_classes)
-            self.model = str(
-                ModelSpec.parse(complete_model(cfg.model, sizes.n_features, n_classes))
-            )
+            shape = self._shards[0].shape
+            full = complete_model(cfg.model, sizes.n_features, n_classes, shape)
+            self.model = str(ModelSpec.parse(full))
         self.reports = {
             wid: SensorReport(wid, profile_class(p))
             for wid, p in self.scenario.profiles.items()

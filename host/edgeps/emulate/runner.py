@@ -73,7 +73,7 @@ def raise_fd_limit(need: int) -> None:
 
 
 def _load_shards(cfg: EmulationConfig, indices: list[int], n: int) -> list[Any]:
-    from edgeps.pyworker.localdata import _finish
+    from edgeps.pyworker.localdata import LocalData
     from edgeps.workloads import datasets
 
     ds = datasets.load_dataset(cfg.dataset, cfg.seed)
@@ -82,7 +82,7 @@ def _load_shards(cfg: EmulationConfig, indices: list[int], n: int) -> list[Any]:
     out = []
     for i in indices:
         X, y = ds.shard(parts[i])
-        out.append(_finish(X, y, f"{cfg.dataset}:{i}/{n}"))
+        out.append(LocalData(X, y, f"{cfg.dataset}:{i}/{n}", shape=ds.shape))
     return out
 
 
@@ -115,7 +115,8 @@ def _complete(model: str, dataset: str, seed: int) -> str:
 
     ds = datasets.load_dataset(dataset, seed)
     sizes = ModelSpec.parse(ds.model_spec)
-    full = complete_model(model, sizes.n_features, max(2, sizes.n_classes))
+    n_classes = max(2, sizes.n_classes)
+    full = complete_model(model, sizes.n_features, n_classes, ds.shape)
     return str(ModelSpec.parse(full))
 
 

@@ -1,7 +1,11 @@
-"""Tabular data files (CSV, NPZ) read into features, labels and class names.
+"""Data files (CSV, NPZ) read into features, labels and class names.
 
 One reader for every command that takes a data file: `edgeps serve
---test-data`, `edgeps worker --data`, `edgeps predict --data`.
+--test-data`, `edgeps worker --data`, `edgeps predict --data`. Rows are
+tabular features, or windows and images: an NPZ whose ``X`` is (n, C, L) or
+(n, C, H, W), or a CSV of raw samples cut with ``window``/``stride``
+(`edgeps.model.windows`); each is one row of C*L (C*H*W) floats, channel
+first, and ``Table.shape`` keeps a sample's shape.
 
 CSV rules. Empty lines are skipped; every row has the same number of cells.
 The label is the column named by ``label`` (then the first row must be a
@@ -23,12 +27,17 @@ names of the file.
 from __future__ import annotations
 
 import csv
+import logging
 import zipfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+
+from edgeps.model.windows import check_shape, cut_windows
+
+log = logging.getLogger(__name__)
 
 MAX_ROWS = 5_000_000  # refuse files that would not fit a small board's host anyway
 
@@ -42,6 +51,8 @@ class Table:
     classes: tuple[str, ...] | None  # names of the class ids, when labels were text
     feature_names: tuple[str, ...] | None  # from a header
     source: str
+    shape: tuple[int, ...] | None = None  # a window's (C, L), an image's (C, H, W)
+    groups: np.ndarray | None = None  # each window's group (``--group``), as text
 
     @property
     def n_samples(self) -> int:
@@ -110,6 +121,7 @@ def finish(
     *,
     classes: tuple[str, ...] | None = None,
     feature_names: tuple[str, ...] | None = None,
+    shape: tuple[int, ...] | None = None,
 ) -> Table:
     """Checked float32 features and labels in the dtypes the kernels take."""
     if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
@@ -126,7 +138,8 @@ def finish(
             )
         if classes is None:
             y = _numeric_labels(y, source)
-    return Table(Xf, y, classes, feature_names, source)
+    check_shape(shape, Xf.shape[1], source)
+    return Table(Xf, y, classes, feature_names, source, shape)
 
 
 def _read_rows(p: Path) -> list[tuple[int, list[str]]]:
@@ -197,12 +210,35 @@ def read_csv(
     n_features: int | None = None,
 ) -> Table:
     """Read a CSV by the rules in this module's docstring."""
-    p = Path(path)
+    return _read_csv(Path(path), label, classes, n_features, None)[0]
+
+
+def _group_column(rows: list[tuple[int, list[str]]], group: str, p: Path) -> int:
+    first = rows[0][1]
+    if group not in first:
+        raise ValueError(
+            f"{p}: --group {group!r}: no such column in the first row (the "
+            f"header: {', '.join(first[:8])}{', ...' if len(first) > 8 else ''})"
+        )
+    return first.index(group)
+
+
+def _read_csv(
+    p: Path,
+    label: str | None,
+    classes: Sequence[str] | None,
+    n_features: int | None,
+    group: str | None,
+) -> tuple[Table, list[str] | None]:
+    """The table, and the group column's cells when ``group`` names one."""
     if not p.is_file():
         raise ValueError(f"data file not found: {p}")
     rows = _read_rows(p)
     width = len(rows[0][1])
     header: list[str] | None = None
+    gcol = _group_column(rows, group, p) if group is not None else None
+    if gcol is not None:
+        header = rows[0][1]
     if label is not None:
         first = rows[0][1]
         if label not in first:
@@ -212,16 +248,23 @@ def read_csv(
             )
         col: int | None = first.index(label)
         header = first
+    elif gcol is not None:
+        others = [i for i in range(width) if i != gcol]
+        col = None if n_features is not None and width - 1 == n_features else others[-1]
     else:
         col = None if n_features is not None and width == n_features else width - 1
         if _first_is_header(rows, col, classes, p):
             header = rows[0][1]
+    if gcol is not None and gcol == col:
+        raise ValueError(f"{p}: --group and the label name the same column")
     body = rows[1:] if header is not None else rows
     if not body:
         raise ValueError(f"{p}: no data rows after the header")
     if col is not None and width < 2:
         raise ValueError(f"{p}: need at least one feature column and a label column")
-    feats = [i for i in range(width) if i != col]
+    feats = [i for i in range(width) if i not in (col, gcol)]
+    if not feats:
+        raise ValueError(f"{p}: no feature column besides the label and the group")
     X = np.empty((len(body), len(feats)), dtype=np.float64)
     for r, (lineno, cells) in enumerate(body):
         try:
@@ -231,15 +274,60 @@ def read_csv(
             raise ValueError(
                 f"{p}:{lineno}: feature cell {bad!r} is not a number"
             ) from None
+    groups = [cells[gcol] for _, cells in body] if gcol is not None else None
     names = tuple(header[i] for i in feats) if header is not None else None
     if col is None:
-        return finish(X, None, str(p), feature_names=names)
+        return finish(X, None, str(p), feature_names=names), groups
     labels = [cells[col] for _, cells in body]
     if classes is None and all(is_number(c) for c in labels):
         values = np.array([float(c) for c in labels])
-        return finish(X, values, str(p), feature_names=names)
+        return finish(X, values, str(p), feature_names=names), groups
     ids, known = name_labels(labels, classes, str(p))
-    return finish(X, ids, str(p), classes=known, feature_names=names)
+    return finish(X, ids, str(p), classes=known, feature_names=names), groups
+
+
+def read_samples(
+    path: str | Path,
+    *,
+    window: int,
+    stride: int,
+    label: str | None = None,
+    group: str | None = None,
+    classes: Sequence[str] | None = None,
+    channels: int | None = None,
+) -> Table:
+    """A CSV of raw samples (one per row: channels, a label, a group) as windows.
+
+    ``channels`` (the model's) tells a file without a label column; the
+    windows never cross a change of label or group (`cut_windows`).
+    """
+    p = Path(path)
+    if p.suffix.lower() not in (".csv", ".txt"):
+        raise ValueError(
+            f"{p}: --window cuts a CSV of raw samples; an NPZ holds its windows "
+            "or images already (X of shape (n, C, L) or (n, C, H, W))"
+        )
+    raw, groups = _read_csv(p, label, classes, channels, group)
+    g = np.asarray(groups) if groups is not None else None
+    w = cut_windows(raw.X, raw.y, g, window, stride, source=str(p))
+    if w.unused:
+        log.warning(
+            "%s: %d of %d samples are in no window (%d runs of one label%s "
+            "shorter than %d, or tails past the last stride)",
+            p,
+            w.unused,
+            raw.n_samples,
+            w.short_runs,
+            " and group" if g is not None else "",
+            window,
+        )
+    names = None
+    if raw.feature_names is not None:
+        names = tuple(f"{n}[{t}]" for n in raw.feature_names for t in range(window))
+    table = finish(
+        w.X, w.y, str(p), classes=raw.classes, feature_names=names, shape=w.shape
+    )
+    return replace(table, groups=w.groups)
 
 
 def read_npz(path: str | Path, *, classes: Sequence[str] | None = None) -> Table:
@@ -255,21 +343,42 @@ def read_npz(path: str | Path, *, classes: Sequence[str] | None = None) -> Table
             y = archive["y"] if "y" in archive.files else None
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
         raise ValueError(f"{p}: not a readable .npz archive: {exc}") from None
+    except ValueError as exc:  # object arrays: ragged windows, mixed types
+        if "missing array X" in str(exc):
+            raise
+        raise ValueError(
+            f"{p}: X or y is not a plain numeric array (ragged windows or "
+            f"Python objects?): {exc}"
+        ) from None
     if X.dtype.kind not in "biuf":
         raise ValueError(f"{p}: array X has non-numeric dtype {X.dtype}")
+    X, shape = _samples(X, p)
     if y is None:
-        return finish(X, None, str(p))
+        return finish(X, None, str(p), shape=shape)
     if y.dtype.kind in "US":
         texts = [str(v.decode() if isinstance(v, bytes) else v) for v in y.reshape(-1)]
         ids, known = name_labels(texts, classes, str(p))
-        return finish(X, ids, str(p), classes=known)
+        return finish(X, ids, str(p), classes=known, shape=shape)
     if y.dtype.kind not in "biuf":
         raise ValueError(f"{p}: array y has non-numeric dtype {y.dtype}")
     if classes is not None:  # numeric labels named by the job: match them as text
         texts = [format(v, "g") for v in y.reshape(-1).tolist()]
         ids, known = name_labels(texts, classes, str(p))
-        return finish(X, ids, str(p), classes=known)
-    return finish(X, y, str(p))
+        return finish(X, ids, str(p), classes=known, shape=shape)
+    return finish(X, y, str(p), shape=shape)
+
+
+def _samples(X: np.ndarray, p: Path) -> tuple[np.ndarray, tuple[int, ...] | None]:
+    """Rows (n, features) as they are; windows (n, C, L) and images (n, C, H, W)
+    flattened channel first, with their shape."""
+    if X.ndim == 2:
+        return X, None
+    if X.ndim in (3, 4) and X.shape[0] > 0 and min(X.shape[1:]) > 0:
+        return X.reshape(X.shape[0], -1), tuple(int(v) for v in X.shape[1:])
+    raise ValueError(
+        f"{p}: X has shape {X.shape}: expected 2-D rows (n, features), windows "
+        "(n, C, L) or images (n, C, H, W)"
+    )
 
 
 def read_table(
@@ -278,9 +387,27 @@ def read_table(
     label: str | None = None,
     classes: Sequence[str] | None = None,
     n_features: int | None = None,
+    window: int | None = None,
+    stride: int | None = None,
+    group: str | None = None,
+    channels: int | None = None,
 ) -> Table:
-    """Read a .csv/.txt or .npz file by its suffix."""
+    """Read a .csv/.txt or .npz file by its suffix; with ``window``, a CSV of
+    raw samples cut into windows every ``stride`` (default: ``window``)."""
     suffix = Path(path).suffix.lower()
+    if window is not None:
+        step = window if stride is None else stride
+        return read_samples(
+            path,
+            window=window,
+            stride=step,
+            label=label,
+            group=group,
+            classes=classes,
+            channels=channels,
+        )
+    if stride is not None or group is not None:
+        raise ValueError("--stride and --group go with --window (raw-sample CSVs)")
     if suffix == ".npz":
         if label is not None:
             raise ValueError(f"{path}: --label names a CSV column; an NPZ has X and y")

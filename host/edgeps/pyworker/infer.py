@@ -19,6 +19,7 @@ import numpy as np
 from edgeps.model import mpy_export
 from edgeps.model.card import TrainedModel
 from edgeps.model.table import read_table
+from edgeps.model.windows import Cut, check_fits
 
 
 def topic_pred(job: str, wid: str) -> str:
@@ -26,15 +27,33 @@ def topic_pred(job: str, wid: str) -> str:
     return f"edgeps/{job}/pred/{wid}"
 
 
-def load_rows(path: str | Path, model: TrainedModel) -> np.ndarray:
-    """The raw feature rows of a CSV or NPZ file (a label column is ignored)."""
+def load_rows(
+    path: str | Path, model: TrainedModel, cut: Cut | None = None
+) -> np.ndarray:
+    """The raw feature rows of a CSV or NPZ file (a label column is ignored);
+    with ``cut``, the windows of a raw-sample CSV."""
     n = model.spec.n_features
+    flags = cut.flags() if cut is not None else {}
+    if flags:
+        flags["channels"] = model_channels(model.spec)
     try:
-        return read_table(path, classes=model.card.classes, n_features=n).X
+        table = read_table(path, classes=model.card.classes, n_features=n, **flags)
     except ValueError:
         if model.card.classes is None:
             raise
-        return read_table(path, n_features=n).X  # labels given as class ids
+        table = read_table(path, n_features=n, **flags)  # labels as class ids
+    check_fits(model.spec, table.shape, str(path))
+    if table.n_features != n:
+        raise ValueError(
+            f"{path}: rows of {table.n_features} values, the model takes {n}"
+        )
+    return table.X
+
+
+def model_channels(spec: Any) -> int | None:
+    """The channels of a conv model's samples (what a raw-sample CSV holds)."""
+    shape = getattr(spec, "in_shape", None)
+    return int(shape[0]) if shape else None
 
 
 def predictions(model: TrainedModel, X: np.ndarray, wid: str) -> Iterator[str]:
@@ -55,10 +74,11 @@ def run(
     wid: str,
     out: Callable[[str], None] = print,
     publish: Callable[[str, bytes], None] | None = None,
+    cut: Cut | None = None,
 ) -> int:
     """Predict every row of ``data``; the number of predictions."""
     model = mpy_export.read(model_file)
-    X = load_rows(data, model)
+    X = load_rows(data, model, cut)
     topic = topic_pred(job, wid)
     n = 0
     for n, text in enumerate(predictions(model, X, wid), 1):

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from edgeps.model.table import MAX_ROWS, Table, finish, read_csv, read_npz, read_table
+from edgeps.model.windows import Cut
 
 __all__ = ["MAX_ROWS", "LocalData", "load_csv", "load_emulated", "load_file"]
 
@@ -29,6 +30,7 @@ class LocalData:
     # the features before this worker scaled them itself (``--scale``): the
     # job's scaler, when its WELCOME carries one, applies to these instead
     raw_X: np.ndarray | None = None
+    shape: tuple[int, ...] | None = None  # a window's (C, L), an image's (C, H, W)
 
     @property
     def n_samples(self) -> int:
@@ -46,7 +48,7 @@ def _finish(X: np.ndarray, y: np.ndarray, source: str) -> LocalData:
 def _local(table: Table) -> LocalData:
     if table.y is None:
         raise ValueError(f"{table.source}: missing array(s) y (the labels)")
-    return LocalData(table.X, table.y, table.source, table.classes)
+    return LocalData(table.X, table.y, table.source, table.classes, shape=table.shape)
 
 
 def load_csv(
@@ -69,9 +71,42 @@ def load_file(
     *,
     label: str | None = None,
     classes: Sequence[str] | None = None,
+    cut: Cut | None = None,
+    part: tuple[int, int] | None = None,
 ) -> LocalData:
-    """Load a .csv or .npz file by its suffix."""
-    return _local(read_table(path, label=label, classes=classes))
+    """Load a .csv or .npz file by its suffix; ``cut`` windows raw samples,
+    and ``part`` (I, N) keeps the whole groups `partition_groups` deals to I."""
+    flags = cut.flags() if cut is not None else {}
+    if part is not None and not flags.get("group"):
+        raise ValueError(
+            f"{path}: --part deals whole groups: give --window and --group"
+        )
+    table = read_table(path, label=label, classes=classes, **flags)
+    data = _local(table)
+    if part is None or table.groups is None:
+        return data
+    from edgeps.workloads.datasets import partition_groups
+
+    index, n = part
+    rows = partition_groups(table.groups, n)[index]
+    kept = sorted(set(table.groups[rows].tolist()))
+    return LocalData(
+        np.ascontiguousarray(data.X[rows]),
+        data.y[rows],
+        f"{data.source}:{index}/{n} (groups {', '.join(kept)})",
+        data.classes,
+        shape=data.shape,
+    )
+
+
+def parse_part(text: str | None) -> tuple[int, int] | None:
+    """``--part I/N``: this worker's index I of N; None when not given."""
+    if text is None:
+        return None
+    m = re.match(r"^(\d+)/(\d+)$", text.strip())
+    if m is None or not 0 <= int(m.group(1)) < int(m.group(2)):
+        raise ValueError(f"--part must be I/N with 0 <= I < N, got {text!r}")
+    return int(m.group(1)), int(m.group(2))
 
 
 _EMULATED = re.compile(r"^([A-Za-z0-9_-]+)(?::(\d+)/(\d+))?$")
@@ -107,4 +142,4 @@ def load_emulated(
     shards = datasets.partition(ds.y_train, n, scheme, seed)
     X, y = ds.shard(shards[part])
     source = f"{name}:{part}/{n}" if n > 1 else name
-    return _finish(X, y, source), ds.model_spec
+    return _local(finish(X, y, source, shape=ds.shape)), ds.model_spec

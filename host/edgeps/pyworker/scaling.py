@@ -16,7 +16,8 @@ import numpy as np
 from edgeps.kernels import ModelSpec
 from edgeps.model.scaler import Scaler
 from edgeps.model.table import parse_classes, read_table
-from edgeps.pyworker.localdata import LocalData, load_file
+from edgeps.model.windows import Cut, check_fits, fit_scaler
+from edgeps.pyworker.localdata import LocalData, load_file, parse_part
 
 log = logging.getLogger("edgeps.pyworker")
 
@@ -35,14 +36,18 @@ def looks_unscaled(X: np.ndarray) -> bool:
 def load_local(args: argparse.Namespace) -> LocalData:
     """``--data`` read with ``--label``/``--classes``, scaled by ``--scale*``."""
     classes = parse_classes(args.classes)
-    data = load_file(args.data, label=args.label, classes=classes)
+    cut = data_cut(args)
+    part = parse_part(getattr(args, "part", None))
+    data = load_file(args.data, label=args.label, classes=classes, cut=cut, part=part)
     scaler: Scaler | None = None
     if args.scaler_from:
-        source = read_table(args.scaler_from, label=args.label, classes=classes)
-        scaler = Scaler.fit(source.X)
+        source = read_table(
+            args.scaler_from, label=args.label, classes=classes, **cut.flags()
+        )
+        scaler = fit_scaler(source.X, data.shape)
         where = f"{args.scaler_from}'s"
     elif args.scale:
-        scaler = Scaler.fit(data.X)
+        scaler = fit_scaler(data.X, data.shape)
         where = "this file's own"
         log.warning(
             "%s: features scaled by this file's own mean and std until the "
@@ -67,7 +72,21 @@ def load_local(args: argparse.Namespace) -> LocalData:
         )
     log.info("%s: features standardised by %s mean and std", data.source, where)
     return LocalData(
-        scaler.transform(data.X), data.y, data.source, data.classes, raw_X=data.X
+        scaler.transform(data.X),
+        data.y,
+        data.source,
+        data.classes,
+        raw_X=data.X,
+        shape=data.shape,
+    )
+
+
+def data_cut(args: argparse.Namespace) -> Cut:
+    """``--window``/``--stride``/``--group``: how a raw-sample CSV is windowed."""
+    return Cut(
+        getattr(args, "window", None),
+        getattr(args, "stride", None),
+        getattr(args, "group", None),
     )
 
 
@@ -76,6 +95,7 @@ def check_classes(spec: ModelSpec, data: LocalData, *, given: bool) -> None:
     the model has. The job's WELCOME names its classes, and the trainer
     renumbers this file's to them (``NativeTrainer.set_classes``), so a file
     holding only some of them (a non-IID shard) trains as the others do."""
+    check_fits(spec, data.shape, data.source)
     if data.classes is None or spec.kind == "linear":
         return
     n = 2 if spec.kind == "logistic" else spec.n_classes

@@ -240,6 +240,9 @@ class EmulatedTrainer:
         sleep: Callable[[float], object] = time.sleep,
     ) -> None:
         self.inner = inner
+        spec = getattr(inner, "spec", None)
+        if spec is not None and hasattr(profile, "for_model"):
+            profile = profile.for_model(spec.macs, spec.n_params)  # conv: by FLOPs
         self.profile = profile
         self._rng = rng
         self._sleep = sleep

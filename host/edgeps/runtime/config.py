@@ -45,6 +45,9 @@ class ServeConfig:
     dataset: str = "sensors"
     test_data: str | None = None  # CSV/NPZ the job evaluates on (instead of dataset)
     label: str | None = None  # the label column's name in CSV files; None: the last
+    window: int | None = None  # a raw-sample CSV cut into windows of this many
+    stride: int | None = None  # samples, one starting every stride (default: window)
+    group: str | None = None  # the recording/subject column windows stay within
     scaler_from: str | None = None  # CSV/NPZ whose features fix the scaler, or workers
     scaler_workers: int = 2  # --scaler-from workers: moments of this many workers
     scaler_wait: float = 30.0  # or this long after the first, with fewer
@@ -253,6 +256,8 @@ RANGES: dict[str, Range] = {
     "lr_workers": Range("a number of workers", 1, 1_000_000, off=0),
     "scaler_workers": Range("a number of workers", 1, 4096),  # scaler_gate.MAX_HELD
     "scaler_wait": _SECONDS,
+    "window": Range("a number of samples", 1, 1_000_000),
+    "stride": Range("a number of samples", 1, 1_000_000),
     "local_steps": Range("a number of steps", 1, 65535),  # UPDATE's two bytes
     "local_epochs": Range("a number of passes", 0.0, 1e4),
     "local_time": Range("a number of seconds", 0.0, SECONDS_MAX),
@@ -283,7 +288,8 @@ def check_ranges(cfg: ServeConfig) -> None:
 def check(cfg: ServeConfig) -> None:
     """Value checks that need no imports of the heavy parts (those come at build)."""
     for name in sorted(
-        set(RANGES) - {"max_update_norm", "target_accuracy", "max_time"}
+        set(RANGES)
+        - {"max_update_norm", "target_accuracy", "max_time", "window", "stride"}
     ):
         if getattr(cfg, name) is None:
             raise ValueError(f"--{name.replace('_', '-')} needs a value")
@@ -315,6 +321,8 @@ def check(cfg: ServeConfig) -> None:
                 )
     if cfg.label is not None and cfg.test_data is None:
         raise ValueError("--label names a column of --test-data")
+    if cfg.window is not None and cfg.test_data is None:
+        raise ValueError("--window cuts the raw samples of --test-data")
     files = ("resume", "hmac_key_file", "password_file", "test_data", "scaler_from")
     for name in files:
         path = getattr(cfg, name)

@@ -23,6 +23,7 @@ from edgeps.core.types import WorkerStats
 from edgeps.kernels import params_codec
 from edgeps.model.card import ModelCard
 from edgeps.model.scaler import Scaler
+from edgeps.model.windows import Cut
 from edgeps.observe.dashboard import Dashboard, open_dashboard
 from edgeps.observe.metrics import MetricsWriter, Progress
 from edgeps.observe.privacy import require_accountant
@@ -67,6 +68,7 @@ class Model:
     card: ModelCard | None = None
     data_name: str = ""  # the dataset or test file, for banners and checkpoints
     awaits_scaler: bool = False
+    shape: tuple[int, ...] | None = None  # a window's (C, L), an image's (C, H, W)
 
     def fix_scaler(self, scaler: Scaler) -> None:
         """The scaler the workers' data fixed: into the card, onto the test rows."""
@@ -86,7 +88,8 @@ def load_model(cfg: ServeConfig) -> Model:
     """The test data (a file or a dataset's split) and the model spec that fits it."""
     from_workers = cfg.scaler_from == SCALER_FROM_WORKERS
     if cfg.test_data is not None:
-        data = load_test_data(cfg.test_data, cfg.label, cfg.scaler_from, cfg.scale)
+        cut = Cut(cfg.window, cfg.stride, cfg.group)
+        data = load_test_data(cfg.test_data, cfg.label, cfg.scaler_from, cfg.scale, cut)
         if from_workers and cfg.resume is not None:  # fixed in the run it resumes
             data = replace(data, scaler=resumed_scaler(cfg.resume))
     else:
@@ -103,7 +106,8 @@ def load_model(cfg: ServeConfig) -> Model:
     )
     X = data.scaler.transform(data.X) if data.scaler is not None else data.X
     shown = str(cfg.test_data or cfg.dataset)
-    return Model(spec, X, data.y, card, shown, from_workers and data.scaler is None)
+    awaits = from_workers and data.scaler is None
+    return Model(spec, X, data.y, card, shown, awaits, data.shape)
 
 
 def scaler_gate(
@@ -132,6 +136,7 @@ def scaler_gate(
         workers=cfg.scaler_workers,
         wait=cfg.scaler_wait,
         on_fixed=fixed,
+        shape=model.shape,
     )
     return gate
 
@@ -364,7 +369,8 @@ class Job:
                 b = self.broker
                 started = "" if b.kind == "external" else f" ({b.kind}, started here)"
                 url = b.url if self.lan is None else self.lan.board_url
-                hint = worker_hint(cfg.label) if cfg.test_data else ""
+                cut = Cut(cfg.window, cfg.stride, cfg.group)
+                hint = worker_hint(cfg.label, cut) if cfg.test_data else ""
                 print(
                     f"edgeps serve: job {cfg.job} on {url}{started}; policy "
                     f"{self.policy_name}, model {self.model.spec}, data "

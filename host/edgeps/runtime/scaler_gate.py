@@ -9,7 +9,8 @@ latest HELLO (a re-HELLO keeps its place) until moments from ``workers``
 distinct workers arrived, or ``wait`` seconds after the first moments, with
 at least one. Workers without moments (boards) wait like the others. Then it
 fixes the scaler, once for the run, and lets the held HELLOs through in the
-order they first came.
+order they first came. For windows and images (``shape``) the combined
+per-feature moments are pooled per channel (`edgeps.model.windows`).
 
 Moments of another feature count, or absurd ones, are refused: counted per
 worker and reason, logged, never raised. Time is an argument (``now``).
@@ -26,6 +27,7 @@ import numpy as np
 
 from edgeps.core.types import Join
 from edgeps.model.scaler import Scaler
+from edgeps.model.windows import pool_channels
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +85,7 @@ class ScalerGate:
     workers: K, the distinct workers whose moments fix the scaler.
     wait: seconds after the first accepted moments to fix it with fewer.
     on_fixed: told the scaler once, when it is fixed (before any HELLO passes).
+    shape: a sample's (C, L) or (C, H, W): the scaler is fixed per channel.
     """
 
     def __init__(
@@ -93,6 +96,7 @@ class ScalerGate:
         wait: float = 30.0,
         on_fixed: Callable[[Scaler], None] | None = None,
         max_held: int = MAX_HELD,
+        shape: tuple[int, ...] | None = None,
     ) -> None:
         if workers < 1 or wait <= 0 or n_features < 1:
             raise ValueError("a scaler gate needs workers >= 1, wait > 0, features")
@@ -101,6 +105,7 @@ class ScalerGate:
         self.wait = wait
         self.on_fixed = on_fixed
         self.max_held = max_held
+        self.shape = shape
         self.held: dict[str, Join] = {}  # first-come order; the latest HELLO each
         self.parts: dict[str, Scaler] = {}  # accepted moments, per worker
         self.refused: dict[str, Counter[str]] = {}
@@ -167,6 +172,7 @@ class ScalerGate:
         total = parts[0]
         for part in parts[1:]:
             total = total.merge(part)
+        total = pool_channels(total, self.shape)
         self.fixed, self.fixed_from = total, len(parts)
         log.info(
             "feature scaler fixed from the data of %d worker%s, %d rows",

@@ -5,7 +5,9 @@ feature count, the classes (text labels: their sorted names) and, unless
 ``--no-scale``, the feature scaler (from ``--scaler-from FILE`` or the test
 file itself; ``--scaler-from workers``: none yet, the workers' data fixes it,
 see `edgeps.runtime.scaler_gate`). ``--dataset NAME`` takes a built-in set's
-held-out split, already standardised, with no scaler.
+held-out split, already standardised, with no scaler. Windows and images (an
+NPZ of (n, C, L) or (n, C, H, W), a CSV cut by ``--window``) keep their sample
+shape, which completes conv models, and their scaler is per channel.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from edgeps.kernels import ModelSpec
 from edgeps.model.card import ModelCard
 from edgeps.model.scaler import Scaler
 from edgeps.model.table import read_table
+from edgeps.model.windows import Cut, check_fits, fit_scaler
 from edgeps.runtime.config import SCALER_FROM_WORKERS
 from edgeps.runtime.model_forms import complete_model
 
@@ -43,6 +46,7 @@ class TestData:
     scaler: Scaler | None
     feature_names: tuple[str, ...] | None = None
     default_model: str | None = None  # a built-in dataset's spec
+    shape: tuple[int, ...] | None = None  # a window's (C, L), an image's (C, H, W)
 
     @property
     def n_features(self) -> int:
@@ -62,10 +66,16 @@ class TestData:
 
 
 def load_test_data(
-    path: str, label: str | None, scaler_from: str | None, scale: bool = True
+    path: str,
+    label: str | None,
+    scaler_from: str | None,
+    scale: bool = True,
+    windows: Cut | None = None,
 ) -> TestData:
-    """``--test-data`` and its scaler (``--scaler-from`` or the file itself)."""
-    table = read_table(path, label=label)
+    """``--test-data`` and its scaler (``--scaler-from`` or the file itself);
+    ``windows`` cuts raw-sample CSVs (``--window``, ``--stride``, ``--group``)."""
+    cut = windows.flags() if windows is not None else {}
+    table = read_table(path, label=label, **cut)
     if table.y is None:
         raise ValueError(f"--test-data {path}: no label column")
     scaler = None
@@ -74,16 +84,23 @@ def load_test_data(
     if scaler_from == SCALER_FROM_WORKERS:
         pass  # fixed while the job runs, from its workers' moments
     elif scaler_from is not None:
-        source = read_table(scaler_from, label=label, classes=table.classes)
+        source = read_table(scaler_from, label=label, classes=table.classes, **cut)
         if source.n_features != table.n_features:
             raise ValueError(
                 f"--scaler-from {scaler_from} has {source.n_features} features, "
                 f"--test-data {path} has {table.n_features}"
             )
-        scaler = Scaler.fit(source.X)
+        scaler = fit_scaler(source.X, table.shape)
     elif scale:
-        scaler = Scaler.fit(table.X)
-    return TestData(table.X, table.y, table.classes, scaler, table.feature_names)
+        scaler = fit_scaler(table.X, table.shape)
+    return TestData(
+        table.X,
+        table.y,
+        table.classes,
+        scaler,
+        table.feature_names,
+        shape=table.shape,
+    )
 
 
 def builtin_test_data(name: str, seed: int) -> TestData:
@@ -96,8 +113,10 @@ def builtin_test_data(name: str, seed: int) -> TestData:
         if name.lower().endswith((".csv", ".npz", ".txt")):
             raise ValueError(f"{exc}; for your own data: --test-data {name}") from None
         raise
-    classes = ACTIVITY_CLASSES if name == "sensors" else None
-    return TestData(ds.X_test, ds.y_test, classes, None, None, ds.model_spec)
+    classes = ACTIVITY_CLASSES if name == "sensors" else ds.classes
+    return TestData(
+        ds.X_test, ds.y_test, classes, None, None, ds.model_spec, shape=ds.shape
+    )
 
 
 def _default_model(data: TestData) -> str:
@@ -108,12 +127,15 @@ def _default_model(data: TestData) -> str:
 
 def job_spec(text: str | None, data: TestData, name: str) -> ModelSpec:
     """``--model`` (short forms completed from the data) checked against the data."""
+    shape = data.shape
     if text:
-        full = complete_model(text, data.n_features, data.n_classes)
+        full = complete_model(text, data.n_features, data.n_classes, shape)
     elif data.default_model is not None:
         full = data.default_model
     else:
-        full = complete_model(_default_model(data), data.n_features, data.n_classes)
+        full = complete_model(
+            _default_model(data), data.n_features, data.n_classes, shape
+        )
     spec = ModelSpec.parse(full)
     if spec.n_features != data.n_features:
         hint = "" if data.default_model is None else " (your own data: --test-data)"
@@ -121,6 +143,7 @@ def job_spec(text: str | None, data: TestData, name: str) -> ModelSpec:
             f"--model {spec} takes {spec.n_features} features but {name} has "
             f"{data.n_features}{hint}"
         )
+    check_fits(spec, shape, name)
     if data.is_regression and spec.kind != "linear":
         raise ValueError(f"{name} has real-valued labels: only a linear model fits")
     want_classes = 1 if spec.kind in ("linear", "logistic") else data.n_classes
@@ -171,7 +194,12 @@ def resumed_scaler(path: str) -> Scaler | None:
     return None
 
 
-def worker_hint(label: str | None) -> str:
+def worker_hint(label: str | None, cut: Cut | None = None) -> str:
     """Flags a worker with a data file needs for this job, for serve's banner
     (the job's scaler and class names reach it in its WELCOME)."""
-    return "--data FILE " + (f"--label {label} " if label else "")
+    hint = "--data FILE " + (f"--label {label} " if label else "")
+    if cut is not None and cut.window is not None:
+        hint += f"--window {cut.window} "
+        hint += f"--stride {cut.stride} " if cut.stride is not None else ""
+        hint += f"--group {cut.group} " if cut.group else ""
+    return hint

@@ -44,9 +44,11 @@ from edgeps.core.types import (
     WorkerLeft,
 )
 from edgeps.kernels import params_codec
+from edgeps.model.windows import check_fits
 from edgeps.netem.links import is_shaped, with_links
 from edgeps.observe.privacy import make_ledger
 from edgeps.policy import parse_policy
+from edgeps.runtime.model_forms import complete_model
 from edgeps.sim.energy import BoardMeter, BoardTime, board_joules, board_power
 from edgeps.sim.engine import EventLoop
 from edgeps.sim.links import EMULATED_CHUNK, SimLink, message_bytes
@@ -74,15 +76,24 @@ class Simulator:
     def __init__(self, config: SimConfig) -> None:
         self.config = cfg = config
         self.data = _dataset(cfg.dataset, cfg.seed)
-        self.spec = kernels.ModelSpec.parse(cfg.model or self.data.model_spec)
+        text = self.data.model_spec
+        if cfg.model:
+            n_classes = max(2, self.data.n_classes)
+            shape = self.data.shape
+            text = complete_model(cfg.model, self.data.n_features, n_classes, shape)
+        self.spec = kernels.ModelSpec.parse(text)
         if self.spec.n_features != self.data.n_features:
             raise ValueError(
                 f"model {self.spec} expects {self.spec.n_features} features, "
                 f"dataset {cfg.dataset} has {self.data.n_features}"
             )
+        check_fits(self.spec, self.data.shape, f"dataset {cfg.dataset}")
         self.scenario = make_scenario(cfg.scenario, cfg.n_workers, cfg.seed)
         links = {"rate": cfg.link_rate, "delay": cfg.link_delay, "loss": cfg.link_loss}
-        profiles = with_links(self.scenario.profiles, **links)
+        profiles = {
+            wid: p.for_model(self.spec.macs, self.spec.n_params)
+            for wid, p in with_links(self.scenario.profiles, **links).items()
+        }
         self.policy = parse_policy(cfg.policy)
         self.compress = parse_compress(cfg.compress)
         self.params_code = params_codec.parse_code(cfg.compress_down)

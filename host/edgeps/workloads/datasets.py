@@ -32,6 +32,8 @@ class Dataset:
     y_test: np.ndarray
     n_classes: int
     model_spec: str  # e.g. "mlp:30-32-6", parsed by edgeps.kernels.ModelSpec
+    shape: tuple[int, ...] | None = None  # a window's (C, L), an image's (C, H, W)
+    classes: tuple[str, ...] | None = None  # names of the class ids, when known
 
     @property
     def n_features(self) -> int:
@@ -199,10 +201,25 @@ def _load_breast_cancer(seed: int) -> Dataset:
     return _finish("breast_cancer", X, y, 2, f"logistic:{X.shape[1]}", seed)
 
 
+def _packaged(name: str) -> Callable[[int], Dataset]:
+    def load(seed: int) -> Dataset:
+        from edgeps.workloads import packaged
+
+        return getattr(packaged, name)(seed)
+
+    load.__doc__ = f"edgeps.workloads.packaged.{name}"
+    return load
+
+
 DATASETS: dict[str, Callable[[int], Dataset]] = {
     "sensors": _load_sensors,
     "digits": _load_digits,
     "breast_cancer": _load_breast_cancer,
+    # windows and images from packages that ship them (edgeps.workloads.packaged)
+    "mnist": _packaged("load_mnist"),
+    "fashion-mnist": _packaged("load_fashion_mnist"),
+    "mnist1d": _packaged("load_mnist1d"),
+    "basicmotions": _packaged("load_basicmotions"),
 }
 
 
@@ -282,6 +299,21 @@ def partition_labelmix(
         )
         shards.append(np.sort(order[take]))
     return shards
+
+
+def partition_groups(groups: np.ndarray, n_workers: int) -> list[np.ndarray]:
+    """Whole groups (recordings, subjects) dealt to workers: the natural non-IID
+    case. Groups in sorted order go round the workers, so with as many groups
+    as workers each worker holds exactly one group's rows."""
+    g = np.asarray(groups)
+    names = np.unique(g)
+    if n_workers <= 0 or len(names) < n_workers:
+        raise ValueError(
+            f"{len(names)} groups for {n_workers} workers: need a group per worker"
+        )
+    owner = {name: i % n_workers for i, name in enumerate(names.tolist())}
+    which = np.array([owner[v] for v in g.tolist()], dtype=np.int64)
+    return [np.flatnonzero(which == w) for w in range(n_workers)]
 
 
 def partition(

@@ -20,6 +20,20 @@ FIXED_FRACTION = 0.1  # share of an iteration at the base batch that no batch ch
 BASE_LINK = 0.005  # one-way delay of a quiet Wi-Fi link, seconds
 
 
+def compute_scale(macs: int, n_params: int) -> float:
+    """How much longer than the base time a model's step takes, from its FLOPs.
+
+    The base time is a dense model's step, about one multiply-add per weight
+    per sample whatever its size; a conv model reuses each weight along the
+    window (image) and makes ``macs / n_params`` multiply-adds per parameter,
+    so its step is that many times longer. At least 1: dense models keep the
+    base time.
+    """
+    if macs <= 0 or n_params <= 0:
+        return 1.0
+    return max(1.0, macs / n_params)
+
+
 @dataclass(frozen=True)
 class WorkerProfile:
     """How one worker behaves; all times in seconds.
@@ -88,6 +102,16 @@ class WorkerProfile:
             self.crash_at is None or self.rejoin_at <= self.crash_at
         ):
             raise ValueError("rejoin_at needs a crash_at before it")
+
+    def for_model(self, macs: int, n_params: int) -> WorkerProfile:
+        """This profile for a model of ``macs`` multiply-adds per sample and
+        ``n_params`` parameters: `compute_scale` times the base time."""
+        scale = compute_scale(macs, n_params)
+        return (
+            self
+            if scale == 1.0
+            else replace(self, compute_time=self.compute_time * scale)
+        )
 
     @property
     def typical_compute(self) -> float:
