@@ -11,7 +11,11 @@ import json
 import platform
 import sys
 from importlib import metadata
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from edgeps.model.files import Predictor
 
 
 def _version(dist: str) -> str:
@@ -82,9 +86,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
+def load_model(path: str | Path) -> tuple[Predictor, dict[str, Any]]:
+    """A checkpoint (.npz: its version, job and accuracy as meta) or any export."""
+    from edgeps.model.files import from_checkpoint, load_export
+
+    if Path(path).suffix.lower() != ".npz":
+        return load_export(path)
+    from edgeps.runtime.checkpoint import load_checkpoint
+
+    ckpt = load_checkpoint(path)
+    meta = {k: ckpt.meta.get(k) for k in ("job", "dataset", "policy", "accuracy")}
+    meta["version"] = ckpt.version
+    return from_checkpoint(ckpt.params, ckpt.meta, str(path)), meta
+
+
 def _model(args: argparse.Namespace) -> int:
     from edgeps.model import architecture
-    from edgeps.model.files import load_model
 
     try:
         model, meta = load_model(args.model)

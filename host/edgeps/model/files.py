@@ -58,15 +58,3 @@ def load_export(path: str | Path) -> tuple[Predictor, dict[str, Any]]:
     raise ValueError(
         f"{p}: a model is a checkpoint (.npz) or an export (.json, .onnx, .bin)"
     )
-
-
-def load_model(path: str | Path) -> tuple[Predictor, dict[str, Any]]:
-    """A checkpoint (.npz: its version, job and accuracy as meta) or any export."""
-    if Path(path).suffix.lower() != ".npz":
-        return load_export(path)
-    from edgeps.runtime.checkpoint import load_checkpoint
-
-    ckpt = load_checkpoint(path)
-    meta = {k: ckpt.meta.get(k) for k in ("job", "dataset", "policy", "accuracy")}
-    meta["version"] = ckpt.version
-    return from_checkpoint(ckpt.params, ckpt.meta, str(path)), meta
