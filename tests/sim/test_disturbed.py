@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from edgeps.sim.local import plan_steps
@@ -80,3 +82,23 @@ def test_a_disturbed_run_repeats_for_its_seed() -> None:
     a, b = _run("disturbed", 3), _run("disturbed", 3)
     assert a.applied_at == b.applied_at
     assert a.applied_at != _run("disturbed", 4).applied_at
+
+
+def test_the_policy_matrix_runs_the_disturbed_scenario(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from edgeps.cli import main
+    from edgeps.lab.matrix.grid import SCENARIOS
+
+    assert "disturbed" in SCENARIOS
+    rc = main(
+        [
+            "bench", "policies", "--matrix", "--scenarios", "disturbed",
+            "--datasets", "sensors", "--sizes", "3", "--seeds", "1",
+            "--max-time", "3", "--policies", "bsp,dsp", "--balance", "off",
+            "--json", "--jobs", "1",
+        ]
+    )  # fmt: skip
+    data = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert [(c["scenario"], c["workers"]) for c in data["cells"]] == [("disturbed", 3)]
