@@ -86,3 +86,39 @@ def test_the_disturbed_sensor_is_labelled_in_the_tables() -> None:
     sc = make_scenario("disturbed", 4, seed=0)
     labels = [profile_class(p) for p in sc.profiles.values()]
     assert sorted(labels) == ["disturbed 0.8 (2/6 s)", "normal", "normal", "normal"]
+
+
+@pytest.fixture
+def ps(mosquitto):  # type: ignore[no-untyped-def]
+    from tests.pyworker.test_worker_on_broker import ScriptedPS
+
+    server = ScriptedPS(mosquitto.port, "job1")
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("engine", ["threads", "loop"])
+def test_on_a_broker_the_disturbed_sensor_pushes_less_than_its_twin(  # type: ignore[no-untyped-def]
+    mosquitto, ps, engine: str
+) -> None:
+    from edgeps.emulate.emulation import Emulation
+    from edgeps.emulate.runner import LoopEmulation
+
+    # Prepare: twins, one with a competitor taking 0.8 of its CPU half the time
+    quiet = WorkerProfile(compute_time=0.05, compute_jitter=0.0)
+    loud = WorkerProfile(
+        compute_time=0.05, compute_jitter=0.0, bursts=Bursts(1.0, 2.0, 0.8, 0.0)
+    )
+    kind = Emulation if engine == "threads" else LoopEmulation
+    emu = kind(mosquitto.url, "job1", profiles={"d0": loud, "q0": quiet}, duration=4.0)
+    # Execute
+    emu.start()
+    ended = emu.join(timeout=40)
+    # Assert: 3 times fewer steps in bursts (0.25 s each), as many between
+    assert ended
+    d0, q0 = ps.updates["d0"], ps.updates["q0"]
+    assert q0 > 20
+    assert 0.45 * q0 < d0 < 0.8 * q0, (d0, q0)
