@@ -19,7 +19,7 @@ def _steps_as_profiled(schedule: Bursts, origin: float, w: float) -> list:
     steps, t = [], origin - 2.0
     while t < origin + 10.0:
         took = w if t < origin else schedule.stretch(t - origin, w)
-        steps.append((t, t + took))
+        steps.append((t, t + took, w))
         t += took
     return steps
 
@@ -34,19 +34,26 @@ def test_steps_that_follow_the_profile_measure_as_predicted() -> None:
     assert got["span_x"] == pytest.approx(got["span_pred_x"], rel=1e-6)
     assert got["ratio"] == pytest.approx(1.0)
     assert 1.0 < got["span_x"] < 4.0
+    assert got["cpu_alone"] == pytest.approx(1.0)
+    assert got["burst_load_x"] == pytest.approx(4.0)
 
 
 def test_a_worker_the_competitor_never_slowed_measures_below_the_profile() -> None:
     schedule = Bursts(burst=1.0, period=3.0, share=0.75, phase=0.5)
-    steps = [(100.0 + 0.01 * i, 100.0 + 0.01 * (i + 1)) for i in range(-200, 1000)]
+    steps = [
+        (100.0 + 0.01 * i, 100.0 + 0.01 * (i + 1), 0.005) for i in range(-200, 1000)
+    ]
     got = bench.summarise(steps, 100.0, schedule)
     assert got["burst_x"] == pytest.approx(1.0)
     assert got["ratio"] < 0.8
+    # it had half its core alone: a burst of 0.75 predicts 1 + 0.5 x 3
+    assert got["cpu_alone"] == pytest.approx(0.5)
+    assert got["burst_load_x"] == pytest.approx(2.5)
 
 
 def test_no_baseline_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="baseline"):
-        bench.summarise([(1.0, 2.0)], 0.0, Bursts(1.0, 2.0, 0.5))
+        bench.summarise([(1.0, 2.0, 1.0)], 0.0, Bursts(1.0, 2.0, 0.5))
 
 
 def _args(*argv: str) -> argparse.Namespace:

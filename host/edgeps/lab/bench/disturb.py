@@ -8,8 +8,10 @@ and the emulator say a step of baseline length ``w`` started at ``t`` takes
 ``Bursts.stretch(t, w)``; this bench prints, per share, the measured
 slowdown inside the bursts, between them, and over the whole disturbed span,
 each beside that prediction, and the ratio measured / predicted of the span
-(1.0: the profile is what a real competitor does). A busy machine shows up
-as a slowdown between the bursts too: the load average is printed with it.
+(1.0: the profile is what a real competitor does). The profile assumes the
+worker has its core to itself; on a busy machine the burners add to others'
+load, so the bench also prints the share of the core the worker had alone
+and the in-burst slowdown that share predicts, with the load average.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from edgeps.workloads.bursts import Bursts
 LENET5 = "conv2d:1x28x28-c6k5p2-m2-c16k5-m2-d120-d84-10"
 EDGE = 0.05  # seconds trimmed at each burst edge when sorting steps
 
-# the worker: its trainer's steps on one core, (start, end) of each, as JSON
+# the worker: its trainer's steps on one core, (start, end, CPU seconds) of
+# each, as JSON
 _WORKER = """
 import json, os, sys, time
 import numpy as np
@@ -49,9 +52,9 @@ print("ready", flush=True)
 end = time.monotonic() + seconds
 steps = []
 while time.monotonic() < end:
-    t0 = time.monotonic()
+    t0, c0 = time.monotonic(), time.process_time()
     trainer.step()
-    steps.append((t0, time.monotonic()))
+    steps.append((t0, time.monotonic(), time.process_time() - c0))
 print(json.dumps(steps), flush=True)
 """
 
@@ -68,6 +71,8 @@ class Row:
     steps: int
     burst_x: float
     burst_pred_x: float
+    cpu_alone: float
+    burst_load_x: float
     between_x: float
     span_x: float
     span_pred_x: float
@@ -82,20 +87,26 @@ def _mean(values: list[float]) -> float:
 
 
 def summarise(
-    steps: list[tuple[float, float]],
+    steps: list[tuple[float, float, float]],
     origin: float,
     schedule: Bursts,
 ) -> dict[str, float]:
-    """Slowdowns of the steps against the baseline (steps before ``origin``).
+    """Slowdowns of the steps (start, end, CPU s) against the baseline (the
+    steps before ``origin``).
 
     ``span_pred_x`` sums ``schedule.stretch(start, base)`` over the disturbed
-    steps, the time the profile says they take.
+    steps, the time the profile says they take. The profile assumes the core
+    is the worker's alone; ``cpu_alone`` is the share of it the worker got
+    before the bursts, and ``burst_load_x`` the slowdown in a burst on a core
+    shared that way (others' weight stays, the burners' is added: 1 + cpu_alone
+    x share / (1 - share)).
     """
-    base = [b - a for a, b in steps if b < origin]
+    base = [b - a for a, b, _ in steps if b < origin]
     if not base:
         raise ValueError("no baseline steps: measure longer before the bursts")
     w = _mean(base)
-    after = [(a - origin, b - origin) for a, b in steps if a >= origin]
+    cpu_alone = min(1.0, sum(c for _, b, c in steps if b < origin) / sum(base))
+    after = [(a - origin, b - origin) for a, b, _ in steps if a >= origin]
     inside = [
         b - a
         for a, b in after
@@ -109,6 +120,8 @@ def summarise(
         "steps": float(len(after)),
         "burst_x": _mean(inside) / w,
         "burst_pred_x": schedule.slowdown,
+        "cpu_alone": cpu_alone,
+        "burst_load_x": 1.0 + cpu_alone * (schedule.slowdown - 1.0),
         "between_x": _mean(between) / w,
         "span_x": took / (len(after) * w) if after else float("nan"),
         "span_pred_x": predicted / (len(after) * w) if after else float("nan"),
@@ -156,14 +169,15 @@ def measure(
         if worker.poll() is None:
             worker.kill()
             worker.wait()
-    steps = [(float(a), float(b)) for a, b in json.loads(out)]
+    steps = [(float(a), float(b), float(c)) for a, b, c in json.loads(out)]
     # the profile the simulator would use: the share the burners really take
     real = Bursts(burst, period, handle.effective_share, schedule.phase)
     got = summarise(steps, handle.origin, real)
     burners = len(handle.pids)
     return Row(
         share, handle.effective_share, burners, handle.nice, got["base_ms"],
-        int(got["steps"]), got["burst_x"], got["burst_pred_x"], got["between_x"],
+        int(got["steps"]), got["burst_x"], got["burst_pred_x"], got["cpu_alone"],
+        got["burst_load_x"], got["between_x"],
         got["span_x"], got["span_pred_x"], got["ratio"], load,
     )  # fmt: skip
 
@@ -209,7 +223,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     header = [
         "share", "real", "burners", "base_ms", "steps", "burst_x", "pred_x",
-        "between_x", "span_x", "span_pred_x", "ratio", "load",
+        "cpu_alone", "load_pred_x", "between_x", "span_x", "span_pred_x",
+        "ratio", "load",
     ]  # fmt: skip
     cells: list[list[Any]] = [
         [
@@ -220,6 +235,8 @@ def run(args: argparse.Namespace) -> int:
             str(r.steps),
             f"{r.burst_x:.2f}",
             f"{r.burst_pred_x:.2f}",
+            f"{r.cpu_alone:.2f}",
+            f"{r.burst_load_x:.2f}",
             f"{r.between_x:.2f}",
             f"{r.span_x:.2f}",
             f"{r.span_pred_x:.2f}",
