@@ -129,3 +129,33 @@ def test_burners_end_by_themselves_at_their_limit_and_stop_leaves_none() -> None
         more = h.pids
         assert len(h.alive()) == 4
     assert all(_gone(pid) for pid in more)
+
+
+def test_the_command_refuses_bad_input_with_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert disturb.main(["--core", "0", "--share", "1.5", "--seconds", "1"]) == 2
+    assert capsys.readouterr().err.startswith("disturb: ")
+    assert disturb.main(["--pid", str(2**22 + 12345), "--seconds", "1"]) == 2
+    with pytest.raises(SystemExit):
+        disturb.main(["--core", "0", "--seconds", "9999"])
+
+
+@pytest.mark.slow
+def test_the_command_disturbs_a_worker_for_its_seconds_and_ends_clean() -> None:
+    spin = "import time\nend = time.monotonic() + 6\nwhile time.monotonic() < end: pass"
+    loop = subprocess.Popen([sys.executable, "-c", spin])
+    try:
+        cmd = subprocess.run(
+            [sys.executable, "-m", "edgeps.lab.disturb", "--pid", str(loop.pid),
+             "--burst", "0.3", "--period", "0.6", "--share", "0.5",
+             "--seconds", "1.5"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert cmd.returncode == 0, cmd.stderr
+        assert "1 burner(s)" in cmd.stdout and "share 0.500" in cmd.stdout
+        # the worker has its old affinity back
+        assert os.sched_getaffinity(loop.pid) == os.sched_getaffinity(0)
+    finally:
+        loop.kill()
+        loop.wait()

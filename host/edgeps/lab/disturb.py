@@ -200,3 +200,53 @@ def start(
         handle.stop()
         raise
     return handle
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m edgeps.lab.disturb --pid PID``: disturb a running worker."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m edgeps.lab.disturb",
+        description="Compete for a running worker's core in bursts, then stop.",
+    )
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--pid", type=int, help="the worker to disturb (pinned)")
+    target.add_argument("--core", type=int, help="a core to burn, no worker")
+    parser.add_argument("--burst", type=float, default=2.0, help="seconds on")
+    parser.add_argument("--period", type=float, default=6.0, help="seconds apart")
+    parser.add_argument("--share", type=float, default=0.8, help="CPU share taken")
+    parser.add_argument("--seed", type=int, default=0, help="draws the phase")
+    parser.add_argument(
+        "--seconds", type=float, default=60.0, help="how long (at most 600)"
+    )
+    args = parser.parse_args(argv)
+    if not 0 < args.seconds <= LIMIT:
+        parser.error(f"--seconds must be in (0, {LIMIT:g}]")
+    try:
+        handle = start(
+            args.pid, core=args.core, burst=args.burst, period=args.period,
+            share=args.share, seed=args.seed, limit=args.seconds,
+        )  # fmt: skip
+    except (ValueError, TypeError, OSError) as exc:
+        print(f"disturb: {exc}", file=sys.stderr)
+        return 2
+    s = handle.schedule
+    print(
+        f"{len(handle.pids)} burner(s) on core {handle.core} "
+        f"(share {handle.effective_share:.3f}): {s.describe()}, "
+        f"first burst {s.phase:.2f} s from now, for {args.seconds:g} s",
+        flush=True,
+    )
+    try:
+        while handle.alive() and time.monotonic() < handle.deadline:
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        handle.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
