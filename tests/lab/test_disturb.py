@@ -48,6 +48,8 @@ def test_start_needs_a_target_and_a_sane_limit() -> None:
         disturb.start(core=0, burst=1.0, period=2.0, share=0.5, limit=0.0)
     with pytest.raises(ValueError, match="core"):
         disturb.start(core=10_000, burst=1.0, period=2.0, share=0.5)
+    with pytest.raises(ValueError, match="or a schedule"):
+        disturb.start(core=0, burst=1.0, share=0.5)
 
 
 def _gone(pid: int) -> bool:
@@ -77,8 +79,7 @@ def test_a_busy_loop_slows_during_bursts_and_the_burners_idle_between() -> None:
         schedule = Bursts(burst=1.0, period=2.0, share=0.75, phase=0.5)
         # Execute
         handle = disturb.start(
-            loop.pid, core=core, burst=0, period=0, share=0,
-            schedule=schedule, limit=30.0,
+            loop.pid, core=core, schedule=schedule, limit=30.0,
         )  # fmt: skip
         assert len(handle.pids) == 3 and handle.effective_share == 0.75
         assert os.sched_getaffinity(loop.pid) == {core}

@@ -139,9 +139,9 @@ def start(
     pid: int | None = None,
     *,
     core: int | None = None,
-    burst: float,
-    period: float,
-    share: float,
+    burst: float | None = None,
+    period: float | None = None,
+    share: float | None = None,
     seed: int = 0,
     schedule: Bursts | None = None,
     limit: float = LIMIT,
@@ -155,7 +155,10 @@ def start(
         core it may run on) until ``stop()``. None: only ``core`` is used.
     core: the CPU both run on.
     burst, period, share, seed: the schedule (``Bursts.seeded``), unless
-        ``schedule`` gives it whole.
+        ``schedule`` gives it whole. To disturb a real worker as a simulated
+        run of the ``disturbed`` scenario does, pass that worker's
+        ``make_scenario(name, n, seed).profiles[wid].bursts`` and, as
+        ``origin``, the job's start.
     limit: seconds after which every burner exits by itself.
     origin: the ``time.monotonic()`` of the schedule's time 0 (default: now).
     """
@@ -163,7 +166,12 @@ def start(
         raise ValueError("start() needs the worker's pid or a core")
     if not limit > 0:
         raise ValueError(f"limit must be > 0 seconds, got {limit!r}")
-    sched = schedule or Bursts.seeded(burst, period, share, seed)
+    if schedule is not None:
+        sched = schedule
+    elif burst is None or period is None or share is None:
+        raise ValueError("start() needs burst, period and share, or a schedule")
+    else:
+        sched = Bursts.seeded(burst, period, share, seed)
     burners, nice, got = plan_burners(sched.share)
     allowed = os.sched_getaffinity(pid or 0)
     if core is None:

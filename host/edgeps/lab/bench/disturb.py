@@ -158,8 +158,7 @@ def measure(
         # a phase from the seed, as the scenario's, on a schedule from now
         schedule = Bursts.seeded(burst, period, share, seed)
         handle = disturb.start(
-            worker.pid, core=core, burst=burst, period=period, share=share,
-            schedule=schedule, limit=seconds + 30.0,
+            worker.pid, core=core, schedule=schedule, limit=seconds + 30.0,
         )  # fmt: skip
         out, _ = worker.communicate(timeout=seconds + 60.0)
         load = os.getloadavg()[0]
