@@ -131,6 +131,8 @@ def test_disturbed_scenario_takes_its_parameters_in_the_name() -> None:
     for bad in (
         "disturbed:workers=9",
         "disturbed:workers=1.5",
+        "disturbed:workers=inf",
+        "disturbed:workers=nan",
         "disturbed:speed=2",
         "disturbed:share=1",
         "stragglers:share=0.5",

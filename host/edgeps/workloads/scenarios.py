@@ -200,7 +200,7 @@ def _disturbed(
         )
     p = {**DISTURBED, **params}
     k = p["workers"]
-    if k != int(k) or not 1 <= k <= n:
+    if not (np.isfinite(k) and k == int(k) and 1 <= k <= n):
         raise ValueError(f"workers must be an int in [1, {n}], got {k:g}")
     bursts = Bursts.seeded(p["burst"], p["period"], p["share"], seed)
     hit = _pick(rng, n, int(k))
