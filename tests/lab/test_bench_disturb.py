@@ -34,8 +34,9 @@ def test_steps_that_follow_the_profile_measure_as_predicted() -> None:
     assert got["span_x"] == pytest.approx(got["span_pred_x"], rel=1e-6)
     assert got["ratio"] == pytest.approx(1.0)
     assert 1.0 < got["span_x"] < 4.0
-    assert got["cpu_alone"] == pytest.approx(1.0)
-    assert got["burst_load_x"] == pytest.approx(4.0)
+    assert got["cpu_between"] == pytest.approx(1.0)
+    assert got["rel_x"] == pytest.approx(4.0)
+    assert got["rel_pred_x"] == pytest.approx(4.0)
 
 
 def test_a_worker_the_competitor_never_slowed_measures_below_the_profile() -> None:
@@ -46,9 +47,10 @@ def test_a_worker_the_competitor_never_slowed_measures_below_the_profile() -> No
     got = bench.summarise(steps, 100.0, schedule)
     assert got["burst_x"] == pytest.approx(1.0)
     assert got["ratio"] < 0.8
-    # it had half its core alone: a burst of 0.75 predicts 1 + 0.5 x 3
-    assert got["cpu_alone"] == pytest.approx(0.5)
-    assert got["burst_load_x"] == pytest.approx(2.5)
+    # it had half its core between bursts: 0.75 predicts 1 + 0.5 x 3
+    assert got["cpu_between"] == pytest.approx(0.5)
+    assert got["rel_x"] == pytest.approx(1.0)
+    assert got["rel_pred_x"] == pytest.approx(2.5)
 
 
 def test_no_baseline_is_a_clear_error() -> None:

@@ -10,14 +10,16 @@ slowdown inside the bursts, between them, and over the whole disturbed span,
 each beside that prediction, and the ratio measured / predicted of the span
 (1.0: the profile is what a real competitor does). The profile assumes the
 worker has its core to itself; on a busy machine the burners add to others'
-load, so the bench also prints the share of the core the worker had alone
-and the in-burst slowdown that share predicts, with the load average.
+load, so the bench also compares, within the disturbed span, a step in a
+burst with one between bursts against what the share predicts on a core the
+worker had only part of between them, and prints the load average.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -71,9 +73,10 @@ class Row:
     steps: int
     burst_x: float
     burst_pred_x: float
-    cpu_alone: float
-    burst_load_x: float
     between_x: float
+    cpu_between: float
+    rel_x: float
+    rel_pred_x: float
     span_x: float
     span_pred_x: float
     ratio: float
@@ -96,33 +99,38 @@ def summarise(
 
     ``span_pred_x`` sums ``schedule.stretch(start, base)`` over the disturbed
     steps, the time the profile says they take. The profile assumes the core
-    is the worker's alone; ``cpu_alone`` is the share of it the worker got
-    before the bursts, and ``burst_load_x`` the slowdown in a burst on a core
-    shared that way (others' weight stays, the burners' is added: 1 + cpu_alone
-    x share / (1 - share)).
+    is the worker's alone. Within the disturbed span, ``rel_x`` is a step in
+    a burst against a step between bursts, and ``rel_pred_x`` what the
+    profile's share predicts for it on a core the worker had ``cpu_between``
+    of between the bursts (others' weight stays, the burners' is added:
+    1 + cpu_between x share / (1 - share); 1 / (1 - share) on an idle core).
     """
     base = [b - a for a, b, _ in steps if b < origin]
     if not base:
         raise ValueError("no baseline steps: measure longer before the bursts")
     w = _mean(base)
-    cpu_alone = min(1.0, sum(c for _, b, c in steps if b < origin) / sum(base))
-    after = [(a - origin, b - origin) for a, b, _ in steps if a >= origin]
+    after = [(a - origin, b - origin, c) for a, b, c in steps if a >= origin]
     inside = [
         b - a
-        for a, b in after
+        for a, b, _ in after
         if schedule.overlap(a - EDGE, b + EDGE) >= b - a + 2 * EDGE - 1e-9
     ]
-    between = [b - a for a, b in after if schedule.overlap(a - EDGE, b + EDGE) == 0.0]
-    took = sum(b - a for a, b in after)
-    predicted = sum(schedule.stretch(a, w) for a, _ in after)
+    quiet = [
+        (b - a, c) for a, b, c in after if schedule.overlap(a - EDGE, b + EDGE) == 0
+    ]
+    between = [t for t, _ in quiet]
+    cpu = min(1.0, sum(c for _, c in quiet) / sum(between)) if quiet else math.nan
+    took = sum(b - a for a, b, _ in after)
+    predicted = sum(schedule.stretch(a, w) for a, _, _ in after)
     return {
         "base_ms": w * 1e3,
         "steps": float(len(after)),
         "burst_x": _mean(inside) / w,
         "burst_pred_x": schedule.slowdown,
-        "cpu_alone": cpu_alone,
-        "burst_load_x": 1.0 + cpu_alone * (schedule.slowdown - 1.0),
         "between_x": _mean(between) / w,
+        "cpu_between": cpu,
+        "rel_x": _mean(inside) / _mean(between),
+        "rel_pred_x": 1.0 + cpu * (schedule.slowdown - 1.0),
         "span_x": took / (len(after) * w) if after else float("nan"),
         "span_pred_x": predicted / (len(after) * w) if after else float("nan"),
         "ratio": took / predicted if predicted else float("nan"),
@@ -175,8 +183,8 @@ def measure(
     burners = len(handle.pids)
     return Row(
         share, handle.effective_share, burners, handle.nice, got["base_ms"],
-        int(got["steps"]), got["burst_x"], got["burst_pred_x"], got["cpu_alone"],
-        got["burst_load_x"], got["between_x"],
+        int(got["steps"]), got["burst_x"], got["burst_pred_x"], got["between_x"],
+        got["cpu_between"], got["rel_x"], got["rel_pred_x"],
         got["span_x"], got["span_pred_x"], got["ratio"], load,
     )  # fmt: skip
 
@@ -222,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     header = [
         "share", "real", "burners", "base_ms", "steps", "burst_x", "pred_x",
-        "cpu_alone", "load_pred_x", "between_x", "span_x", "span_pred_x",
+        "between_x", "cpu_between", "rel_x", "rel_pred_x", "span_x", "span_pred_x",
         "ratio", "load",
     ]  # fmt: skip
     cells: list[list[Any]] = [
@@ -234,9 +242,10 @@ def run(args: argparse.Namespace) -> int:
             str(r.steps),
             f"{r.burst_x:.2f}",
             f"{r.burst_pred_x:.2f}",
-            f"{r.cpu_alone:.2f}",
-            f"{r.burst_load_x:.2f}",
             f"{r.between_x:.2f}",
+            f"{r.cpu_between:.2f}",
+            f"{r.rel_x:.2f}",
+            f"{r.rel_pred_x:.2f}",
             f"{r.span_x:.2f}",
             f"{r.span_pred_x:.2f}",
             f"{r.ratio:.2f}",
