@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 from edgeps.lab.bench.round_bound import bound, even_batches, leg, round_times
+from edgeps.workloads.bursts import Bursts
 from edgeps.workloads.scenarios import WorkerProfile, make_scenario
 
 
@@ -59,3 +60,17 @@ def test_bench_rounds_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
     [row] = json.loads(capsys.readouterr().out)
     assert row["scenario"] == "stragglers" and row["workers"] == 8
     assert row["rounds_speedup"] > 2
+
+
+def test_rounds_that_meet_a_disturbed_boards_bursts_wait_for_it() -> None:
+    # one board of four shares its CPU (0.8) for 2 s of every 6 s
+    quiet = WorkerProfile(compute_jitter=0.0, link_delay=0.0)
+    loud = WorkerProfile(
+        compute_jitter=0.0, link_delay=0.0, bursts=Bursts(2.0, 6.0, 0.8, 1.0)
+    )
+    rounds = round_times([loud, quiet, quiet, quiet], [32] * 4, 200)
+    starts = np.concatenate([[0.0], np.cumsum(rounds)[:-1]])
+    inside = [r for s, r in zip(starts, rounds, strict=True) if 1.0 <= s < 2.5]
+    outside = [r for s, r in zip(starts, rounds, strict=True) if 3.0 <= s < 6.9]
+    assert inside and outside
+    assert np.allclose(inside, 0.5) and np.allclose(outside, 0.1)

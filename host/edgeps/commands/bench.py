@@ -56,6 +56,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "edgeps.lab.bench.policies_broker",
         "a slice of the policy matrix on a real broker, next to the simulator",
     ),
+    "disturb": (
+        "edgeps.lab.bench.disturb",
+        "a real worker's step time next to a real CPU competitor, vs the profile",
+    ),
     "local": (
         "edgeps.lab.bench.local",
         "local rounds on a real broker: bytes, seconds and joules per board",

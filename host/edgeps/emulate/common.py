@@ -20,6 +20,10 @@ def profile_class(p: WorkerProfile) -> str:
         tags.append(f"straggler x{p.straggler_factor:g}")
     if p.interference_p > 0:
         tags.append(f"interference p={p.interference_p:g}")
+    if p.bursts is not None:
+        tags.append(
+            f"disturbed {p.bursts.share:g} ({p.bursts.burst:g}/{p.bursts.period:g} s)"
+        )
     if p.crash_at is not None:
         tags.append("churn")
     if p.link_rate:

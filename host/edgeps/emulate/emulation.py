@@ -3,9 +3,10 @@
 Each sensor is a thread that runs the shared ``Worker`` loop with a paho
 transport and the C-kernel trainer, shaped by a ``WorkerProfile`` from
 ``edgeps.workloads.scenarios``: its compute is stretched to the profile's
-iteration time (straggler factor, transient interference) by sleeping after
-the real gradient; its link delays, jitters and drops publishes (QoS1 drops
-become retransmissions), or its MQTT bytes cross a shaped link both ways
+iteration time (straggler factor, transient interference, a competing
+process's bursts on the emulation's clock) by sleeping after the real
+gradient; its link delays, jitters and drops publishes (QoS1 drops become
+retransmissions), or its MQTT bytes cross a shaped link both ways
 (``--link-rate``, ``edgeps.netem.sensor_links``); and it crashes (the TCP link
 is cut, so the broker fires its last will) and rejoins as a new process (a new
 session) at the profile's times. The loop engine (``edgeps.emulate.runner``)
@@ -234,6 +235,7 @@ class Emulation:
                 profile,
                 rng,
                 sleep=self._stop.wait,
+                clock=self.elapsed,
             )
             p = profile
             impair = LinkProfile(p.link_delay, p.link_jitter, p.loss_p)

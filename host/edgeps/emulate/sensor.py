@@ -121,7 +121,9 @@ class Sensor:
             return
         p = self.profile
         inner = NativeTrainer(env.model, self.data, env.batch, env.seed + self.index)
-        trainer = EmulatedTrainer(inner, p, self.rng, sleep=self._compute)
+        trainer = EmulatedTrainer(
+            inner, p, self.rng, sleep=self._compute, clock=self._since_start
+        )
         impair = None
         lp = LinkProfile(p.link_delay, p.link_jitter, p.loss_p)
         if not lp.is_perfect:
@@ -219,6 +221,10 @@ class Sensor:
             self.meter.usage, self.profile, board=self.env.board,
             sleep_at_barrier=self.env.sleep_at_barrier,
         )  # fmt: skip
+
+    def _since_start(self) -> float:
+        """Seconds since the emulation started: the clock of a profile's bursts."""
+        return self.env.loop.now() - self.env.t0
 
     # -- events --
 

@@ -229,7 +229,9 @@ class EmulatedTrainer:
     is slept, so stragglers and interference cost wall time only. A release's
     batch reaches the inner trainer's ``set_batch`` when it has one; its
     ``max_batch`` (announced in HELLO) is the smaller of the profile's memory
-    limit and the inner trainer's shard.
+    limit and the inner trainer's shard. With ``clock`` (seconds since the
+    emulation started), that time is stretched by the profile's competing
+    process (``profile.stretch``), placed on its bursts by when the step starts.
     """
 
     def __init__(
@@ -238,6 +240,7 @@ class EmulatedTrainer:
         profile: Any,
         rng: np.random.Generator,
         sleep: Callable[[float], object] = time.sleep,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.inner = inner
         spec = getattr(inner, "spec", None)
@@ -246,6 +249,7 @@ class EmulatedTrainer:
         self.profile = profile
         self._rng = rng
         self._sleep = sleep
+        self._clock = clock
         self.n_params = inner.n_params
         self.model = inner.model
         self.reads = getattr(inner, "reads", 1 << 1)
@@ -281,7 +285,7 @@ class EmulatedTrainer:
 
     def step(self) -> Any:
         batch = getattr(self.inner, "asked_batch", BASE_BATCH)
-        target = self.profile.sample_compute(self._rng, batch)
+        target = self._stretch(0.0, self.profile.sample_compute(self._rng, batch))
         t0 = time.perf_counter()
         result = self.inner.step()
         self._rest(target - (time.perf_counter() - t0))
@@ -295,18 +299,27 @@ class EmulatedTrainer:
         if seconds > 0:
             h, target = 0, 0.0
             while h == 0 or target < seconds:
-                target += self.profile.sample_compute(self._rng, batch)
+                draw = self.profile.sample_compute(self._rng, batch)
+                target += self._stretch(target, draw)
                 h += 1
         else:
             rows = int(getattr(self.inner, "X", np.empty((0, 0))).shape[0])
             h = local_round.plan(h, epochs, rows, getattr(self.inner, "batch", batch))
-            target = sum(
-                self.profile.sample_compute(self._rng, batch) for _ in range(h)
+            target = self._stretch(
+                0.0,
+                sum(self.profile.sample_compute(self._rng, batch) for _ in range(h)),
             )
         t0 = time.perf_counter()
         result = self.inner.local_round(h, 0.0, 0.0, lr)
         self._rest(target - (time.perf_counter() - t0))
         return result
+
+    def _stretch(self, offset: float, seconds: float) -> float:
+        """``seconds`` of compute from ``offset`` s after now, bursts included."""
+        stretch = getattr(self.profile, "stretch", None)
+        if self._clock is None or stretch is None:
+            return seconds
+        return float(stretch(self._clock() + offset, seconds))
 
     def _rest(self, extra: float) -> None:
         if extra > 0:

@@ -5,7 +5,9 @@ before (the same random draws, the same push). With H > 1 (or a number of
 local epochs, or a compute-time budget) it takes H plain SGD steps at the
 job's lr on its own shard, each on the next minibatch, and pushes the
 delta ``params_before - params_after`` with ``steps`` = H and the samples of
-every step; its compute time is the sum of H draws of its profile.
+every step; its compute time is the sum of H draws of its profile, stretched
+by the bursts of a competing process (``WorkerProfile.bursts``) from the
+virtual time the round starts.
 """
 
 from __future__ import annotations
@@ -28,17 +30,19 @@ def plan_steps(
     local_steps: int,
     local_epochs: float,
     local_time: float,
+    start: float = 0.0,
 ) -> tuple[int, float]:
     """(steps, compute seconds) of one local round of ``rows`` per step.
 
-    ``local_time`` > 0: steps until that much compute has passed (at least
+    ``local_time`` > 0: steps until that much time has passed (at least
     one); else ``local_epochs`` > 0: ceil(epochs x shard / rows); else
-    ``local_steps``.
+    ``local_steps``. ``start`` is when the round starts (seconds since the
+    job started), which places it against the profile's bursts.
     """
     if local_time > 0:
         steps, spent = 0, 0.0
         while spent < local_time:
-            spent += profile.sample_compute(rng, rows)
+            spent += profile.stretch(start + spent, profile.sample_compute(rng, rows))
             steps += 1
         return steps, spent
     if local_epochs > 0:
@@ -46,7 +50,7 @@ def plan_steps(
     else:
         steps = local_steps
     spent = sum(profile.sample_compute(rng, rows) for _ in range(steps))
-    return steps, float(spent)
+    return steps, profile.stretch(start, float(spent))
 
 
 def local_update(

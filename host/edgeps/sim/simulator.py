@@ -274,7 +274,7 @@ class Simulator:
         steps, duration = plan_steps(
             w.profile, w.compute_rng, min(w.batch, len(w.y)), len(w.y),
             local_steps=cfg.local_steps, local_epochs=cfg.local_epochs,
-            local_time=cfg.local_time,
+            local_time=cfg.local_time, start=self.loop.now,
         )  # fmt: skip
         self.loop.after(
             duration, self._on_computed, w, w.epoch, version, params, duration, steps

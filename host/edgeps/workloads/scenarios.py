@@ -2,9 +2,11 @@
 
 A ``WorkerProfile`` says how long one iteration takes on a board (base compute
 time times a persistent straggler factor, sometimes hit by transient
-interference), how its link behaves (delay, jitter, loss), and whether it
-crashes and rejoins. ``make_scenario(name, n_workers, seed)`` builds the same
-profiles for a seed every time.
+interference, or a competing process's bursts on a clock: ``bursts``), how
+its link behaves (delay, jitter, loss), and whether it crashes and rejoins.
+``make_scenario(name, n_workers, seed)`` builds the same profiles for a seed
+every time; ``disturbed:burst=2,period=6,share=0.8,workers=1`` sets the
+disturbed scenario's parameters.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
+
+from edgeps.workloads.bursts import Bursts, parse_bursts
 
 BASE_COMPUTE = 0.1  # seconds per iteration of a normal board at batch 32
 BASE_BATCH = 32  # the batch BASE_COMPUTE is measured at
@@ -55,6 +59,9 @@ class WorkerProfile:
         incarnation, at ``rejoin_at`` (None: never).
     max_batch: the largest batch the board's memory takes (0: no limit); it
         announces it when it joins.
+    bursts: another process competing for the board's CPU on a clock
+        (``edgeps.workloads.bursts``); None: nothing else runs. Its compute
+        is stretched by ``stretch(start, seconds)``, not by ``sample_compute``.
     """
 
     compute_time: float = BASE_COMPUTE
@@ -69,6 +76,7 @@ class WorkerProfile:
     rejoin_at: float | None = None
     max_batch: int = 0
     link_rate: float | None = None
+    bursts: Bursts | None = None
 
     def __post_init__(self) -> None:
         nums = {
@@ -98,6 +106,8 @@ class WorkerProfile:
             np.isfinite(self.link_rate) and self.link_rate >= 0
         ):
             raise ValueError(f"link_rate must be bits/s >= 0, got {self.link_rate!r}")
+        if self.bursts is not None and not isinstance(self.bursts, Bursts):
+            raise TypeError(f"bursts must be a Bursts or None, got {self.bursts!r}")
         if self.rejoin_at is not None and (
             self.crash_at is None or self.rejoin_at <= self.crash_at
         ):
@@ -135,6 +145,13 @@ class WorkerProfile:
         if self.interference_p > 0 and rng.random() < self.interference_p:
             t *= self.interference_factor
         return t
+
+    def stretch(self, start: float, seconds: float) -> float:
+        """Wall seconds that ``seconds`` of compute started at ``start`` take
+        (seconds since the job started), the competitor's bursts included."""
+        if self.bursts is None:
+            return seconds
+        return self.bursts.stretch(start, seconds)
 
     def sample_link(self, rng: np.random.Generator) -> float | None:
         """Draw the one-way delay of one message, or None if this attempt is lost."""
@@ -193,6 +210,27 @@ def _interference(n: int, rng: np.random.Generator) -> list[WorkerProfile]:
     ]
 
 
+DISTURBED = {"burst": 2.0, "period": 6.0, "share": 0.8, "workers": 1.0}
+
+
+def _disturbed(
+    n: int, rng: np.random.Generator, seed: int, params: dict[str, float]
+) -> list[WorkerProfile]:
+    unknown = set(params) - set(DISTURBED)
+    if unknown:
+        raise ValueError(
+            f"unknown disturbed parameter(s) {', '.join(sorted(unknown))}; "
+            f"known: {', '.join(DISTURBED)}"
+        )
+    p = {**DISTURBED, **params}
+    k = p["workers"]
+    if not (np.isfinite(k) and k == int(k) and 1 <= k <= n):
+        raise ValueError(f"workers must be an int in [1, {n}], got {k:g}")
+    bursts = Bursts.seeded(p["burst"], p["period"], p["share"], seed)
+    hit = _pick(rng, n, int(k))
+    return [WorkerProfile(bursts=bursts if i in hit else None) for i in range(n)]
+
+
 def _mixed(n: int, rng: np.random.Generator) -> list[WorkerProfile]:
     out = []
     for p in _stragglers(n, rng):
@@ -247,6 +285,12 @@ _BUILDERS: dict[
     "homogeneous": (_homogeneous, "identical boards, quiet links"),
     "stragglers": (_stragglers, "a quarter of the boards (2 of 8) are 4x slower"),
     "interference": (_interference, "every iteration has p=0.1 of a 5x slowdown"),
+    "disturbed": (
+        _homogeneous,  # built by _disturbed, with its parameters and the seed
+        "one board shares its CPU with another process: bursts of 2 s every "
+        "6 s taking 0.8 of it (5x slower meanwhile); disturbed:burst=..,"
+        "period=..,share=..,workers=.. to change them",
+    ),
     "mixed": (
         _mixed,
         "stragglers + interference (p=0.1, 5x) + link delay, jitter and 1% loss",
@@ -263,13 +307,26 @@ SCENARIOS: tuple[str, ...] = tuple(_BUILDERS)
 
 
 def make_scenario(name: str, n_workers: int = 8, seed: int = 0) -> Scenario:
-    """Build the named scenario for ``n_workers``, deterministic for ``seed``."""
-    if name not in _BUILDERS:
+    """Build the named scenario for ``n_workers``, deterministic for ``seed``.
+
+    ``disturbed:key=value,...`` sets the disturbed scenario's burst, period,
+    share and number of disturbed workers (the rest keep their defaults).
+    """
+    base, colon, args = name.partition(":")
+    if base not in _BUILDERS or (colon and base != "disturbed"):
         raise ValueError(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
     if not isinstance(n_workers, int) or isinstance(n_workers, bool) or n_workers < 1:
         raise ValueError("n_workers must be an int >= 1")
-    builder, description = _BUILDERS[name]
-    profiles = builder(n_workers, np.random.default_rng(seed))
+    builder, description = _BUILDERS[base]
+    rng = np.random.default_rng(seed)
+    if base == "disturbed":
+        profiles = _disturbed(n_workers, rng, seed, parse_bursts(args))
+        description = (
+            f"{sum(p.bursts is not None for p in profiles)} of {n_workers} boards "
+            f"disturbed: {next(p.bursts for p in profiles if p.bursts).describe()}"
+        )
+    else:
+        profiles = builder(n_workers, rng)
     return Scenario(
         name, description, dict(zip(worker_ids(n_workers), profiles, strict=True))
     )

@@ -71,14 +71,22 @@ def round_times(
     seed: int = 0,
     retry: float = 0.3,
 ) -> np.ndarray:
-    """``rounds`` draws of a BSP round: the max over boards of one iteration."""
+    """``rounds`` draws of a BSP round: the max over boards of one iteration.
+
+    Rounds follow each other from time 0, so a board with a competitor
+    (``WorkerProfile.bursts``) is slowed in the rounds that meet its bursts.
+    """
     rng = np.random.default_rng(seed)
     out = np.empty(rounds)
+    now = 0.0
     for r in range(rounds):
         out[r] = max(
-            p.sample_compute(rng, b) + leg(p, rng, retry) + leg(p, rng, retry)
+            p.stretch(now, p.sample_compute(rng, b))
+            + leg(p, rng, retry)
+            + leg(p, rng, retry)
             for p, b in zip(profiles, batches, strict=True)
         )
+        now += float(out[r])
     return out
 
 

@@ -23,7 +23,15 @@ from typing import Any
 from edgeps.sim.simulator import simulate
 from edgeps.sim.types import SimConfig
 
-SCENARIOS = ("homogeneous", "stragglers", "interference", "mixed", "churn", "lossy")
+SCENARIOS = (
+    "homogeneous",
+    "stragglers",
+    "interference",
+    "disturbed",
+    "mixed",
+    "churn",
+    "lossy",
+)
 # dataset -> (partition, target accuracy): the synthetic set the defaults were
 # tuned on, and a real one split non-IID that they were not
 DATASETS: dict[str, tuple[str, float]] = {
