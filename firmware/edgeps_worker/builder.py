@@ -32,6 +32,9 @@ ONCE = (
     "builder", "", "read_config", "builder", "", "build_source",
     "builder", "", "mqtt_buffers", "worker", "", "STAT_NAMES",
     "app", "", "build", "kernels", "", "KINDS",
+    "kernels", "", "net", "kernels", "", "n_params",
+    "conv", "ConvNet", "__init__", "conv", "", "plan", "conv", "", "parse_spec",
+    "conv", "", "n_params", "conv", "", "_layer", "conv", "", "_num",
     # never run on a board: whole packets for benches and tests
     "mqtt_packets", "", "publish_packet", "mqtt_packets", "", "publish_into",
 )  # fmt: skip
@@ -179,7 +182,7 @@ def build(path, stop=None):
         from edgeps_worker import kernels, trainer
 
         try:
-            buffers = trainer.reserve(kernels.Model(model).n_params)
+            buffers = trainer.reserve(kernels.n_params(model))
         except ValueError:
             pass  # the validation below says what is wrong with the model
     cfg = read_config(path)
@@ -197,7 +200,7 @@ def build(path, stop=None):
     )
     # each module's once code goes before the next modules load: the start-up
     # peak is then lower than with everything loaded at once
-    shed(("trainer", "kernels", "data", "ring", "builder"))
+    shed(("trainer", "kernels", "conv", "data", "ring", "builder"))
     from edgeps_worker import worker
 
     # the worker before its transport: its attribute table (47 slots, 752 B)

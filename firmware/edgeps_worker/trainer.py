@@ -13,7 +13,7 @@ import gc
 from array import array
 
 from edgeps_worker.data import LABEL_FLOAT, LABEL_INT
-from edgeps_worker.kernels import Model
+from edgeps_worker.kernels import net
 
 
 class KernelTrainer:
@@ -31,7 +31,7 @@ class KernelTrainer:
         "i8", 1 B a parameter, fits the board's heap; "f32", 4 B, exact)."""
         if batch < 1:
             raise ValueError("batch must be a positive integer")
-        self.net = Model(spec, batch)  # per-batch scratch taken once, here
+        self.net = net(spec, batch)  # per-batch scratch taken once, here
         if buffers is None:
             buffers = reserve(self.net.n_params)
         self.params, self.grad = buffers

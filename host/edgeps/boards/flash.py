@@ -49,6 +49,8 @@ BOARD_MODULES = (
     "codec_i8",
     "codec_read",
     "config",
+    "conv",
+    "convk",
     "data",
     "datafile",
     "fetch",
