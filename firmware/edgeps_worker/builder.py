@@ -35,6 +35,8 @@ ONCE = (
     "kernels", "", "net", "kernels", "", "n_params",
     "conv", "ConvNet", "__init__", "conv", "", "plan", "conv", "", "parse_spec",
     "conv", "", "n_params", "conv", "", "_layer", "conv", "", "_num",
+    # a training board predicts only after a restart, with the module reloaded
+    "conv", "ConvNet", "forward", "conv", "ConvNet", "predict_one",
     # never run on a board: whole packets for benches and tests
     "mqtt_packets", "", "publish_packet", "mqtt_packets", "", "publish_into",
 )  # fmt: skip
@@ -192,9 +194,14 @@ def build(path, stop=None):
     from edgeps_worker import kernels, trainer
 
     model = cfg["model"]
+    n_features = kernels.parse_spec(model)[1][0]
+    if model.startswith("conv"):  # its network needs none of the dense kernels
+        kernels = None
+        unload("kernels")
+        gc.collect()
     net = trainer.KernelTrainer(
         model,
-        build_source(cfg, kernels.parse_spec(model)[1][0], trainer.label_kind(model)),
+        build_source(cfg, n_features, trainer.label_kind(model)),
         cfg["batch"],
         buffers,
     )

@@ -16,17 +16,41 @@ a conv through im2col windows of at most ``COLS`` floats, its input
 gradient tap by tap; bit moves, ReLU and max pooling in ``convk``.
 """
 
+import math
 from array import array
+
+try:
+    import micropython  # type: ignore[import-not-found]
+except ImportError:
+    from edgeps_worker import _mpshim as micropython  # type: ignore[no-redef]
 
 from edgeps_worker import convk
 from edgeps_worker.blockfp import emax, matmul
-from edgeps_worker.kernels import _softmax
+
+
+@micropython.native
+def _softmax(z, o, n, scale):
+    """kernels._softmax (a conv board does not keep the kernels module)."""
+    m = z[o]
+    for j in range(o + 1, o + n):
+        if z[j] > m:
+            m = z[j]
+    s = 0.0
+    for j in range(o, o + n):
+        e = math.exp(z[j] - m)
+        z[j] = e
+        s += e
+    c = scale / s
+    for j in range(o, o + n):
+        z[j] *= c
+    return math.log(s) + m
+
 
 CONV = 0
 MAXPOOL = 1
 AVGPOOL = 2
 DENSE = 3
-COLS = 320  # floats of im2col scratch: a chunk of a conv's output positions
+COLS = 128  # floats of im2col scratch: a chunk of a conv's output positions
 MAX_DIM = 1 << 20
 
 
@@ -146,87 +170,148 @@ class ConvNet:
         self.n_params = n_params(spec)
         self.rows = 1  # a batch is read one window at a time
         self.eb = [0] * len(layers)
-        self.h = [array("f", bytes(4 * ly[5] * ly[6])) for ly in layers]
-        # scratch: im2col chunks, matmul's prepared row, the ReLU mask of an
-        # input whose gradient is accumulated, argmax of overlapping max pools
-        ncol, nprep, nmask, narg = 1, 2, 0, 0
-        self.inv = [None] * len(layers)
+        # a conv followed by a max pool whose windows do not overlap keeps no
+        # output: it is made (and, backward, its delta) a chunk at a time in z
+        self.fused = [
+            ly[0] == CONV and i + 1 < len(layers) and layers[i + 1][0] == MAXPOOL
+            and layers[i + 1][8] >= layers[i + 1][7]
+            for i, ly in enumerate(layers)
+        ]  # fmt: skip
+        self.h, self.arg, self.inv = [], [], []
+        # scratch: im2col chunks, a fused chunk, matmul's prepared row, the
+        # ReLU mask of an input whose gradient is accumulated
+        ncol, nz, nprep, nmask = 1, 1, 2, 0
         for i, ly in enumerate(layers):
             op, _, _, cin, lin, no, lo, k, s, _, _ = ly
+            self.h.append(0 if self.fused[i] else no * lo)
+            self.arg.append(no * lo if op == MAXPOOL else 0)
+            self.inv.append(array("f", [1.0 / k]) if op == AVGPOOL else None)
+            if op == MAXPOOL and k > 254:
+                raise ValueError("a board pools at most 254 samples a window")
             relu_in = i > 0 and layers[i - 1][10]
             if op == CONV:
-                ck = cin * k
-                ncol = max(ncol, self._chunk(ly) * ck)
-                nprep = max(nprep, ck + 1, lo + 1, no + 1)
+                t = self._chunk(i)
+                ncol = max(ncol, t * cin * k)
+                nz = max(nz, t * no) if self.fused[i] else nz
+                nprep = max(nprep, cin * k + 1, lo + 1, no + 1)
             elif op == DENSE:
                 nprep = max(nprep, cin + 2, no + 1)
             else:
                 nprep = max(nprep, k + 1, lo + 1)
-                if op == AVGPOOL:
-                    self.inv[i] = array("f", [1.0 / k])
-                elif s < k:
-                    narg = max(narg, cin * lo)
-            if relu_in and (op == CONV or op == AVGPOOL or s < k):
+            if relu_in and (op == CONV or op == AVGPOOL):
                 nmask = max(nmask, cin * lin)
-        self.cols = array("f", bytes(4 * ncol))
-        self.prep = array("i", bytes(4 * nprep))
+        self.sizes = (ncol, nz, nprep, nmask)
+        self.cols = None  # the scratch is taken at the first step (_alloc)
+
+    def _alloc(self):
+        """Take the scratch the sizes of ``__init__`` say: at the first step,
+        once a board's start-up code (MQTT's connect, the builder) is gone."""
+        self.h = [array("f", range(n)) if n else None for n in self.h]
+        self.arg = [bytearray(n) if n else None for n in self.arg]
+        ncol, nz, nprep, nmask = self.sizes
+        self.z = array("f", range(nz))
+        self.prep = array("i", range(nprep))
         self.mask = bytearray(nmask)
-        self.arg = array("i", bytes(4 * narg))
+        self.cols = array("f", range(ncol))
 
-    @staticmethod
-    def _chunk(ly):
-        """Output positions per im2col chunk of conv layer ``ly``."""
-        return max(1, min(ly[6], COLS // (ly[3] * ly[7])))
+    def _chunk(self, i):
+        """Output positions per chunk of conv layer i: a whole number of pool
+        windows when it is fused; im2col and z hold at most COLS floats."""
+        ly = self.layers[i]
+        if not self.fused[i]:
+            return max(1, min(ly[6], COLS // (ly[3] * ly[7])))
+        s = self.layers[i + 1][8]
+        return s * max(1, COLS // (s * max(ly[3] * ly[7], ly[5])))
 
+    @micropython.native
     def _forward(self, params, X, xo):
         """Every layer's output for the window at X[xo:]; False on inf, nan or
         an overflow."""
         src, so = X, xo
         ok = True
-        cols, prep = self.cols, self.prep
+        cols, prep, z = self.cols, self.prep, self.z
         for i, ly in enumerate(self.layers):
             op, w, b, c, n, no, lo, k, s, p, act = ly
             h = self.h[i]
-            ex = emax(src, so, c * n)
+            ex = 0
+            if op != MAXPOOL or not i:  # a pool's input was checked as an output
+                ex = emax(src, so, c * n)
             if ex == 255:
                 ok = False
             if op == CONV:
                 ck = c * k
-                convk.fill_bias(h, no, lo, params, b)
-                t = self._chunk(ly)
+                t = self._chunk(i)
+                fused = self.fused[i]
+                if not fused:
+                    convk.fill_bias(h, no, lo, params, b)
                 for t0 in range(0, lo, t):
                     m = min(t, lo - t0)
+                    out, oo, orow = h, t0, lo
+                    if fused:
+                        out, oo, orow = z, 0, t
+                        convk.fill_bias(z, no, t, params, b)
                     convk.im2col(src, so, n, n, c, k, s, p, t0, m, cols)
-                    if matmul(params, w, ck, 1, ck, ck, cols, 0, ck, 1, ex, h, t0,
-                              lo, 3, no, m, prep):  # fmt: skip
+                    if matmul(params, w, ck, 1, ck, ck, cols, 0, ck, 1, ex, out, oo,
+                              orow, 3, no, m, prep):  # fmt: skip
                         ok = False
-                convk.relu(h, no * lo)
+                    if fused:
+                        convk.relu(z, no * t)
+                        pl = self.layers[i + 1]
+                        o0 = t0 // pl[8]
+                        convk.pool_arg(z, 0, t, no, pl[7], pl[8], min(t // pl[8],
+                                       pl[6] - o0), self.h[i + 1], o0, pl[6],
+                                       self.arg[i + 1], 1)  # fmt: skip
+                if not fused:
+                    convk.relu(h, no * lo)
             elif op == DENSE:
                 eb = self.eb[i] = emax(params, w, (c + 1) * no)
                 if matmul(src, so, c, 1, c, c + 1, params, w, 1, no, eb, h, 0, no,
                           1 if act else 0, 1, no, prep) or eb == 255:  # fmt: skip
                     ok = False
             elif op == MAXPOOL:
-                convk.maxpool(src, so, n, n, c, k, s, lo, h)
+                if not (i and self.fused[i - 1]):  # else made with its conv
+                    masked = 1 if i and self.layers[i - 1][10] else 0
+                    convk.pool_arg(src, so, n, c, k, s, lo, h, 0, lo, self.arg[i],
+                                   masked)  # fmt: skip
             else:
                 inv = self.inv[i]
                 for ch in range(c):
                     matmul(inv, 0, 0, 0, k, k, src, so + ch * n, s, 1, ex, h,
                            ch * lo, 0, 0, 1, lo, prep)  # fmt: skip
-            src, so = h, 0
+            if h is not None:
+                src, so = h, 0
         return ok
 
+    @micropython.native
+    def _unpooled(self, i, t0, t):
+        """Fused conv layer i's output delta at positions t0..t0+t-1 into z,
+        from its max pool's delta and argmax; the chunk's window count."""
+        no = self.layers[i][5]
+        pl = self.layers[i + 1]
+        o0 = t0 // pl[8]
+        nw = min(t // pl[8], pl[6] - o0)
+        convk.zero(self.z, 0, no * t)
+        convk.unpool(self.h[i + 1], o0, pl[6], no, pl[8], nw, self.arg[i + 1],
+                     self.z, 0, t)  # fmt: skip
+        return nw
+
+    @micropython.native
     def _backward(self, params, X, xo, grad):
         """Add this window's gradient (its output delta in the last layer's
         buffer) to grad; the count of overflows."""
-        cols, prep, mask = self.cols, self.prep, self.mask
+        cols, prep, mask, z = self.cols, self.prep, self.mask, self.z
         bad = 0
-        for i in range(len(self.layers) - 1, -1, -1):
+        i = len(self.layers) - 1
+        while i >= 0:
             op, w, b, c, n, no, lo, k, s, p, _ = self.layers[i]
-            d = self.h[i]
+            fused = op == MAXPOOL and i and self.fused[i - 1]
+            if fused:  # the pool's delta is the fused conv's, a chunk at a time
+                i -= 1
+                op, w, b, c, n, no, lo, k, s, p, _ = self.layers[i]
+            d = self.h[i + 1] if fused else self.h[i]
             src, so = (self.h[i - 1], 0) if i else (X, xo)
             masked = i > 0 and self.layers[i - 1][10]
-            ed = emax(d, 0, no * lo)
+            ed = emax(d, 0, len(d))
             if op == DENSE:
                 bad += matmul(src, so, 1, c, 1, 1, d, 0, 1, no, ed, grad, w, no, 3,
                               c, no, prep)  # fmt: skip
@@ -236,34 +321,46 @@ class ConvNet:
                     md = 2 if masked else 0
                     bad += matmul(d, 0, no, 1, no, no, params, w, no, 1, self.eb[i],
                                   src, 0, c, md, 1, c, prep)  # fmt: skip
+                i -= 1
                 continue
             if op == CONV:
                 ck = c * k
                 ex = emax(src, so, c * n)
-                t = self._chunk(self.layers[i])
+                t = self._chunk(i)
                 for t0 in range(0, lo, t):
                     m = min(t, lo - t0)
+                    dd, do, drow = d, t0, lo
+                    if fused:
+                        self._unpooled(i, t0, t)
+                        dd, do, drow = z, 0, t
                     convk.im2col(src, so, n, n, c, k, s, p, t0, m, cols)
-                    bad += matmul(d, t0, lo, 1, m, m, cols, 0, 1, ck, ex, grad, w,
+                    bad += matmul(dd, do, drow, 1, m, m, cols, 0, 1, ck, ex, grad, w,
                                   ck, 3, no, ck, prep)  # fmt: skip
-                bad += matmul(d, 0, 0, 0, 0, lo, d, 0, lo, 1, ed, grad, b, 0, 3, 1,
-                              no, prep)  # fmt: skip
+                    bad += matmul(dd, do, 0, 0, 0, m, dd, do, drow, 1, ed, grad, b, 0,
+                                  3, 1, no, prep)  # fmt: skip
             if i == 0:
                 break
-            if op == MAXPOOL and s >= k:
-                convk.maxpool_back(src, c, n, k, s, lo, d, 1 if masked else 0)
-                continue
-            if op == MAXPOOL:
-                convk.argmax_pool(src, c, n, k, s, lo, self.arg)
-            if masked:
+            if masked and op != MAXPOOL:
                 convk.keep_mask(src, c * n, mask)
             convk.zero(src, 0, c * n)
             if op == CONV:
-                bad += self._conv_dx(params, self.layers[i], d, ed, src)
+                t = self._chunk(i)
+                for t0 in range(0, lo, t):
+                    m = min(t, lo - t0)
+                    if fused:
+                        self._unpooled(i, t0, t)
+                        bad += self._conv_dx(params, i, z, 0, t, t0, m, ed, src)
+                    else:
+                        bad += self._conv_dx(params, i, d, t0, lo, t0, m, ed, src)
+            elif op == MAXPOOL and s >= k:
+                convk.unpool(d, 0, lo, c, s, lo, self.arg[i], src, 0, n)
             elif op == MAXPOOL:
-                arg = self.arg
-                for j in range(c * lo):
-                    src[arg[j]] += d[j]
+                arg = self.arg[i]
+                for ch in range(c):
+                    for o in range(lo):
+                        a = arg[ch * lo + o]
+                        if a != 255:
+                            src[ch * n + o * s + a] += d[ch * lo + o]
             else:
                 inv = self.inv[i]
                 ei = emax(inv, 0, 1)
@@ -271,29 +368,34 @@ class ConvNet:
                     for j in range(k):
                         bad += matmul(d, ch * lo, 1, 0, 1, 1, inv, 0, 0, 0, ei, src,
                                       ch * n + j, s, 3, lo, 1, prep)  # fmt: skip
-            if masked:
+            if masked and op != MAXPOOL:
                 convk.apply_mask(src, c * n, mask)
+            i -= 1
         return bad
 
-    def _conv_dx(self, params, ly, d, ed, dx):
-        """A conv's input gradient, added into dx one kernel tap at a time."""
-        _, w, _, c, n, no, lo, k, s, p, _ = ly
+    @micropython.native
+    def _conv_dx(self, params, i, d, do, drow, t0, m, ed, dx):
+        """Add to dx conv layer i's input gradient from its output delta at
+        positions t0..t0+m-1 (d[do + n*drow + t - t0]), tap by tap."""
+        _, w, _, c, n, no, _, k, s, p, _ = self.layers[i]
         ck, prep, bad = c * k, self.prep, 0
         for j in range(k):
             if s == 1:
-                t0 = max(0, p - j)
-                t1 = min(lo, n + p - j)
-                if t1 > t0:
-                    bad += matmul(params, w + j, k, ck, no, no, d, t0, 1, lo, ed, dx,
-                                  t0 + j - p, n, 3, c, t1 - t0, prep)  # fmt: skip
+                lo = max(t0, p - j)
+                hi = min(t0 + m, n + p - j)
+                if hi > lo:
+                    bad += matmul(params, w + j, k, ck, no, no, d, do + lo - t0, 1,
+                                  drow, ed, dx, lo + j - p, n, 3, c, hi - lo,
+                                  prep)  # fmt: skip
                 continue
-            for t in range(lo):
+            for t in range(t0, t0 + m):
                 u = t * s + j - p
                 if 0 <= u < n:
-                    bad += matmul(params, w + j, k, ck, no, no, d, t, 1, lo, ed, dx,
-                                  u, n, 3, c, 1, prep)  # fmt: skip
+                    bad += matmul(params, w + j, k, ck, no, no, d, do + t - t0, 1,
+                                  drow, ed, dx, u, n, 3, c, 1, prep)  # fmt: skip
         return bad
 
+    @micropython.native
     def _delta(self, y, yo, scale):
         """Cross-entropy of the window's logits against label y[yo]; leaves
         scale * dLoss/dlogits in their place."""
@@ -306,10 +408,13 @@ class ConvNet:
         z[k] -= scale
         return loss
 
+    @micropython.native
     def loss_and_grad(self, params, X, y, n, grad, fill=None):
         """Mean loss over n windows (rows of X), gradient into grad; with
         ``fill(X, y, 1)`` X and y hold one window, refilled before each."""
         self._check(params, X, 0, 1 if fill else n)
+        if self.cols is None:
+            self._alloc()
         if len(grad) != self.n_params or len(y) < (1 if fill else n):
             raise ValueError("grad must hold n_params floats, y n labels")
         convk.zero(grad, 0, self.n_params)
@@ -334,9 +439,12 @@ class ConvNet:
             grad[i] = nan
         return nan
 
+    @micropython.native
     def forward(self, params, X, n, out):
         """Class probabilities of n windows into out (n * n_outputs)."""
         self._check(params, X, 0, n)
+        if self.cols is None:
+            self._alloc()
         no = self.n_outputs
         for r in range(n):
             ok = self._forward(params, X, r * self.n_features)
@@ -346,9 +454,12 @@ class ConvNet:
                 out[r * no + j] = z[j] if ok else float("nan")
         return out
 
+    @micropython.native
     def predict_one(self, params, X, s):
         """Class id of window s of X."""
         self._check(params, X, s, 1)
+        if self.cols is None:
+            self._alloc()
         self._forward(params, X, s * self.n_features)
         z, best = self.h[-1], 0
         for j in range(1, self.n_outputs):
@@ -356,6 +467,7 @@ class ConvNet:
                 best = j
         return best
 
+    @micropython.native
     def _check(self, params, X, first, n):
         """The viper code reads without bounds checks: the buffers must fit."""
         if n <= 0 or first < 0:

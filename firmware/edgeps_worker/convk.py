@@ -101,88 +101,51 @@ def apply_mask(buf, n: int, mask):
 
 
 @micropython.viper
-def maxpool(x, xo: int, cs: int, L: int, C: int, k: int, s: int, Lo: int, out):
-    """out[c*Lo + o] = max of x[xo + c*cs + o*s + j], j < k."""
+def pool_arg(x, xo: int, xrow: int, C: int, k: int, s: int, P: int, out, oo: int,
+             orow: int, arg, masked: int):  # fmt: skip
+    """Max pooling of P windows a channel: out[oo + c*orow + o] = the largest
+    x[xo + c*xrow + o*s + j], j < k; arg (bytes, same index) = the first such
+    j, or 255 when ``masked`` (a ReLU output) and that maximum is not > 0."""
     px = ptr32(x)
     po = ptr32(out)
-    one = 1
-    sgn = one << 31
-    i = 0
-    for c in range(C):
-        for o in range(Lo):
-            base = xo + c * cs + o * s
-            best = px[base]
-            kb = best
-            if kb & sgn:
-                kb = 0 - (kb & (sgn - 1))
-            for j in range(1, k):
-                v = px[base + j]
-                kv = v
-                if kv & sgn:
-                    kv = 0 - (kv & (sgn - 1))
-                if kv > kb:
-                    kb = kv
-                    best = v
-            po[i] = best
-            i += 1
-
-
-@micropython.viper
-def maxpool_back(x, C: int, L: int, k: int, s: int, Lo: int, dy, masked: int):
-    """Windows that do not overlap (s >= k): x (the pool's input) becomes its
-    gradient in place: dy[c*Lo + o] at the window's first maximum (0 there
-    too when ``masked`` and the maximum is not > 0), 0 everywhere else."""
-    px = ptr32(x)
-    pd = ptr32(dy)
+    pa = ptr8(arg)
     one = 1
     sgn = one << 31
     for c in range(C):
-        row = c * L
-        u = 0  # next position of the row not yet written
-        for o in range(Lo):
-            base = row + o * s
+        for o in range(P):
+            base = xo + c * xrow + o * s
             best = 0
-            kb = px[base]
+            v = px[base]
+            kb = v
             if kb & sgn:
                 kb = 0 - (kb & (sgn - 1))
             for j in range(1, k):
-                kv = px[base + j]
+                w = px[base + j]
+                kv = w
                 if kv & sgn:
                     kv = 0 - (kv & (sgn - 1))
                 if kv > kb:
                     kb = kv
                     best = j
-            g = pd[c * Lo + o]
+                    v = w
+            i = oo + c * orow + o
+            po[i] = v
             if masked and kb <= 0:
-                g = 0
-            while u < o * s + k:
-                px[row + u] = 0
-                u += 1
-            px[base + best] = g
-        while u < L:
-            px[row + u] = 0
-            u += 1
+                best = 255
+            pa[i] = best
 
 
 @micropython.viper
-def argmax_pool(x, C: int, L: int, k: int, s: int, Lo: int, arg):
-    """arg[c*Lo + o] = position (in x) of window o's first maximum, as int32."""
-    px = ptr32(x)
-    pa = ptr32(arg)
-    one = 1
-    sgn = one << 31
+def unpool(dy, do: int, drow: int, C: int, s: int, P: int, arg, out, oo: int,
+           orow: int):  # fmt: skip
+    """out[oo + c*orow + o*s + arg] = dy[do + c*drow + o] for P windows a
+    channel whose arg (indexed as dy) is not 255; out is zeroed before."""
+    pd = ptr32(dy)
+    pa = ptr8(arg)
+    po = ptr32(out)
     for c in range(C):
-        for o in range(Lo):
-            base = c * L + o * s
-            best = 0
-            kb = px[base]
-            if kb & sgn:
-                kb = 0 - (kb & (sgn - 1))
-            for j in range(1, k):
-                kv = px[base + j]
-                if kv & sgn:
-                    kv = 0 - (kv & (sgn - 1))
-                if kv > kb:
-                    kb = kv
-                    best = j
-            pa[c * Lo + o] = base + best
+        for o in range(P):
+            i = do + c * drow + o
+            a = pa[i]
+            if a != 255:
+                po[oo + c * orow + o * s + a] = pd[i]
