@@ -76,6 +76,10 @@ def build_source(cfg, n_features, label_kind):
             raise ValueError(
                 "sensor module " + cfg["sensor"] + " with a read(xbuf) not found"
             ) from None
+        if cfg["model"].startswith("conv"):  # one sample a read: windows of them
+            from edgeps_worker.window import sensor_read
+
+            read = sensor_read(read, cfg["model"], cfg.get("stride", 0))
         src = SensorSource(read, n_features, cfg["capacity"], label_kind, cfg["seed"])
         src.fill(cfg["batch"])
         return src

@@ -70,6 +70,7 @@ BOARD_MODULES = (
     "tlsconf",
     "trainer",
     "wifi",
+    "window",
     "wire",
     "wire_join",
     "worker",
