@@ -177,15 +177,18 @@ class ConvNet:
             and layers[i + 1][8] >= layers[i + 1][7]
             for i, ly in enumerate(layers)
         ]  # fmt: skip
-        self.h, self.arg, self.inv = [], [], []
+        # sizes until _alloc; then each layer's output (empty: fused), each
+        # max pool's argmax bytes, each average pool's 1/k
+        self.hn, self.argn, self.inv = [], [], []
+        self.none = array("f")  # one empty array for every layer without
         # scratch: im2col chunks, a fused chunk, matmul's prepared row, the
         # ReLU mask of an input whose gradient is accumulated
         ncol, nz, nprep, nmask = 1, 1, 2, 0
         for i, ly in enumerate(layers):
             op, _, _, cin, lin, no, lo, k, s, _, _ = ly
-            self.h.append(0 if self.fused[i] else no * lo)
-            self.arg.append(no * lo if op == MAXPOOL else 0)
-            self.inv.append(array("f", [1.0 / k]) if op == AVGPOOL else None)
+            self.hn.append(0 if self.fused[i] else no * lo)
+            self.argn.append(no * lo if op == MAXPOOL else 0)
+            self.inv.append(array("f", [1.0 / k]) if op == AVGPOOL else self.none)
             if op == MAXPOOL and k > 254:
                 raise ValueError("a board pools at most 254 samples a window")
             relu_in = i > 0 and layers[i - 1][10]
@@ -201,18 +204,21 @@ class ConvNet:
             if relu_in and (op == CONV or op == AVGPOOL):
                 nmask = max(nmask, cin * lin)
         self.sizes = (ncol, nz, nprep, nmask)
-        self.cols = None  # the scratch is taken at the first step (_alloc)
+        self.ready = False  # the scratch is taken at the first step (_alloc)
 
     def _alloc(self):
         """Take the scratch the sizes of ``__init__`` say: at the first step,
         once a board's start-up code (MQTT's connect, the builder) is gone."""
-        self.h = [array("f", range(n)) if n else None for n in self.h]
-        self.arg = [bytearray(n) if n else None for n in self.arg]
+        none, no_arg = self.none, bytearray(0)
+        self.h = [array("f", range(n)) if n else none for n in self.hn]
+        self.arg = [bytearray(n) if n else no_arg for n in self.argn]
+        self.hn = self.argn = []
         ncol, nz, nprep, nmask = self.sizes
         self.z = array("f", range(nz))
         self.prep = array("i", range(nprep))
         self.mask = bytearray(nmask)
         self.cols = array("f", range(ncol))
+        self.ready = True
 
     def _chunk(self, i):
         """Output positions per chunk of conv layer i: a whole number of pool
@@ -278,7 +284,7 @@ class ConvNet:
                 for ch in range(c):
                     matmul(inv, 0, 0, 0, k, k, src, so + ch * n, s, 1, ex, h,
                            ch * lo, 0, 0, 1, lo, prep)  # fmt: skip
-            if h is not None:
+            if len(h):  # a fused conv's outputs went straight to its pool
                 src, so = h, 0
         return ok
 
@@ -413,7 +419,7 @@ class ConvNet:
         """Mean loss over n windows (rows of X), gradient into grad; with
         ``fill(X, y, 1)`` X and y hold one window, refilled before each."""
         self._check(params, X, 0, 1 if fill else n)
-        if self.cols is None:
+        if not self.ready:
             self._alloc()
         if len(grad) != self.n_params or len(y) < (1 if fill else n):
             raise ValueError("grad must hold n_params floats, y n labels")
@@ -443,7 +449,7 @@ class ConvNet:
     def forward(self, params, X, n, out):
         """Class probabilities of n windows into out (n * n_outputs)."""
         self._check(params, X, 0, n)
-        if self.cols is None:
+        if not self.ready:
             self._alloc()
         no = self.n_outputs
         for r in range(n):
@@ -458,7 +464,7 @@ class ConvNet:
     def predict_one(self, params, X, s):
         """Class id of window s of X."""
         self._check(params, X, s, 1)
-        if self.cols is None:
+        if not self.ready:
             self._alloc()
         self._forward(params, X, s * self.n_features)
         z, best = self.h[-1], 0

@@ -28,11 +28,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.firmware]
 # spec -> (channels, samples, heap): the first two are the default conv1d for
 # 40-sample (MNIST-1D) and 3 x 64 windows (3,174 and 3,622 parameters with 6
 # classes: 25.4 and 29.0 KB for the parameters and the gradient); they need
-# more than the 96K goal (host/BENCHMARKS.md, "Board conv1d"). The third, with
+# more than the 96K goal (host/BENCHMARKS.md, "Board conv1d"; 108K for the
+# second fails now and then on a fragmented heap). The third, with
 # 1,174 parameters, completes in 96K.
 SPECS = {
     "conv1d:1x40-c16k5p2-m2-c16k5p2-m2-c16k5p2-m2-6": (1, 40, "104K"),
-    "conv1d:3x64-c16k5p2-m2-c16k5p2-m2-c16k5p2-m2-6": (3, 64, "108K"),
+    "conv1d:3x64-c16k5p2-m2-c16k5p2-m2-c16k5p2-m2-6": (3, 64, "112K"),
     "conv1d:3x64-c8k5p2-m4-c16k5p2-m4-6": (3, 64, HEAP_ARG),
 }
 
