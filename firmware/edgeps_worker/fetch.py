@@ -70,8 +70,11 @@ def fetcher(*args, **kw):
 
 def n_params(spec):
     """Parameters of a model spec: each dense layer's W and b."""
+    from edgeps_worker.kernels import n_params as count
     from edgeps_worker.kernels import parse_spec
 
+    if spec.startswith("conv"):  # its layers are not a list of dense sizes
+        return count(spec)
     sizes = parse_spec(spec)[1]
     return sum(sizes[i] * sizes[i + 1] + sizes[i + 1] for i in range(len(sizes) - 1))
 
@@ -112,7 +115,7 @@ def board(cfg, have):
     # loads into the same hole once it is written); the kernels, which the
     # config's check loaded, come back with the model
     n = n_params(cfg["model"])
-    for name in ("kernels", "blockfp"):
+    for name in ("kernels", "blockfp", "conv", "convk"):
         unload(name)
     gc.collect()
     params = array("f", range(n))

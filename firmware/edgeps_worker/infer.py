@@ -90,6 +90,10 @@ class Inference:
                 raise ValueError(
                     "sensor module " + cfg["sensor"] + " with a read(xbuf) not found"
                 ) from None
+            if net.spec.startswith("conv"):  # one sample a read: a window a stride
+                from edgeps_worker.window import sensor_read
+
+                self.read = sensor_read(self.read, net.spec, cfg.get("stride", 0))
         else:
             self.rows = Rows(cfg["data"], net.n_features)
             self.read = self.rows.read

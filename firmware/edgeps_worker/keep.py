@@ -92,6 +92,9 @@ def save(path, spec, names, params, scale=None):
 
 
 def _features(spec):
+    if spec.startswith("conv"):  # conv1d:<C>x<L>-...: a window of C * L floats
+        c, n = spec.split(":")[1].split("-")[0].split("x")[:2]
+        return int(c) * int(n)
     return int(spec.split(":")[1].replace("x", "-").split("-")[0])
 
 

@@ -58,7 +58,10 @@ class Model:
             if flags & FLAG_SCALER:
                 self.mean = _floats(f, nf)
                 self.scale = _floats(f, nf)
-        from edgeps_worker.kernels_eval import Predictor
+        if self.spec.startswith("conv"):
+            from edgeps_worker.conv import ConvNet as Predictor
+        else:
+            from edgeps_worker.kernels_eval import Predictor
 
         self.net = Predictor(self.spec, 1)
         if self.net.n_params != n_params or self.net.n_features != nf:

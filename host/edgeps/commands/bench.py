@@ -30,6 +30,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "edgeps.lab.bench.fw_kernels",
         "board kernels: MicroPython vs numpy",
     ),
+    "fw-conv": (
+        "edgeps.lab.bench.fw_conv",
+        "board conv1d step under MicroPython, per FLOP against the MLP",
+    ),
     "fw-feedback": (
         "edgeps.lab.bench.fw_feedback",
         "board UPDATE codecs' accuracy cost",
