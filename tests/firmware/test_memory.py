@@ -127,8 +127,9 @@ def _run_board(model, heap_arg, micropython, mosquitto, tmp_path, extra=()):
 
 # local rounds (serve --local-steps 8) cost the board one more parameter-sized
 # buffer, the anchor: n_params x 4 B (9,640 B for the MLP), so the MLP needs a
-# larger heap than 96K; the others fit it
-LOCAL_HEAPS = {"mlp:64-32-10": "112K", "softmax:64x10": "96K", "logistic:30": "96K"}
+# larger heap than 96K; the others fit it. Taken in 1 KB pieces it fits the
+# MLP in 104K (one 9,640 B array needed 112K: 104K failed on it)
+LOCAL_HEAPS = {"mlp:64-32-10": "104K", "softmax:64x10": "96K", "logistic:30": "96K"}
 
 
 @pytest.mark.slow
