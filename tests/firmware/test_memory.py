@@ -37,7 +37,10 @@ MODELS = {
     "logistic:30": ("breast_cancer", HEAP_ARG),
     "linear:64": ("digits", HEAP_ARG),
 }
-# the MLP worker's peak must not grow back: 79,488-79,552 B measured in 96K
+# the MLP worker's peak must not grow back: 79,616 B measured in 96K with the
+# worker's early hook (a chunk of its own release read during an ack wait is
+# written, not queued as a copy: the job's final release no longer adds up to
+# 11 KB at the end of a run), 79,488-79,552 B before it,
 # under protocol v3 (host/BENCHMARKS.md, "Board memory"; 79,168-79,328 B under
 # v2, without UPDATE's steps and WELCOME's head; 79,232-79,360 B before the
 # link steps used the worker's public state, 80,000-80,128 B before HELLO/BYE moved to
@@ -50,7 +53,7 @@ MODELS = {
 # F16/I8 jobs, see test_codec_memory), 88,736-88,864 B under protocol v2
 # (87,840 B under v1; 104.6 KB before the board image was trimmed to what it
 # runs, 94,720 B before the builder, -O3 .mpy files and 4-row chunks)
-MLP_PEAK_LIMIT = 79_600
+MLP_PEAK_LIMIT = 79_700
 
 
 def compile_firmware(out: Path) -> Path:
