@@ -136,7 +136,10 @@ def board(cfg, have):
             release_timeout_ms=cfg["release_timeout_ms"], mem_probe=probe,
         )  # fmt: skip
     finally:
-        # the join's code is not used again: off the heap before the model loads
+        # the join's code is not used again: off the heap before the model
+        # loads; the client, kept to publish, lets go of the worker (its
+        # early hook) and with it of the release buffer
+        client.payload_views = True
         params = None
         for name in ("worker", "worker_link", "params_sink", "wire",
                      "release_round", "codec_read", "local_round", "keep"):  # fmt: skip

@@ -37,7 +37,7 @@ MODELS = {
     "logistic:30": ("breast_cancer", HEAP_ARG),
     "linear:64": ("digits", HEAP_ARG),
 }
-# the MLP worker's peak must not grow back: 79,616 B measured in 96K with the
+# the MLP worker's peak must not grow back: 79,616-79,680 B measured in 96K with the
 # worker's early hook (a chunk of its own release read during an ack wait is
 # written, not queued as a copy: the job's final release no longer adds up to
 # 11 KB at the end of a run), 79,488-79,552 B before it,
@@ -53,7 +53,7 @@ MODELS = {
 # F16/I8 jobs, see test_codec_memory), 88,736-88,864 B under protocol v2
 # (87,840 B under v1; 104.6 KB before the board image was trimmed to what it
 # runs, 94,720 B before the builder, -O3 .mpy files and 4-row chunks)
-MLP_PEAK_LIMIT = 79_700
+MLP_PEAK_LIMIT = 79_744
 
 
 def compile_firmware(out: Path) -> Path:
