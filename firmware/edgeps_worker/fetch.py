@@ -86,7 +86,9 @@ def fetch(transport, spec, job, wid, path, key=None, stop=None, log=None,
     ``params``: the buffer the release lands in (an array('f') of the
     model's size, taken early on a board); ``opts``: the Worker's timing and
     size keywords."""
-    h = Holder(spec, n_params(spec), params)
+    # a board's buffer is the model's size already: its n_params would load
+    # the kernels (and blockfp) again, for the whole join
+    h = Holder(spec, n_params(spec) if params is None else len(params), params)
     w = fetcher(transport, h, job, wid, key=key, stop=stop, log=log, **opts)
     reason = w.run()
     if reason == "done":  # the job ended first: its final release, when whole
@@ -137,7 +139,10 @@ def board(cfg, have):
             release_timeout_ms=cfg["release_timeout_ms"], mem_probe=probe,
         )  # fmt: skip
     finally:
-        # the join's code is not used again: off the heap before the model loads
+        # the join's code is not used again: off the heap before the model
+        # loads; the client, kept to publish, lets go of the worker (its
+        # early hook) and with it of the release buffer
+        client.payload_views = True
         params = None
         for name in ("worker", "worker_link", "params_sink", "wire",
                      "release_round", "codec_read", "local_round", "keep"):  # fmt: skip

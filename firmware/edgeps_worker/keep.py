@@ -61,7 +61,8 @@ def model_of(w):
 
 
 def save(path, spec, names, params, scale=None):
-    """Write a model file: ``params`` (n float32), ``scale`` (2 x n_features
+    """Write a model file: ``params`` (n float32, or a ``local_round.Anchor``),
+    ``scale`` (2 x n_features
     float32, as an array or the WELCOME's bytes, or None), ``names`` (bytes,
     one name a line, or None). Written to ``path`` + ".new" first, then
     renamed over it: a reset while writing leaves the old file whole."""
@@ -81,7 +82,10 @@ def save(path, spec, names, params, scale=None):
                 raise ValueError("class names must be at most 255 bytes")
             f.write(bytes((len(p),)))
             f.write(p)
-        f.write(params)  # float32: little-endian on boards and hosts alike
+        # float32: little-endian on boards and hosts alike; a local round's
+        # anchor is in pieces
+        for part in getattr(params, "parts", (params,)):
+            f.write(part)
         if scale is not None:
             f.write(scale)
     try:
