@@ -195,6 +195,9 @@ def build(path, stop=None):
         cfg["batch"],
         buffers,
     )
+    if hasattr(net.source, "set_classes"):
+        # a CSV's text labels: the WELCOME's class names renumber them
+        net.set_classes = net.source.set_classes
     # each module's once code goes before the next modules load: the start-up
     # peak is then lower than with everything loaded at once
     shed(("trainer", "kernels", "data", "ring", "builder"))

@@ -49,6 +49,7 @@ BOARD_MODULES = (
     "codec_i8",
     "codec_read",
     "config",
+    "csvtext",
     "data",
     "datafile",
     "fetch",
