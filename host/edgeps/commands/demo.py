@@ -13,7 +13,7 @@ import sys
 import threading
 from typing import Any
 
-from edgeps.commands.serve import add_job_flags, given
+from edgeps.commands.serve import add_job_flags, check_reachable, given
 from edgeps.observe import dashboard
 
 DEMO_DEFAULTS: dict[str, Any] = {
@@ -97,8 +97,15 @@ def run(args: argparse.Namespace) -> int:
         cfg = merge(flags)
         setup_logging(cfg.log_level, timestamps=False)
         hmac_key = read_key(cfg.hmac_key_file)
+        check_reachable(cfg.broker)  # before any advice about keys
         broker = open_broker(cfg.broker, prefer="amqtt")
-    except (ValueError, TypeError, FileNotFoundError, RuntimeError) as exc:
+    except (
+        ValueError,
+        TypeError,
+        FileNotFoundError,
+        RuntimeError,
+        ConnectionError,
+    ) as exc:
         print(f"edgeps demo: error: {exc}", file=sys.stderr)
         return 2
     out = sys.stderr

@@ -287,6 +287,19 @@ def _note(text: str) -> None:
     print(f"edgeps serve: {text}", file=sys.stderr)
 
 
+def check_reachable(broker: str) -> None:
+    """ConnectionError when a running broker named by URL cannot be reached:
+    a mistyped host or a closed port, said before anything else about it."""
+    from edgeps.transport.broker import BROKER_KINDS
+    from edgeps.transport.reach import unreachable
+
+    if broker in BROKER_KINDS:
+        return  # started here
+    why = unreachable(broker)
+    if why is not None:
+        raise ConnectionError(why)
+
+
 def run(args: argparse.Namespace) -> int:
     from edgeps.runtime.config import merge
     from edgeps.runtime.connection_flags import setup_logging
@@ -296,6 +309,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         cfg = merge(given(args), getattr(args, "config", None), note=_note)
         setup_logging(cfg.log_level, timestamps=False)
+        check_reachable(cfg.broker)  # before any advice about keys
         job = Job(cfg, gc_freeze=True)  # serve has the process to itself
         summary = job.run()
     except (

@@ -30,6 +30,7 @@ log = logging.getLogger("edgeps.commands.worker")
 
 EXIT_OK = 0
 EXIT_CONFIG = 2  # bad flags, data or model mismatch: retrying will not help
+EXIT_UNREACHABLE = 3  # no broker at --broker within --give-up seconds
 # a Pi has the memory for whole-model messages; one message per PARAMS/UPDATE
 # also avoids a Nagle stall between chunks on brokers without TCP_NODELAY
 CPYTHON_MAX_CHUNK = 1 << 16
@@ -102,6 +103,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--persist",
         action="store_true",
         help="after the job is done, wait for its next run (for services)",
+    )
+    parser.add_argument(
+        "--give-up",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="without --persist: exit (code 3) when the broker cannot be reached "
+        "for this long at start (default: 30); with --persist it retries for ever",
     )
     parser.add_argument(
         "--instance",
@@ -178,6 +187,8 @@ def _validate(args: argparse.Namespace) -> None:
         raise ValueError("--infer predicts the rows of a --data file")
     if args.publish and not args.infer:
         raise ValueError("--publish applies to --infer")
+    if not args.give_up > 0:
+        raise ValueError(f"--give-up must be > 0 seconds, got {args.give_up}")
     if args.fetch and not (args.infer and args.broker and args.job and args.worker_id):
         raise ValueError("--fetch goes with --infer, --broker, --job and --id")
     if args.model_out and args.infer:
@@ -251,6 +262,12 @@ def run(args: argparse.Namespace) -> int:
         data.n_samples,
         data.source,
     )
+    why = _reach(args, stop)
+    if why is not None:
+        log.error(
+            "%s; gave up after %g s (--persist keeps retrying)", why, args.give_up
+        )
+        return EXIT_UNREACHABLE
     runs = 0
     while not stop.is_set():
         job = fetch_model(transport, args.job, stop=stop.is_set, want_running=runs > 0)
@@ -299,6 +316,24 @@ def run(args: argparse.Namespace) -> int:
         if reason != "done" or not args.persist:
             return EXIT_OK
     return EXIT_OK
+
+
+def _reach(args: argparse.Namespace, stop: threading.Event) -> str | None:
+    """Why the broker cannot be reached within --give-up seconds (None: it can,
+    or --persist, where a service keeps retrying with backoff)."""
+    from edgeps.transport.reach import unreachable, wait_reachable
+
+    if args.persist:
+        why = unreachable(args.broker)
+        if why is not None:
+            log.warning("%s; retrying with backoff (--persist)", why)
+        return None
+
+    def note(why: str, delay: float) -> None:
+        log.warning("%s; retrying in %.1f s", why, delay)
+
+    why = wait_reachable(args.broker, args.give_up, stop=stop.is_set, note=note)
+    return None if stop.is_set() else why
 
 
 def _infer(args: argparse.Namespace) -> int:
