@@ -9,8 +9,10 @@ accuracy or the time limit, then prints one table.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import threading
+from types import FrameType
 from typing import Any
 
 from edgeps.commands.serve import add_job_flags, check_reachable, given
@@ -73,6 +75,18 @@ def _merge_rows(summary: Any, emu: Any) -> None:
             row["error"] = report.error
 
 
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _stop_on_sigterm() -> Any:
+    """Turn SIGTERM into KeyboardInterrupt (main thread only); the handler it
+    replaced, None when none was installed."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _interrupt)
+
+
 def run(args: argparse.Namespace) -> int:
     from edgeps.emulate.emulation import Emulation
     from edgeps.runtime.config import merge
@@ -110,6 +124,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     out = sys.stderr
     emu = None
+    # SIGTERM (a service manager, `kill PID`) stops the demo as Ctrl-C does:
+    # the summary is printed and the broker it started is stopped
+    previous = _stop_on_sigterm()
     try:
         job = Job(cfg, broker=broker, out=out, banner=False)
         job.open_dashboard()  # a taken port: one line here, not in the host thread
@@ -170,6 +187,8 @@ def run(args: argparse.Namespace) -> int:
         if emu is not None:
             emu.stop()
         broker.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     _merge_rows(summary, emu)
     if cfg.json:
         print(summary_json(summary))
