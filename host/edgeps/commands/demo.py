@@ -88,6 +88,7 @@ def _stop_on_sigterm() -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    from edgeps.commands.flag_ranges import check_flag, workers
     from edgeps.emulate.emulation import Emulation
     from edgeps.runtime.config import merge
     from edgeps.runtime.connection_flags import read_key, setup_logging
@@ -97,8 +98,7 @@ def run(args: argparse.Namespace) -> int:
     from edgeps.workloads.scenarios import SCENARIOS
 
     try:
-        if not 1 <= args.workers <= 64:
-            raise ValueError(f"--workers must be in 1..64, got {args.workers}")
+        check_flag("--workers", args.workers, workers(64))
         if args.scenario not in SCENARIOS:
             raise ValueError(
                 f"--scenario must be one of {', '.join(SCENARIOS)}, "

@@ -279,8 +279,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def given(args: argparse.Namespace) -> dict[str, object]:
     """Only the options that were on the command line (everything else is absent)."""
-    skip = {"command", "config", "_run", "benchmark", "_bench_module"}
-    return {k: v for k, v in vars(args).items() if k not in skip}
+    skip = {"command", "config", "benchmark"}
+    return {
+        k: v for k, v in vars(args).items() if k not in skip and not k.startswith("_")
+    }
 
 
 def _note(text: str) -> None:
