@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from edgeps.observe import dashboard
 
@@ -302,6 +303,27 @@ def check_reachable(broker: str) -> None:
         raise ConnectionError(why)
 
 
+def raw_features_note(cfg: Any, model: Any) -> str | None:
+    """What to say when ``--no-scale`` leaves a job on features that look raw:
+    such a job often sits at chance, and nothing else would say why."""
+    if cfg.scale or cfg.test_data is None or model.card is None:
+        return None
+    if model.card.scaler is not None or model.awaits_scaler:
+        return None
+    from edgeps.pyworker.scaling import looks_unscaled
+
+    if not looks_unscaled(model.X_test):
+        return None
+    X = model.X_test
+    return (
+        f"--no-scale: the features of {cfg.test_data} look unscaled (mean up to "
+        f"{float(abs(X.mean(axis=0)).max()):.3g}, std up to "
+        f"{float(X.std(axis=0).max()):.3g}): the job has no scaler and may "
+        "train slowly or sit at chance; without --no-scale the job standardises "
+        "them for every worker"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from edgeps.runtime.config import merge
     from edgeps.runtime.connection_flags import setup_logging
@@ -313,6 +335,9 @@ def run(args: argparse.Namespace) -> int:
         setup_logging(cfg.log_level, timestamps=False)
         check_reachable(cfg.broker)  # before any advice about keys
         job = Job(cfg, gc_freeze=True)  # serve has the process to itself
+        note = raw_features_note(cfg, job.model)
+        if note:
+            _note(f"warning: {note}")
         summary = job.run()
     except (
         ValueError,
