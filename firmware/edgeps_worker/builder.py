@@ -32,6 +32,8 @@ ONCE = (
     "builder", "", "read_config", "builder", "", "build_source",
     "builder", "", "mqtt_buffers", "worker", "", "STAT_NAMES",
     "app", "", "build", "kernels", "", "KINDS",
+    "datafile", "", "load_csv", "datafile", "", "write_file",
+    "datafile", "", "open_source",
     # never run on a board: whole packets for benches and tests
     "mqtt_packets", "", "publish_packet", "mqtt_packets", "", "publish_into",
 )  # fmt: skip
@@ -200,7 +202,7 @@ def build(path, stop=None):
         net.set_classes = net.source.set_classes
     # each module's once code goes before the next modules load: the start-up
     # peak is then lower than with everything loaded at once
-    shed(("trainer", "kernels", "data", "ring", "builder"))
+    shed(("trainer", "kernels", "data", "ring", "datafile", "builder"))
     from edgeps_worker import worker
 
     # the worker before its transport: its attribute table (47 slots, 752 B)

@@ -6,8 +6,10 @@ are skipped, cells may be quoted, the first row is a header when none of its
 feature cells is a number (and refused when some are and some are not).
 Training boards read a CSV through ``datafile`` (which adds the labels);
 inference mode reads its rows in order with ``CsvRows``. Loaded only by a
-board whose data is a CSV.
+board whose data is a CSV, and by a training board only while it reads it.
 """
+
+from array import array
 
 
 def open_text(path):
@@ -81,6 +83,86 @@ def features(row, n_features, xbuf, path, lineno):
         if v != v or v in (float("inf"), float("-inf")):
             raise ValueError(where(path, lineno) + "features must be finite")
         xbuf[i] = v
+
+
+def label(ring, cell, names, path, lineno):
+    """A label cell as a class id (text: a name's id, in ``names``), or a target."""
+    numeric = is_number(cell)
+    if ring.label_kind != 0:
+        if not numeric:
+            raise ValueError(
+                where(path, lineno) + "label " + repr(cell) + " is not a "
+                "number; this model predicts a number"
+            )
+        return float(cell)
+    if numeric and ring.classes is None:
+        v = float(cell)
+        if v != int(v):
+            raise ValueError(
+                where(path, lineno) + "label " + cell + " is not a class "
+                "id (a whole number); this model predicts classes"
+            )
+        return int(v)
+    if ring.classes is None and ring.size:
+        raise ValueError(
+            where(path, lineno) + "label " + repr(cell) + " is text where "
+            "earlier rows have numbers: give every row a class name, or every "
+            "row a class id"
+        )
+    if cell not in names:
+        if len(names) >= 256:
+            raise ValueError(path + ": more than 256 distinct labels")
+        names.append(cell)
+    ring.classes, ring.mapped = names, False
+    return names.index(cell)
+
+
+def fill(ring, path):
+    """The rows of the CSV at ``path`` into ``ring`` (a ``datafile.CsvRing``):
+    n_features cells and the label; a header skipped; text labels numbered
+    in the order first seen (``ring.classes``)."""
+    n_features, label_kind = ring.n_features, ring.label_kind
+    row = array("f", bytes(4 * n_features))
+    names = []
+    first = None  # a first row whose label only is text: a header, or data?
+    started = False
+    with open_text(path) as f:
+        lineno = 0
+        for line in f:
+            lineno += 1
+            got = cells(line)
+            if got is None:
+                continue
+            if len(got) != n_features + 1:
+                raise ValueError(
+                    where(path, lineno) + str(len(got)) + " values, expected "
+                    + str(n_features + 1) + " values (" + str(n_features)
+                    + " features, then the label)"
+                )  # fmt: skip
+            if not started:
+                started = True
+                if header_kind(got, n_features, path, lineno) == "header":
+                    continue
+                if not is_number(got[-1]) and label_kind == 0:
+                    features(got, n_features, row, path, lineno)
+                    first = (array("f", row), got[-1], lineno)
+                    continue
+            features(got, n_features, row, path, lineno)
+            ring.add(row, label(ring, got[-1], names, path, lineno))
+    if first is not None:
+        x, name, lineno = first
+        if name in names:  # data: its class appears again
+            ring.add(x, names.index(name))
+        elif ring.size == 0 or ring.classes is not None:
+            raise ValueError(
+                where(path, lineno) + "the first row has numbers for features "
+                "and the label " + repr(name) + ", which no other row has: a "
+                "header, or a data row of a class seen once? Name the label "
+                "column with text, or drop the row"
+            )
+        # else every other label is a number: the first row was a header
+    if ring.size == 0:
+        raise ValueError(path + ": no samples")
 
 
 class CsvRows:

@@ -7,9 +7,8 @@ The EPSD binary format is described in ``data``.
 """
 
 import struct
-from array import array
 
-from edgeps_worker import csvtext
+from edgeps_worker import unload
 from edgeps_worker.data import HEADER, LABEL_INT, MAGIC, FileSource
 from edgeps_worker.ring import RingBuffer
 
@@ -54,84 +53,20 @@ class CsvRing(RingBuffer):
     rows = batch
 
 
-def _label(ring, cell, names, path, lineno):
-    """A label cell as a class id (text: a name's id, in ``names``), or a target."""
-    numeric = csvtext.is_number(cell)
-    if ring.label_kind != LABEL_INT:
-        if not numeric:
-            raise ValueError(
-                csvtext.where(path, lineno) + "label " + repr(cell) + " is not a "
-                "number; this model predicts a number"
-            )
-        return float(cell)
-    if numeric and ring.classes is None:
-        v = float(cell)
-        if v != int(v):
-            raise ValueError(
-                csvtext.where(path, lineno) + "label " + cell + " is not a class "
-                "id (a whole number); this model predicts classes"
-            )
-        return int(v)
-    if ring.classes is None and ring.size:
-        raise ValueError(
-            csvtext.where(path, lineno) + "label " + repr(cell) + " is text where "
-            "earlier rows have numbers: give every row a class name, or every "
-            "row a class id"
-        )
-    if cell not in names:
-        if len(names) >= 256:
-            raise ValueError(path + ": more than 256 distinct labels")
-        names.append(cell)
-    ring.classes, ring.mapped = names, False
-    return names.index(cell)
-
-
 def load_csv(path, n_features, capacity, label_kind=LABEL_INT, seed=1):
     """Read a CSV file (``csvtext``'s rules: features, then the label last)
     into a CsvRing; the last ``capacity`` rows are kept."""
+    # the ring's arrays first, while the heap is unfragmented; the reader's
+    # code after, and off the heap again once the file is read
     ring = CsvRing(capacity, n_features, label_kind, seed)
     ring.path = path
-    row = array("f", bytes(4 * n_features))
-    names = []
-    first = None  # a first row whose label only is text: a header, or data?
-    started = False
-    with csvtext.open_text(path) as f:
-        lineno = 0
-        for line in f:
-            lineno += 1
-            cells = csvtext.cells(line)
-            if cells is None:
-                continue
-            if len(cells) != n_features + 1:
-                raise ValueError(
-                    csvtext.where(path, lineno) + str(len(cells)) + " values, "
-                    "expected " + str(n_features + 1) + " values (" + str(n_features)
-                    + " features, then the label)"
-                )  # fmt: skip
-            if not started:
-                started = True
-                if csvtext.header_kind(cells, n_features, path, lineno) == "header":
-                    continue
-                if not csvtext.is_number(cells[-1]) and label_kind == LABEL_INT:
-                    csvtext.features(cells, n_features, row, path, lineno)
-                    first = (array("f", row), cells[-1], lineno)
-                    continue
-            csvtext.features(cells, n_features, row, path, lineno)
-            ring.add(row, _label(ring, cells[-1], names, path, lineno))
-    if first is not None:
-        x, name, lineno = first
-        if name in names:  # data: its class appears again
-            ring.add(x, names.index(name))
-        elif ring.size == 0 or ring.classes is not None:
-            raise ValueError(
-                csvtext.where(path, lineno) + "the first row has numbers for "
-                "features and the label " + repr(name) + ", which no other row "
-                "has: a header, or a data row of a class seen once? Name the "
-                "label column with text, or drop the row"
-            )
-        # else every other label is a number: the first row was a header
-    if ring.size == 0:
-        raise ValueError(path + ": no samples")
+    from edgeps_worker import csvtext
+
+    try:
+        csvtext.fill(ring, path)
+    finally:
+        csvtext = None
+        unload("csvtext")
     return ring
 
 
