@@ -327,14 +327,17 @@ def raw_features_note(cfg: Any, model: Any) -> str | None:
 def run(args: argparse.Namespace) -> int:
     from edgeps.runtime.config import merge
     from edgeps.runtime.connection_flags import setup_logging
+    from edgeps.runtime.exposure import exposed_broker
     from edgeps.runtime.job import Job
     from edgeps.runtime.summary import summary_json, summary_table
 
     try:
         cfg = merge(given(args), getattr(args, "config", None), note=_note)
         setup_logging(cfg.log_level, timestamps=False)
-        check_reachable(cfg.broker)  # before any advice about keys
+        if exposed_broker(cfg) is not None:
+            check_reachable(cfg.broker)  # a typo is not a key problem: said first
         job = Job(cfg, gc_freeze=True)  # serve has the process to itself
+        check_reachable(cfg.broker)  # flags checked first, then the network
         note = raw_features_note(cfg, job.model)
         if note:
             _note(f"warning: {note}")
