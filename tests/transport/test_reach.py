@@ -120,3 +120,22 @@ def test_a_persistent_worker_keeps_retrying_an_absent_broker() -> None:
     assert alive, err
     assert "retrying with backoff (--persist)" in err
     assert "does not resolve" in err
+
+
+@pytest.mark.integration
+def test_a_fetching_worker_gives_up_on_an_absent_broker(tmp_path: Path) -> None:
+    # Prepare
+    rows = tmp_path / "rows.csv"
+    rows.write_text("1,2\n")
+    url = f"mqtt://127.0.0.1:{free_port()}"
+    # Execute
+    done = subprocess.run(
+        [sys.executable, "-m", "edgeps", "worker", "--infer", "--fetch",
+         "--broker", url, "--job", "j", "--id", "w", "--data", str(rows),
+         "--model-file", str(tmp_path / "model.bin"), "--give-up", "1"],
+        capture_output=True, text=True, timeout=60,
+        env=dict(os.environ, PYTHONPATH=str(REPO / "host")),
+    )  # fmt: skip
+    # Assert
+    assert done.returncode == 3, done.stderr
+    assert f"cannot reach the broker {url}" in done.stderr

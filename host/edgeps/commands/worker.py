@@ -343,8 +343,13 @@ def _infer(args: argparse.Namespace) -> int:
     job, wid = args.job, args.worker_id
     link = None
     try:
-        if args.fetch and not _fetch(args):
-            return EXIT_CONFIG
+        if args.fetch:
+            why = _reach(args, threading.Event())
+            if why is not None:
+                log.error("%s; gave up after %g s", why, args.give_up)
+                return EXIT_UNREACHABLE
+            if not _fetch(args):
+                return EXIT_CONFIG
         if args.publish:
             link = MqttLink(connection_options(args), wid)
             link.connect()
