@@ -197,9 +197,11 @@ def build(path, stop=None):
         cfg["batch"],
         buffers,
     )
-    if hasattr(net.source, "set_classes"):
+    hook = getattr(net.source, "set_classes", None)
+    if hook is not None:
         # a CSV's text labels: the WELCOME's class names renumber them
-        net.set_classes = net.source.set_classes
+        net.set_classes = hook  # pyright: ignore[reportAttributeAccessIssue]
+    hook = None
     # each module's once code goes before the next modules load: the start-up
     # peak is then lower than with everything loaded at once
     shed(("trainer", "kernels", "data", "ring", "datafile", "builder"))

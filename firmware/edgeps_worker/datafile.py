@@ -20,6 +20,7 @@ class CsvRing(RingBuffer):
 
     classes = None  # the names of the label ids, when the labels were text
     mapped = True
+    path = ""  # the file, for messages
 
     def set_classes(self, names):
         """The job's class names (bytes, one per line; None: sorted names);
