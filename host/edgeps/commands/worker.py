@@ -319,21 +319,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _reach(args: argparse.Namespace, stop: threading.Event) -> str | None:
-    """Why the broker cannot be reached within --give-up seconds (None: it can,
-    or --persist, where a service keeps retrying with backoff)."""
-    from edgeps.transport.reach import unreachable, wait_reachable
+    """Why the broker cannot be reached within --give-up (None: it can, or
+    --persist, where a service keeps retrying with backoff)."""
+    from edgeps.transport.reach import at_start
 
-    if args.persist:
-        why = unreachable(args.broker)
-        if why is not None:
-            log.warning("%s; retrying with backoff (--persist)", why)
-        return None
-
-    def note(why: str, delay: float) -> None:
-        log.warning("%s; retrying in %.1f s", why, delay)
-
-    why = wait_reachable(args.broker, args.give_up, stop=stop.is_set, note=note)
-    return None if stop.is_set() else why
+    return at_start(args.broker, args.give_up, persist=args.persist, stop=stop.is_set)
 
 
 def _infer(args: argparse.Namespace) -> int:

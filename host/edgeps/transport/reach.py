@@ -6,6 +6,7 @@ A mistyped host or a closed port is the commonest first mistake; said as such
 
 from __future__ import annotations
 
+import logging
 import socket
 import time
 from collections.abc import Callable
@@ -14,6 +15,8 @@ from edgeps.transport.backoff import Backoff
 from edgeps.transport.broker import BrokerAddress, parse_broker_urls
 
 PROBE_TIMEOUT = 5.0  # seconds for one TCP connect
+
+log = logging.getLogger("edgeps.transport.reach")
 
 
 def _why(exc: OSError) -> str:
@@ -77,3 +80,22 @@ def wait_reachable(
         end = time.monotonic() + delay
         while time.monotonic() < end and not stop():
             time.sleep(min(0.1, end - time.monotonic()))
+
+
+def at_start(
+    spec: str, within: float, *, persist: bool, stop: Callable[[], bool]
+) -> str | None:
+    """A worker's first look at its broker: why it is not reachable within
+    ``within`` seconds (each failed probe a warning); with ``persist`` (a
+    service, which keeps retrying with backoff) one probe and None."""
+    if persist:
+        why = unreachable(spec)
+        if why is not None:
+            log.warning("%s; retrying with backoff (--persist)", why)
+        return None
+
+    def note(why: str, delay: float) -> None:
+        log.warning("%s; retrying in %.1f s", why, delay)
+
+    why = wait_reachable(spec, within, stop=stop, note=note)
+    return None if stop() else why
