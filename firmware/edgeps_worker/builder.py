@@ -37,6 +37,8 @@ ONCE = (
     "conv", "", "n_params", "conv", "", "_layer", "conv", "", "_num",
     # a training board predicts only after a restart, with the module reloaded
     "conv", "ConvNet", "forward", "conv", "ConvNet", "predict_one",
+    "datafile", "", "load_csv", "datafile", "", "write_file",
+    "datafile", "", "open_source",
     # never run on a board: whole packets for benches and tests
     "mqtt_packets", "", "publish_packet", "mqtt_packets", "", "publish_into",
 )  # fmt: skip
@@ -209,9 +211,14 @@ def build(path, stop=None):
         cfg["batch"],
         buffers,
     )
+    hook = getattr(net.source, "set_classes", None)
+    if hook is not None:
+        # a CSV's text labels: the WELCOME's class names renumber them
+        net.set_classes = hook  # pyright: ignore[reportAttributeAccessIssue]
+    hook = None
     # each module's once code goes before the next modules load: the start-up
     # peak is then lower than with everything loaded at once
-    shed(("trainer", "kernels", "conv", "data", "ring", "builder"))
+    shed(("trainer", "kernels", "conv", "data", "ring", "datafile", "builder"))
     from edgeps_worker import worker
 
     # the worker before its transport: its attribute table (47 slots, 752 B)

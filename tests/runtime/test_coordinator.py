@@ -252,7 +252,9 @@ def test_worker_with_another_model_is_refused_not_joined() -> None:
     assert coord.ingest.dropped == {"model_mismatch": 1}
     assert "w3" in coord.server.stats()
     (stop,) = link.decoded(wire.topic_down(JOB, "w1"))
-    assert (stop.type, stop.reason, stop.session) == (wire.STOP, "model", 1)
+    # the job's model follows the reason token, for the worker to say
+    want = f"model linear:{N - 1}"
+    assert (stop.type, stop.reason, stop.session) == (wire.STOP, want, 1)
     assert "w1" not in coord.server.stats()
 
 

@@ -51,6 +51,7 @@ BOARD_MODULES = (
     "config",
     "conv",
     "convk",
+    "csvtext",
     "data",
     "datafile",
     "fetch",

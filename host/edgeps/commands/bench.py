@@ -76,7 +76,7 @@ def configure(parser: argparse.ArgumentParser, argv: list[str] | None = None) ->
     sub = parser.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
     for name, (module_name, help_text) in BENCHMARKS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
-        p.set_defaults(_bench_module=module_name)
+        p.set_defaults(_bench_module=module_name, _parser=p)
         if name in argv:
             # only the chosen benchmark's module is imported
             importlib.import_module(module_name).configure(p)

@@ -243,6 +243,9 @@ class Coordinator:
         if stop is not None:
             # a refused HELLO: the STOP names the nonce of that HELLO's link
             peer = self.peers.get(action.worker_id)
+            if stop == "model" and self.settings.model:
+                # the job's model after the token: the worker says both
+                stop = f"model {self.settings.model}"
             self.outbox.stop(peer, peer.hello_nonce, stop)
             return
         self.outbox.reject(action.worker_id, action.seq, action.reason, action.session)

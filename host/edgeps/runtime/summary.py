@@ -144,12 +144,18 @@ def _unknown_and_broker(summary: Summary, operator: bool = True) -> list[str]:
         b = {}  # nothing lost: the broker's line is for operators
     if b:
         sys_state = b.get("sys")
-        if sys_state == "ok":
-            sys_text = (
-                f"dropped {b.get('publish_dropped')} publishes, holds "
-                f"{b.get('store_messages')} messages"
-            )
-        elif sys_state == "no_counters":
+        dropped, held = b.get("publish_dropped"), b.get("store_messages")
+        if sys_state == "ok" and (dropped is not None or held is not None):
+            # a broker may publish one counter and not the other
+            sys_text = ", ".join(
+                (
+                    "dropped publishes unknown" if dropped is None
+                    else f"dropped {dropped} publishes",
+                    "stored messages unknown" if held is None
+                    else f"holds {held} messages",
+                )
+            )  # fmt: skip
+        elif sys_state in ("ok", "no_counters"):
             sys_text = "published no drop/queue counters in $SYS"
         else:  # refused or unreadable
             sys_text = (
