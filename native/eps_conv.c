@@ -489,3 +489,54 @@ void EPS_FN(eps_net_forward)(const EpsNet *net, const float *params, const float
         eps_softmax_rows(o, rows, C, NULL, 1.0f);
     }
 }
+
+void EPS_FN(eps_net_layer_forward)(const EpsNet *net, int32_t layer, const float *params,
+                                   const float *in, int32_t batch, float *out,
+                                   float *scratch) {
+    EpsNetPlan p;
+    eps_net_layout(net, batch, scratch, &p);
+    const EpsGeo *q = &p.g[layer];
+    if (p.GT[layer]) eps_transpose(params + q->w_off, p.WT[layer], q->n_in, q->n_out);
+    for (int32_t r0 = 0; r0 < batch; r0 += EPS_BATCH_CHUNK) {
+        int32_t rows = batch - r0 < EPS_BATCH_CHUNK ? batch - r0 : EPS_BATCH_CHUNK;
+        const float *x = in + (int64_t)r0 * q->n_in;
+        float *o = out + (int64_t)r0 * q->n_out;
+        if (q->op == EpsOpConv)
+            eps_conv_fwd(&p, q, params, x, rows, o);
+        else if (q->op == EpsOpDense)
+            eps_dense_fwd(&p, layer, params, x, rows, o);
+        else
+            eps_pool_fwd(q, x, rows, o);
+    }
+}
+
+void EPS_FN(eps_net_layer_backward)(const EpsNet *net, int32_t layer, const float *params,
+                                    const float *in, const float *out, float *dy,
+                                    int32_t batch, float *grad, float *dx,
+                                    float *scratch) {
+    EpsNetPlan p;
+    eps_net_layout(net, batch, scratch, &p);
+    const EpsGeo *q = &p.g[layer];
+    if (q->op == EpsOpConv)
+        eps_transpose(params + q->w_off, p.WT[layer], q->oc, q->ckk);
+    else if (q->op == EpsOpDense)
+        eps_transpose(params + q->w_off, p.WT[layer], q->n_in, q->n_out);
+    if (p.GT[layer]) memset(p.GT[layer], 0, sizeof(float) * (size_t)q->n_w);
+    if (q->op == EpsOpConv || q->op == EpsOpDense)
+        memset(grad + q->w_off, 0, sizeof(float) * (size_t)(q->n_w + q->oc));
+    for (int32_t r0 = 0; r0 < batch; r0 += EPS_BATCH_CHUNK) {
+        int32_t rows = batch - r0 < EPS_BATCH_CHUNK ? batch - r0 : EPS_BATCH_CHUNK;
+        const float *x = in + (int64_t)r0 * q->n_in, *y = out + (int64_t)r0 * q->n_out;
+        float *d = dy + (int64_t)r0 * q->n_out;
+        float *dxc = dx ? dx + (int64_t)r0 * q->n_in : NULL;
+        if (q->relu)
+            for (int32_t i = 0; i < rows * q->n_out; i++) d[i] = y[i] > 0.0f ? d[i] : 0.0f;
+        if (q->op == EpsOpConv)
+            eps_conv_bwd(&p, q, layer, x, d, rows, grad, dxc);
+        else if (q->op == EpsOpDense)
+            eps_dense_bwd(&p, layer, x, d, rows, grad, dxc);
+        else if (dxc)
+            eps_pool_bwd(q, x, d, rows, dxc);
+    }
+    if (p.GT[layer]) eps_transpose(p.GT[layer], grad + q->w_off, q->n_out, q->n_in);
+}

@@ -66,6 +66,19 @@ EpsStatus eps_net_loss_grad(const EpsNet *net, const float *params, const float 
 void eps_net_forward(const EpsNet *net, const float *params, const float *x,
                      int32_t batch, float *out, float *scratch);
 
+/* One layer alone, for per-layer tests and benchmarks (the calls above are
+ * the training path). layer is in [0, n_layers) of a checked net, and the
+ * scratch is sized for `batch`. Forward: in (batch x n_in) -> out (batch x
+ * n_out), ReLU included. Backward: given the layer's input, its forward
+ * output and dy (batch x n_out; the ReLU mask is applied to it in place),
+ * writes this layer's slices of grad (W and b; nothing for pools) and, if
+ * dx is not NULL, the input gradient dx (batch x n_in). */
+void eps_net_layer_forward(const EpsNet *net, int32_t layer, const float *params,
+                           const float *in, int32_t batch, float *out, float *scratch);
+void eps_net_layer_backward(const EpsNet *net, int32_t layer, const float *params,
+                            const float *in, const float *out, float *dy,
+                            int32_t batch, float *grad, float *dx, float *scratch);
+
 #ifdef __cplusplus
 }
 #endif

@@ -24,6 +24,12 @@ EPS_VARIANTS(EpsStatus, eps_net_loss_grad,
               float *, float *, float *))
 EPS_VARIANTS(void, eps_net_forward,
              (const EpsNet *, const float *, const float *, int32_t, float *, float *))
+EPS_VARIANTS(void, eps_net_layer_forward,
+             (const EpsNet *, int32_t, const float *, const float *, int32_t, float *,
+              float *))
+EPS_VARIANTS(void, eps_net_layer_backward,
+             (const EpsNet *, int32_t, const float *, const float *, const float *,
+              float *, int32_t, float *, float *, float *))
 EPS_VARIANTS(void, eps_sgd_step, (float *, const float *, int32_t, float))
 EPS_VARIANTS(void, eps_momentum_step,
              (float *, const float *, float *, int32_t, float, float))
@@ -76,6 +82,18 @@ EpsStatus eps_net_loss_grad(const EpsNet *net, const float *params, const float 
 void eps_net_forward(const EpsNet *net, const float *params, const float *x,
                      int32_t batch, float *out, float *scratch) {
     EPS_PICK(eps_net_forward)(net, params, x, batch, out, scratch);
+}
+
+void eps_net_layer_forward(const EpsNet *net, int32_t layer, const float *params,
+                           const float *in, int32_t batch, float *out, float *scratch) {
+    EPS_PICK(eps_net_layer_forward)(net, layer, params, in, batch, out, scratch);
+}
+
+void eps_net_layer_backward(const EpsNet *net, int32_t layer, const float *params,
+                            const float *in, const float *out, float *dy,
+                            int32_t batch, float *grad, float *dx, float *scratch) {
+    EPS_PICK(eps_net_layer_backward)(net, layer, params, in, out, dy, batch, grad, dx,
+                                     scratch);
 }
 
 void eps_sgd_step(float *params, const float *grad, int32_t length, float lr) {

@@ -232,3 +232,61 @@ def test_a_conv_after_a_dense_layer_is_invalid() -> None:
     assert lib.eps_net_n_params(net) == -1
     assert lib.eps_net_check(net, spec.n_params, 1 << 20, 1) == lib.EpsErrValue
     assert lib.eps_net_check(ffi.NULL, 0, 0, 1) == lib.EpsErrValue
+
+
+def _layer_reference(
+    spec: ModelSpec, i: int, p: np.ndarray, x: np.ndarray, y: np.ndarray, dy: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """numpy's gradient of layer i: (its params' slice of grad, dx)."""
+    from edgeps.kernels import _np_conv
+
+    op = spec.ops[i]
+    g = np.zeros(spec.n_params, np.float32)
+    if op.layer.relu and op.op in ("conv", "dense"):
+        dy = dy * (y > 0)
+    if op.op == "conv":
+        W = p[op.w].reshape(op.w_shape)
+        gW = g[op.w].reshape(op.w_shape)
+        dx = _np_conv.conv_backward(op, W, x, dy, gW, g[op.b], True)
+    elif op.op == "dense":
+        W = p[op.w].reshape(op.w_shape)
+        xf = x.reshape(x.shape[0], -1)
+        g[op.w] = (xf.T @ dy).reshape(-1)
+        g[op.b] = dy.sum(axis=0)
+        dx = (dy @ W.T).reshape(x.shape)
+    else:
+        dx = _np_conv.pool_backward(op, x, y, dy)
+    assert dx is not None
+    return g, dx
+
+
+@pytest.mark.parametrize("text", [SPECS[1], SPECS[2], SPECS[4], SPECS[9]])
+def test_each_layer_alone_matches_the_numpy_reference(text: str) -> None:
+    from edgeps.kernels import _np_conv
+
+    spec = ModelSpec.parse(text)
+    net = net_struct(spec)
+    B = 35
+    X, _ = make_batch(spec, B, seed=1)
+    p = params(spec, 4)
+    acts = _np_conv.hidden_forward(spec.ops, p, X)
+    scratch = ffi.new("float[]", lib.eps_net_scratch_length(net, B))
+    f32 = lambda a: ffi.from_buffer("float[]", a)  # noqa: E731
+    rng = np.random.default_rng(2)
+    for i in range(len(spec.ops)):
+        x = np.ascontiguousarray(acts[i], np.float32)
+        want = np.ascontiguousarray(acts[i + 1], np.float32)
+        out = np.empty(want.shape, np.float32)
+        lib.eps_net_layer_forward(net, i, f32(p), f32(x), B, f32(out), scratch)
+        np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-5)
+        dy = rng.standard_normal(want.shape).astype(np.float32)
+        g_ref, dx_ref = _layer_reference(spec, i, p, x, want, dy)
+        g = np.zeros(spec.n_params, np.float32)
+        dx = np.empty(x.shape, np.float32)
+        lib.eps_net_layer_backward(
+            net, i, f32(p), f32(x), f32(want), f32(dy.copy()), B, f32(g), f32(dx),
+            scratch,
+        )  # fmt: skip
+        tol = 1e-5 * max(1.0, float(np.abs(g_ref).max()))
+        np.testing.assert_allclose(g, g_ref, rtol=1e-4, atol=tol)
+        np.testing.assert_allclose(dx, dx_ref, rtol=1e-4, atol=1e-5)
