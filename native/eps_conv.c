@@ -319,26 +319,72 @@ static void eps_conv_bwd(const EpsNetPlan *p, const EpsGeo *q, int32_t l,
     }
 }
 
+/* One plane of a pool: KH and KW are constants after inlining for the common
+ * 2-wide pools (0: the layer's own, at run time), so the taps unroll. */
+EPS_INLINE void eps_pool_plane_fwd(const EpsGeo *q, const float *restrict x,
+                                   float *restrict o, int max, const int KH,
+                                   const int KW) {
+    int32_t kh = KH ? KH : q->kh, kw = KW ? KW : q->kw, sw = q->sw;
+    float inv = 1.0f / (float)(kh * kw);
+    for (int32_t oy = 0; oy < q->oh; oy++) {
+        const float *row = x + oy * q->sh * q->iw;
+        float *dst = o + oy * q->ow;
+        for (int32_t ox = 0; ox < q->ow; ox++) {
+            const float *win = row + ox * sw;
+            float v = max ? win[0] : 0.0f;
+            for (int32_t i = 0; i < kh; i++)
+                for (int32_t j = 0; j < kw; j++) {
+                    float e = win[i * q->iw + j];
+                    v = max ? (e > v ? e : v) : v + e;
+                }
+            dst[ox] = max ? v : v * inv;
+        }
+    }
+}
+
 static void eps_pool_fwd(const EpsGeo *q, const float *in, int32_t rows, float *out) {
     int32_t planes = rows * q->ic, max = q->op == EpsOpMaxPool;
-    float inv = 1.0f / (float)(q->kh * q->kw);
+    int32_t k2 = q->kw == 2 ? (q->kh == 2 ? 2 : q->kh == 1 ? 1 : 0) : 0;
     for (int32_t pl = 0; pl < planes; pl++) {
         const float *x = in + (int64_t)pl * q->ih * q->iw;
         float *o = out + (int64_t)pl * q->sp;
-        for (int32_t oy = 0; oy < q->oh; oy++)
-            for (int32_t ox = 0; ox < q->ow; ox++) {
-                const float *win = x + oy * q->sh * q->iw + ox * q->sw;
-                float v = max ? win[0] : 0.0f;
-                for (int32_t i = 0; i < q->kh; i++)
-                    for (int32_t j = 0; j < q->kw; j++) {
-                        float e = win[i * q->iw + j];
-                        if (max)
-                            v = e > v ? e : v;
-                        else
-                            v += e;
+        if (k2 == 2)
+            eps_pool_plane_fwd(q, x, o, max, 2, 2);
+        else if (k2 == 1)
+            eps_pool_plane_fwd(q, x, o, max, 1, 2);
+        else
+            eps_pool_plane_fwd(q, x, o, max, 0, 0);
+    }
+}
+
+/* a plane's input gradient (accumulated into d); max: to the first maximum */
+EPS_INLINE void eps_pool_plane_bwd(const EpsGeo *q, const float *restrict x,
+                                   const float *restrict g, float *restrict d, int max,
+                                   const int KH, const int KW) {
+    int32_t kh = KH ? KH : q->kh, kw = KW ? KW : q->kw, sw = q->sw, iw = q->iw;
+    float inv = 1.0f / (float)(kh * kw);
+    for (int32_t oy = 0; oy < q->oh; oy++) {
+        int32_t row = oy * q->sh * iw;
+        const float *gr = g + oy * q->ow;
+        for (int32_t ox = 0; ox < q->ow; ox++) {
+            int32_t base = row + ox * sw;
+            if (max) {
+                int32_t best = base;
+                float bv = x[base];
+                for (int32_t i = 0; i < kh; i++)
+                    for (int32_t j = 0; j < kw; j++) {
+                        int32_t at = base + i * iw + j;
+                        float e = x[at];
+                        best = e > bv ? at : best;
+                        bv = e > bv ? e : bv;
                     }
-                o[oy * q->ow + ox] = max ? v : v * inv;
+                d[best] += gr[ox];
+            } else {
+                float share = gr[ox] * inv;
+                for (int32_t i = 0; i < kh; i++)
+                    for (int32_t j = 0; j < kw; j++) d[base + i * iw + j] += share;
             }
+        }
     }
 }
 
@@ -346,30 +392,18 @@ static void eps_pool_fwd(const EpsGeo *q, const float *in, int32_t rows, float *
 static void eps_pool_bwd(const EpsGeo *q, const float *in, const float *dy,
                          int32_t rows, float *dx) {
     int32_t planes = rows * q->ic, max = q->op == EpsOpMaxPool;
-    float inv = 1.0f / (float)(q->kh * q->kw);
+    int32_t k2 = q->kw == 2 ? (q->kh == 2 ? 2 : q->kh == 1 ? 1 : 0) : 0;
     memset(dx, 0, sizeof(float) * (size_t)rows * (size_t)q->n_in);
     for (int32_t pl = 0; pl < planes; pl++) {
         const float *x = in + (int64_t)pl * q->ih * q->iw;
         float *d = dx + (int64_t)pl * q->ih * q->iw;
         const float *g = dy + (int64_t)pl * q->sp;
-        for (int32_t oy = 0; oy < q->oh; oy++)
-            for (int32_t ox = 0; ox < q->ow; ox++) {
-                int32_t base = oy * q->sh * q->iw + ox * q->sw;
-                float gv = g[oy * q->ow + ox];
-                if (max) {
-                    int32_t best = base;
-                    for (int32_t i = 0; i < q->kh; i++)
-                        for (int32_t j = 0; j < q->kw; j++) {
-                            int32_t at = base + i * q->iw + j;
-                            if (x[at] > x[best]) best = at;
-                        }
-                    d[best] += gv;
-                } else {
-                    float share = gv * inv;
-                    for (int32_t i = 0; i < q->kh; i++)
-                        for (int32_t j = 0; j < q->kw; j++) d[base + i * q->iw + j] += share;
-                }
-            }
+        if (k2 == 2)
+            eps_pool_plane_bwd(q, x, g, d, max, 2, 2);
+        else if (k2 == 1)
+            eps_pool_plane_bwd(q, x, g, d, max, 1, 2);
+        else
+            eps_pool_plane_bwd(q, x, g, d, max, 0, 0);
     }
 }
 
