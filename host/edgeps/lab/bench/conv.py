@@ -30,7 +30,7 @@ MODELS = (
     ("lenet5 28x28", "conv2d:1x28x28-c6k5p2-m2-c16k5-m2-d120-d84-10"),
 )
 BATCHES = (1, 8, 32)
-NO_TORCH = "PyTorch is not installed: no torch column (pip install torch, CPU wheel)"
+NO_TORCH = "PyTorch not installed: no torch column (pip install 'edgeps[bench-torch]')"
 
 
 @dataclass
