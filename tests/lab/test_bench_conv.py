@@ -8,7 +8,7 @@ import pytest
 from edgeps.cli import main
 from edgeps.lab.bench import conv
 
-QUICK = ["--repeat", "1", "--warmup", "0", "--batch", "1"]
+QUICK = ["--repeat", "1", "--warmup", "0", "--batch", "1", "--clock", "cpu"]
 
 
 def test_bench_conv_json_has_steps_for_every_model(

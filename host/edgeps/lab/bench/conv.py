@@ -7,13 +7,16 @@ forward and forward+backward alone. PyTorch runs its CPU kernels on one
 thread (``torch.set_num_threads(1)``), functional ops on the same flat
 parameters; it is optional (a bench-only dependency) and its column stays
 empty without it. Timing as in ``edgeps bench kernels``: interleaved bursts,
-the median per call.
+the median per call; ``--clock cpu`` counts the process's CPU time instead
+of wall time, for a loaded machine (run numpy single-threaded then, e.g.
+OPENBLAS_NUM_THREADS=1, so that every column is one thread's work).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -177,9 +180,7 @@ def _rows_for(
     spec: ModelSpec,
     b: int,
     torch: Any,
-    repeat: int,
-    warmup: int,
-    layers: bool,
+    args: argparse.Namespace,
 ) -> list[Row]:
     ck, nk = get_backend("c"), get_backend("numpy")
     rng = np.random.default_rng(b)
@@ -210,7 +211,7 @@ def _rows_for(
         lambda: ck.forward(spec, p, X),
         (lambda: tn.forward(tX)) if tn is not None else None,
     )
-    if layers:
+    if args.only != "steps":
         acts = [
             np.ascontiguousarray(a, np.float32)
             for a in _np_conv.hidden_forward(spec.ops, p, X)
@@ -251,7 +252,8 @@ def _rows_for(
             )
     rows = []
     for label, fns in cases:
-        t = _compare(fns, repeat, warmup)
+        clock = time.process_time if args.clock == "cpu" else time.perf_counter
+        t = _compare(fns, args.repeat, args.warmup, clock)
         rows.append(Row(name, label, b, t["numpy"], t["c"], t.get("torch")))
     return rows
 
@@ -269,6 +271,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--batch", type=_count(1), action="append", help="batch sizes (1, 8, 32)"
+    )
+    parser.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="wall time, or the process's CPU time (on a loaded machine)",
     )
 
 
@@ -290,15 +298,16 @@ def run(args: argparse.Namespace) -> int:
     for name, text in MODELS:
         spec = ModelSpec.parse(text)
         for b in args.batch or BATCHES:
-            got = _rows_for(
-                name, spec, b, torch, args.repeat, args.warmup, args.only != "steps"
-            )
+            got = _rows_for(name, spec, b, torch, args)
             if args.only == "layers":
                 got = [r for r in got if r.case.startswith("L")]
             rows += got
     if args.json:
         out = [dict(asdict(r), vs_numpy=r.vs_numpy, vs_torch=r.vs_torch) for r in rows]
-        info = {"torch": None if torch is None else torch.__version__}
+        info = {
+            "torch": None if torch is None else torch.__version__,
+            "clock": args.clock,
+        }
         print(json.dumps({"repeat": args.repeat, **info, "rows": out}, indent=2))
         return 0
     print(
@@ -313,6 +322,6 @@ def run(args: argparse.Namespace) -> int:
         )
     print(
         "vs numpy = numpy time / C time, vs torch = torch time / C time (above 1: C "
-        "faster); torch on 1 thread; median per-call time over samples"
+        f"faster); torch on 1 thread; median per-call {args.clock} time over samples"
     )
     return 0
