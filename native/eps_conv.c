@@ -231,13 +231,15 @@ static void eps_im2col(const EpsGeo *q, const float *restrict in, int32_t g,
                             memset(d, 0, sizeof(float) * (size_t)q->ow);
                             continue;
                         }
-                        const float *src =
-                            plane + (oy * q->sh + i - q->ph) * q->iw + (j - q->pw);
+                        /* input column ox * sw + off, in range for xlo <= ox < xhi */
+                        const float *src = plane + (oy * q->sh + i - q->ph) * q->iw;
+                        int32_t off = j - q->pw;
                         for (int32_t ox = 0; ox < xlo; ox++) d[ox] = 0.0f;
-                        if (q->sw == 1)
-                            memcpy(d + xlo, src + xlo, sizeof(float) * (size_t)(xhi - xlo));
+                        if (q->sw == 1 && xhi > xlo)
+                            memcpy(d + xlo, src + xlo + off,
+                                   sizeof(float) * (size_t)(xhi - xlo));
                         else
-                            for (int32_t ox = xlo; ox < xhi; ox++) d[ox] = src[ox * q->sw];
+                            for (int32_t ox = xlo; ox < xhi; ox++) d[ox] = src[ox * q->sw + off];
                         for (int32_t ox = xhi; ox < q->ow; ox++) d[ox] = 0.0f;
                     }
                 }
@@ -259,12 +261,16 @@ static void eps_col2im(const EpsGeo *q, const float *restrict dcols, int32_t g,
                     float *plane = dx + (int64_t)s * q->n_in + c * q->ih * q->iw;
                     const float *d = row + s * q->sp;
                     for (int32_t oy = ylo; oy < yhi; oy++) {
-                        float *dst = plane + (oy * q->sh + i - q->ph) * q->iw + (j - q->pw);
-                        const float *v = d + oy * q->ow;
+                        if (xhi <= xlo) continue;
+                        /* from the first valid column: every address in range */
+                        float *dst = plane + (oy * q->sh + i - q->ph) * q->iw +
+                                     (xlo * q->sw + j - q->pw);
+                        const float *v = d + oy * q->ow + xlo;
+                        int32_t n = xhi - xlo;
                         if (q->sw == 1)
-                            for (int32_t ox = xlo; ox < xhi; ox++) dst[ox] += v[ox];
+                            for (int32_t t = 0; t < n; t++) dst[t] += v[t];
                         else
-                            for (int32_t ox = xlo; ox < xhi; ox++) dst[ox * q->sw] += v[ox];
+                            for (int32_t t = 0; t < n; t++) dst[t * q->sw] += v[t];
                     }
                 }
             }
@@ -466,7 +472,7 @@ static void eps_net_bwd_chunk(const EpsNetPlan *p, const float *x, int32_t rows,
             eps_conv_bwd(p, q, l, in, dy, rows, grad, dx);
         else if (q->op == EpsOpDense)
             eps_dense_bwd(p, l, in, dy, rows, grad, dx);
-        else
+        else if (dx) /* a pool first in the net has nothing to pass back */
             eps_pool_bwd(q, in, dy, rows, dx);
         if (!dx) break;
         spare = dx == p->d0 ? p->d1 : p->d0;

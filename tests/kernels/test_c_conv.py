@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from edgeps.kernels import ModelSpec, get_backend
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 C = get_backend("c")
 NP = get_backend("numpy")
@@ -29,6 +31,9 @@ SPECS = [
     "conv2d:3x11x13-c5k4s3p2-m3s1-a2-d20-d17-5",
     "conv2d:2x6x5-c4k3p2-m2s1-c17k2s2-a2s1-7",
     "conv2d:1x12x12-c8k3p1-m2-c16k3p1-m2-d64-10",
+    # a pool first (no input gradient to pass back), a 1-wide output
+    "conv1d:3x7-a1s2-c13k4-d1-4",
+    "conv2d:2x9x9-m3s2-c3k2-2",
 ]
 BATCHES = [1, 5, 33, 70]  # across the 32-row chunk
 
@@ -290,3 +295,45 @@ def test_each_layer_alone_matches_the_numpy_reference(text: str) -> None:
         tol = 1e-5 * max(1.0, float(np.abs(g_ref).max()))
         np.testing.assert_allclose(g, g_ref, rtol=1e-4, atol=tol)
         np.testing.assert_allclose(dx, dx_ref, rtol=1e-4, atol=1e-5)
+
+
+@st.composite
+def conv_specs(draw: st.DrawFn) -> str:
+    """Random layer lists that fit their input: any stride, padding, pool overlap."""
+    dims = draw(st.sampled_from([1, 2]))
+    c = draw(st.integers(1, 3))
+    sizes = [draw(st.integers(3, 13 if dims == 2 else 40)) for _ in range(dims)]
+    tokens, n = [], min(sizes)
+    for _ in range(draw(st.integers(1, 3))):
+        k = draw(st.integers(1, min(n, 5)))
+        s = draw(st.integers(1, 3))
+        if draw(st.booleans()):
+            p = draw(st.integers(0, k - 1))
+            tokens.append(f"c{draw(st.integers(1, 17))}k{k}s{s}p{p}")
+            n = (n + 2 * p - k) // s + 1
+        else:
+            tokens.append(f"{draw(st.sampled_from('ma'))}{k}s{s}")
+            n = (n - k) // s + 1
+    if draw(st.booleans()):
+        tokens.append(f"d{draw(st.integers(1, 20))}")
+    tokens.append(str(draw(st.integers(2, 4))))
+    shape = "x".join(map(str, [c, *sizes]))
+    return f"conv{dims}d:{shape}-" + "-".join(tokens)
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=conv_specs(), batch=st.integers(1, 40), seed=st.integers(0, 99))
+def test_random_nets_match_the_numpy_reference(
+    text: str, batch: int, seed: int
+) -> None:
+    spec = ModelSpec.parse(text)
+    X, y = make_batch(spec, batch, seed)
+    p = params(spec, seed)
+    lc, gc = C.loss_and_grad(spec, p, X, y)
+    ln, gn = NP.loss_and_grad(spec, p, X, y)
+    assert lc == pytest.approx(ln, rel=1e-5, abs=1e-6)
+    tol = 1e-5 * max(1.0, float(np.abs(gn).max()))
+    np.testing.assert_allclose(gc, gn, rtol=1e-4, atol=tol)
+    np.testing.assert_allclose(
+        C.forward(spec, p, X), NP.forward(spec, p, X), rtol=1e-4, atol=1e-6
+    )
