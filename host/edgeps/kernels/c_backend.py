@@ -1,8 +1,9 @@
 """The C backend: the `edgeps._native` cffi extension behind the Kernels API.
 
 Per-call overhead is what matters at edge batch sizes, so each model spec
-gets a cached plan (the C model struct and a scratch buffer, per thread
-because cffi releases the GIL during calls) and every call is one C call.
+gets a cached plan (the C model struct, or the layer list of a conv model,
+and a scratch buffer, per thread because cffi releases the GIL during calls)
+and every call is one C call.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def net_struct(spec: ModelSpec) -> Any:
 
 
 class _Plan:
-    """C model struct, scratch for any batch, and the last params/grad pointers.
+    """C model (or net) struct, scratch for any batch, last params/grad pointers.
 
     Training loops pass the same params and gradient arrays on every step, so
     their cffi buffers are kept (the plan is per thread, so nothing races).
