@@ -9,6 +9,10 @@ import sys
 # name -> (module, one-line help); each module has configure(parser) and run(args)
 BENCHMARKS: dict[str, tuple[str, str]] = {
     "kernels": ("edgeps.lab.bench.kernels", "C vs numpy kernel timings"),
+    "conv": (
+        "edgeps.lab.bench.conv",
+        "conv kernels: C vs numpy vs PyTorch, per step and per layer",
+    ),
     "core": ("edgeps.lab.bench.core", "PS core pushes/s per sync policy, no network"),
     "throughput": (
         "edgeps.lab.bench.throughput",

@@ -67,6 +67,10 @@ def _floats(values: np.ndarray, per_line: int = 6) -> str:
 def render(model: TrainedModel, name: str, meta: dict[str, Any]) -> str:
     """The header's text; ``name`` prefixes every symbol."""
     spec = model.spec
+    if spec.is_conv:
+        from edgeps.model import c_export_conv
+
+        return c_export_conv.render(model, name, meta)
     card = model.card
     p, P = name.lower(), name.upper()
     kind = "EpsMlp" if spec.kind == "mlp" else _KIND[spec.kind]
