@@ -24,7 +24,9 @@ EXAMPLES = """examples:
   edgeps serve --lan --boards esp-1,esp-2,pi-1 --job lab   (a locked-down broker
       for boards on the LAN: credentials, ACLs and keys in edgeps-lab/)
 
-Without --target-accuracy and --max-time the run stops after 600 s."""
+Without --target-accuracy and --max-time the run stops after 600 s.
+Exit codes: 0 done; 1 done, but the final --checkpoint could not be saved (the
+summary names the last version saved); 2 bad flags, files or broker."""
 
 
 def _flag(
@@ -308,4 +310,5 @@ def run(args: argparse.Namespace) -> int:
         print(f"edgeps serve: error: {exc}", file=sys.stderr)
         return 2
     print(summary_json(summary) if cfg.json else summary_table(summary))
-    return 0
+    # the run is over but what it learned is not on disk: scripts must notice
+    return 1 if summary.checkpoint_lost else 0

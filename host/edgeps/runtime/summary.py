@@ -7,6 +7,7 @@ from typing import Any
 
 from edgeps.observe.metrics import dumps
 from edgeps.observe.privacy import privacy_line
+from edgeps.runtime.checkpoint_log import checkpoint_line
 
 
 @dataclass
@@ -35,6 +36,13 @@ class Summary:
     advice: str = ""  # what happened and what to change, when not learning
     # --dp: {epsilon, delta, sigma, clip, steps, mode, budget} (observe.privacy)
     privacy: dict[str, Any] = field(default_factory=dict)
+    # --checkpoint: {path, saved, failed, last_saved_version, final_saved, last_error}
+    checkpoints: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def checkpoint_lost(self) -> bool:
+        """The final checkpoint was tried and not saved (serve exits 1)."""
+        return self.checkpoints.get("final_saved") is False
 
 
 def summary_dict(summary: Summary) -> dict[str, Any]:
@@ -99,6 +107,8 @@ def summary_table(summary: Summary, operator: bool = True) -> str:
         lines.append(summary.advice)
     if summary.privacy:
         lines.append(privacy_line(summary.privacy))
+    if checkpoint_line(summary.checkpoints):
+        lines.append(checkpoint_line(summary.checkpoints))
     if summary.dropped:
         dropped = ", ".join(f"{k}={v}" for k, v in sorted(summary.dropped.items()))
         lines.append(f"dropped messages: {dropped}")
