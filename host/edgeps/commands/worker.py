@@ -361,6 +361,11 @@ def _fetch(args: argparse.Namespace) -> bool:
         log.error("job %s gave no model (%s)", args.job, reason)
         return False
     log.info("fetched job %s's model into %s", args.job, args.model_file)
+    if args.hmac_key_file is None:
+        log.warning(
+            "the model was fetched unsigned (no --hmac-key-file): anyone who "
+            "can publish on the broker could have sent it"
+        )
     return True
 
 
