@@ -24,6 +24,7 @@ from edgeps.security.mosquitto import Listen, mosquitto_conf
 
 from tests.conftest import free_port
 from tests.helpers.lan_dirs import lan_home  # noqa: F401 (a fixture)
+from tests.helpers.tls_certs import make_certs
 from tests.redteam._held import held
 
 ROOT = os.geteuid() == 0
@@ -172,3 +173,26 @@ def test_a_board_trains_over_the_lan_tls_broker(
         "a board trains over the TLS LAN broker",
         (accepted, worker.stderr[-500:] if worker else "", err[-500:]),
     )
+
+
+def test_a_given_certificate_is_served_and_serve_trusts_its_own_hop(
+    tmp_path: Path,
+) -> None:
+    # Prepare: a certificate made elsewhere (for the boards' name, not 127.0.0.1)
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    ca, cert, key = make_certs(certs, names="DNS:broker.lan", cn="broker.lan")
+    # Execute
+    served, broker = prepare_lan(
+        lan(tmp_path, listen=None, lan_cert=str(cert), lan_key=str(key))
+    )
+    # Assert: copies in broker/ on a TLS listener; serve's loopback hop skips
+    # the name check (the certificate names the boards' host, not 127.0.0.1)
+    assert broker is not None and broker.tls is not None and broker.tls.ca is None
+    d = tmp_path / "jd/broker"
+    assert (d / "server.pem").read_text() == cert.read_text()
+    assert (d / "server.key").read_text() == key.read_text()
+    assert (d / "server.key").stat().st_mode & 0o077 == 0
+    assert f"certfile {d / 'server.pem'}" in conf_lines(tmp_path)
+    assert served.broker == "mqtts://127.0.0.1:8883" and served.tls_insecure
+    assert ca.is_file()

@@ -21,7 +21,9 @@ its ``mosquitto`` system user (the job directory is then traversable by that
 user's group, its secrets still 0600), and refuses when there is none.
 ``--lan-tls`` puts the listener on TLS (default port 8883) with the job's own
 CA (``edgeps.security.tls_files``); ``--lan-cert/--lan-key`` give a
-certificate made elsewhere. Serve's own hop to it, on 127.0.0.1, is TLS too.
+certificate made elsewhere. Serve's own hop to it, on 127.0.0.1, is TLS too
+(trusting the job's CA; with a given certificate, which need not name
+127.0.0.1, without the certificate check on that loopback hop).
 """
 
 from __future__ import annotations
