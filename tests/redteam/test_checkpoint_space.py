@@ -10,11 +10,15 @@ a write past it fails with EFBIG, as a full disk fails with ENOSPC).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -156,3 +160,55 @@ def test_the_summary_table_and_exit_flag_follow_the_final_checkpoint() -> None:
 def test_a_run_without_checkpoints_reports_none() -> None:
     assert CheckpointLog(None).report() == {}
     assert checkpoint_line({}) == ""
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_disk_that_fills_during_the_run_keeps_the_last_good_checkpoint(
+    mosquitto: Any, tmp_path: Path
+) -> None:
+    # Prepare: a 256 KiB tmpfs for the checkpoint (mounting needs root)
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a small tmpfs needs root")
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(disk)],
+        capture_output=True,
+        timeout=30,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr!r}")
+    ck = disk / "ck.npz"
+    try:
+        serve = subprocess.Popen(
+            [sys.executable, "-m", "edgeps", "serve", "--broker", mosquitto.url,
+             "--job", "lab", "--max-time", "6", "--checkpoint", str(ck),
+             "--checkpoint-interval", "1", "--json", "--quiet"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        # Execute: once the first checkpoint is on disk, the disk fills up
+        deadline = time.monotonic() + 60
+        while not ck.exists():
+            assert time.monotonic() < deadline and serve.poll() is None
+            time.sleep(0.05)
+        with contextlib.suppress(OSError), (disk / "filler").open("wb") as f:
+            f.write(b"\0" * (1 << 20))
+        out, err = serve.communicate(timeout=90)
+        kept = load_checkpoint(ck)
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True, timeout=30)
+    # Assert: exit 1; one line per failure; the file is the last one saved
+    summary = json.loads(out)["checkpoints"]
+    failures = [ln for ln in err.splitlines() if "not saved to" in ln]
+    held(serve.returncode == 1 and "Traceback" not in err,
+         "disk full mid-run: exit 1, no traceback", err[-600:])  # fmt: skip
+    held(
+        summary["failed"] == len(failures) >= 2
+        and summary["final_saved"] is False
+        and summary["last_saved_version"] == kept.version
+        and "No space left" in summary["last_error"],
+        "the summary names the last version saved, which is the file's",
+        (summary, kept.version),
+    )
+    assert all(f"still holds v{kept.version}" in ln for ln in failures), failures
