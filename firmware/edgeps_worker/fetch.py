@@ -151,6 +151,8 @@ def board(cfg, have):
     if reason == FETCHED:
         print("edgeps infer: fetched job " + cfg["job"] + "'s model into "
               + cfg["model_file"])  # fmt: skip
+        if not key:  # anyone who can publish on the broker could have sent it
+            print("edgeps infer: the model came unsigned: set hmac_key")
     elif reason != "stopped":
         raise ValueError("job " + cfg["job"] + " gave no model: " + reason)
     return client

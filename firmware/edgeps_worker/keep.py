@@ -25,6 +25,7 @@ import json
 import os
 import struct
 import sys
+from binascii import crc32
 
 from edgeps_worker import unload
 
@@ -74,25 +75,32 @@ def save(path, spec, names, params, scale=None):
     tmp = path + ".new"
     with open(tmp, "wb") as f:
         spec_b = spec.encode()
-        f.write(struct.pack(HEADER, b"EPSM", 1, 1 if scale is not None else 0,
-                            len(spec_b), n, nf, len(parts)))  # fmt: skip
-        f.write(spec_b)
+        # version 2: a CRC-32 of every byte follows them (predict.Model checks it)
+        crc = _put(f, struct.pack(HEADER, b"EPSM", 2, 1 if scale is not None else 0,
+                                  len(spec_b), n, nf, len(parts)), 0)  # fmt: skip
+        crc = _put(f, spec_b, crc)
         for p in parts:
             if len(p) > 255:
                 raise ValueError("class names must be at most 255 bytes")
-            f.write(bytes((len(p),)))
-            f.write(p)
+            crc = _put(f, bytes((len(p),)), crc)
+            crc = _put(f, p, crc)
         # float32: little-endian on boards and hosts alike; a local round's
         # anchor is in pieces
         for part in getattr(params, "parts", (params,)):
-            f.write(part)
+            crc = _put(f, memoryview(part), crc)
         if scale is not None:
-            f.write(scale)
+            crc = _put(f, scale, crc)
+        f.write(struct.pack("<I", crc & 0xFFFFFFFF))
     try:
         os.rename(tmp, path)  # replaces path (MicroPython's VFS, POSIX)
     except OSError:
         os.remove(path)
         os.rename(tmp, path)
+
+
+def _put(f, data, crc):
+    f.write(data)
+    return crc32(data, crc)
 
 
 def _features(spec):

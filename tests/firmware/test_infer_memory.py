@@ -115,6 +115,7 @@ def test_fetching_board_runs_in_a_small_heap(
     fetch = int(run.stdout.split("fetch peak heap ")[1].split()[0])
     stats = json.loads(run.stdout.strip().splitlines()[-1].split(" ", 2)[2])
     assert stats["predictions"] == 40 and stats["published"] == 40
+    assert "the model came unsigned: set hmac_key" in run.stdout  # no key here
     print(f"\nmlp:64-32-10 fetch then inference, heap {FETCH_HEAP}: fetch peak "
           f"{fetch} B, inference peak {stats['peak_heap']} B")  # fmt: skip
 

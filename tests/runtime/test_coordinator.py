@@ -263,6 +263,8 @@ def test_hello_of_another_process_is_stopped_as_duplicate_id() -> None:
     up = wire.topic_up(JOB, "w1")
     coord.handle(up, wire.encode_hello(JOB, "w1", 5, 50), 0.0)
     session = coord.peers.get("w1").session
+    # a heartbeat in the issued session proves the holder (a HELLO would not)
+    coord.handle(up, wire.encode_heartbeat(JOB, "w1", session, 0), 0.05)
 
     coord.handle(up, wire.encode_hello(JOB, "w1", 3, 30), 0.1)  # another process
 

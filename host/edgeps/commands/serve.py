@@ -24,8 +24,12 @@ EXAMPLES = """examples:
       --checkpoint iris.npz --target-accuracy 0.95
   edgeps serve --lan --boards esp-1,esp-2,pi-1 --job lab   (a locked-down broker
       for boards on the LAN: credentials, ACLs and keys in edgeps-lab/)
+  edgeps serve --lan --lan-tls --boards esp-1,pi-1 --job lab   (the same on TLS,
+      port 8883, with the job's own CA in edgeps-lab/tls/ca.pem)
 
-Without --target-accuracy and --max-time the run stops after 600 s."""
+Without --target-accuracy and --max-time the run stops after 600 s.
+Exit codes: 0 done; 1 done, but the final --checkpoint could not be saved (the
+summary names the last version saved); 2 bad flags, files or broker."""
 
 
 def _flag(
@@ -290,6 +294,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     _flag(p, "--boards", "the ids of the boards --lan lets in, comma-separated")
     _flag(p, "--job-dir", "where --lan writes its files (default: edgeps-JOB)")
+    _flag(
+        p,
+        "--lan-tls",
+        "TLS on the LAN listener (default port 8883): a CA and a certificate for "
+        "this machine, made once in JOB-DIR/tls; boards trust tls/ca.pem",
+        action="store_true",
+    )
+    _flag(p, "--lan-cert", "the LAN listener's certificate (PEM; implies --lan-tls)")
+    _flag(p, "--lan-key", "the private key of --lan-cert (PEM)")
     dashboard.add_arguments(p)
     add_dp_flags(p, layered=True)
 
@@ -368,4 +381,5 @@ def run(args: argparse.Namespace) -> int:
         print(f"edgeps serve: error: {exc}", file=sys.stderr)
         return 2
     print(summary_json(summary) if cfg.json else summary_table(summary))
-    return 0
+    # the run is over but what it learned is not on disk: scripts must notice
+    return 1 if summary.checkpoint_lost else 0

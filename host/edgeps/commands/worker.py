@@ -163,6 +163,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "(--broker, --job, --id, its key) for one release, never train",
     )
     infer.add_argument(
+        "--allow-unsigned",
+        action="store_true",
+        help="--fetch from a broker off loopback without --hmac-key-file "
+        "(a forged model would be written)",
+    )
+    infer.add_argument(
         "--publish",
         action="store_true",
         help="also publish each prediction (QoS 0) on edgeps/JOB/pred/ID",
@@ -199,6 +205,12 @@ def _validate(args: argparse.Namespace) -> None:
         raise ValueError(f"--give-up must be > 0 seconds, got {args.give_up}")
     if args.fetch and not (args.infer and args.broker and args.job and args.worker_id):
         raise ValueError("--fetch goes with --infer, --broker, --job and --id")
+    if args.allow_unsigned and not args.fetch:
+        raise ValueError("--allow-unsigned applies to --fetch")
+    if args.fetch:
+        from edgeps.runtime.exposure import check_fetch_keys
+
+        check_fetch_keys(args.broker, args.hmac_key_file, args.allow_unsigned)
     if args.model_out and args.infer:
         raise ValueError("--model-out applies to training; --infer reads --model-file")
     if args.infer:  # a job and an id only name the topic: defaults do
@@ -393,6 +405,11 @@ def _fetch(args: argparse.Namespace) -> bool:
         log.error("job %s gave no model (%s)", args.job, reason)
         return False
     log.info("fetched job %s's model into %s", args.job, args.model_file)
+    if args.hmac_key_file is None:
+        log.warning(
+            "the model was fetched unsigned (no --hmac-key-file): anyone who "
+            "can publish on the broker could have sent it"
+        )
     return True
 
 

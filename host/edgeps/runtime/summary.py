@@ -7,6 +7,7 @@ from typing import Any
 
 from edgeps.observe.metrics import dumps
 from edgeps.observe.privacy import privacy_line
+from edgeps.runtime.checkpoint_log import checkpoint_line
 
 
 @dataclass
@@ -37,6 +38,13 @@ class Summary:
     privacy: dict[str, Any] = field(default_factory=dict)
     # {spec, kind, in_shape, architecture, params, macs} (edgeps.model.architecture)
     model: dict[str, Any] = field(default_factory=dict)
+    # --checkpoint: {path, saved, failed, last_saved_version, final_saved, last_error}
+    checkpoints: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def checkpoint_lost(self) -> bool:
+        """The final checkpoint was tried and not saved (serve exits 1)."""
+        return self.checkpoints.get("final_saved") is False
 
 
 def summary_dict(summary: Summary) -> dict[str, Any]:
@@ -107,6 +115,8 @@ def summary_table(summary: Summary, operator: bool = True) -> str:
         lines.append(summary.advice)
     if summary.privacy:
         lines.append(privacy_line(summary.privacy))
+    if checkpoint_line(summary.checkpoints):
+        lines.append(checkpoint_line(summary.checkpoints))
     if summary.dropped:
         dropped = ", ".join(f"{k}={v}" for k, v in sorted(summary.dropped.items()))
         lines.append(f"dropped messages: {dropped}")
