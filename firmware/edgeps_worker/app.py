@@ -78,6 +78,7 @@ def main(argv):
     # maybe predicting with it) is code loaded only now; in a list, so that
     # nothing holds the worker once keep took it
     w = [w]
+    w[0].trainer.codec = None  # no push follows: its residual makes room
     from edgeps_worker import keep
 
     return keep.finish(w, argv, reason)

@@ -20,7 +20,9 @@ from edgeps_worker import unload
 # module, class ("": none), name of code only building runs, flat (a tuple
 # of tuples costs more heap): a built board drops it (``shed``) and its bytecode
 # leaves the heap; a SocketLink is made on every connect, a HELLO encoded on
-# every join, so neither is here
+# every join, so neither is here. A module that not every board loads lists
+# its own as ONCE = (class, name, ...): its names are then interned only on
+# the boards that load it
 ONCE = (
     "worker", "Worker", "__init__", "params_sink", "ParamsSink", "__init__",
     "trainer", "KernelTrainer", "__init__", "trainer", "", "reserve",
@@ -33,12 +35,6 @@ ONCE = (
     "builder", "", "mqtt_buffers", "worker", "", "STAT_NAMES",
     "app", "", "build", "kernels", "", "KINDS",
     "kernels", "", "net", "kernels", "", "n_params",
-    "conv", "ConvNet", "__init__", "conv", "", "plan", "conv", "", "parse_spec",
-    "conv", "", "n_params", "conv", "", "_layer", "conv", "", "_num",
-    # a training board predicts only after a restart, with the module reloaded
-    "conv", "ConvNet", "forward", "conv", "ConvNet", "predict_one",
-    "datafile", "", "load_csv", "datafile", "", "write_file",
-    "datafile", "", "open_source",
     # never run on a board: whole packets for benches and tests
     "mqtt_packets", "", "publish_packet", "mqtt_packets", "", "publish_into",
 )  # fmt: skip
@@ -146,16 +142,24 @@ def shed(mods):
     if sys.implementation.name != "micropython":
         return
     for i in range(0, len(ONCE), 3):
-        mod, cls, name = ONCE[i], ONCE[i + 1], ONCE[i + 2]
-        obj = sys.modules.get("edgeps_worker." + mod) if mod in mods else None
-        if obj is not None and cls:
-            obj = getattr(obj, cls, None)
-        if obj is not None and hasattr(obj, name):
-            # a deleted class attribute keeps its value in the class's table:
-            # overwritten first, the function is garbage
-            setattr(obj, name, None)
-            delattr(obj, name)
+        if ONCE[i] in mods:
+            _drop(sys.modules.get("edgeps_worker." + ONCE[i]), ONCE[i + 1], ONCE[i + 2])
+    for mod in mods:
+        m = sys.modules.get("edgeps_worker." + mod)
+        own = getattr(m, "ONCE", ())
+        for i in range(0, len(own), 2):
+            _drop(m, own[i], own[i + 1])
     gc.collect()
+
+
+def _drop(obj, cls, name):
+    if obj is not None and cls:
+        obj = getattr(obj, cls, None)
+    if obj is not None and hasattr(obj, name):
+        # a deleted class attribute keeps its value in the class's table:
+        # overwritten first, the function is garbage
+        setattr(obj, name, None)
+        delattr(obj, name)
 
 
 def build(path, stop=None):

@@ -54,6 +54,14 @@ COLS = 128  # floats of im2col scratch: a chunk of a conv's output positions
 MAX_DIM = 1 << 20
 
 
+# class ("": none), name of code only building runs (builder.shed drops it);
+# a training board predicts only after a restart, with the module reloaded
+ONCE = (
+    "ConvNet", "__init__", "", "plan", "", "parse_spec", "", "n_params",
+    "", "_layer", "", "_num", "ConvNet", "forward", "ConvNet", "predict_one",
+)  # fmt: skip
+
+
 def _num(tok, i):
     """(the decimal number at tok[i:], the index after it); ValueError if none."""
     j = i

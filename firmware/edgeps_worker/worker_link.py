@@ -109,12 +109,9 @@ def _card(w, msg):
 
 
 def on_stop(w, reason):
-    if reason[:6] == "model ":  # the job's model follows (PROTOCOL.md, STOP)
-        w.note("stopped by the host: the job trains " + reason[6:]
-               + ", this worker has " + w.trainer.model)  # fmt: skip
-        reason = "model"
-    else:
-        w.note("stopped by the host: " + reason)
+    # "model <the job's spec>" names what the job trains (PROTOCOL.md, STOP)
+    w.note("stopped by the host: " + reason)
+    reason = reason.split(" ")[0]
     if reason == "duplicate_id":
         # another live process holds this id: ask twice more, then give up
         w.refused += 1

@@ -7,7 +7,7 @@ from array import array
 
 import numpy as np
 import pytest
-from edgeps.core import Join, ParameterServer
+from edgeps.core import Heartbeat, Join, ParameterServer
 from edgeps.policy.asp import ASP
 from edgeps.runtime.coordinator import Coordinator, Settings
 from edgeps_worker import wire_host as wire
@@ -80,8 +80,10 @@ class InProcessPS:
         self.down.model = payload
 
     def remember_other_process(self, instance: int) -> None:
-        """Another live process holds this worker id (just heard from)."""
-        self.server.handle(Join(WID, 12345, instance=instance), time.monotonic())
+        """Another live process holds this worker id (just heard from in its session)."""
+        now = time.monotonic()
+        self.server.handle(Join(WID, 12345, instance=instance), now)
+        self.server.handle(Heartbeat(WID, 0, session=12345), now)
 
     def connect(self, will_topic: str, will_payload: bytes) -> None:
         self.connects += 1

@@ -28,9 +28,8 @@ def test_a_board_of_another_model_says_what_the_job_trains(
     board, summary = run_board_with_serve(micropython, cfg, tmp_path, serve)
     # Assert
     said = board.stdout + board.stderr
-    assert (
-        "stopped by the host: the job trains mlp:64-32-10, this worker has mlp:64-16-10"
-        in said
-    )
+    # the board's own model is in its first line, the job's in the STOP
+    assert "job wrong mlp:64-16-10" in said
+    assert "stopped by the host: model mlp:64-32-10" in said
     assert board.returncode != 0, said
     assert "Traceback" not in said
