@@ -35,7 +35,9 @@ from edgeps.core.privacy import DPMechanism
 from edgeps.core.registry import WorkerRecord
 from edgeps.core.release import WaitQueue, release_pass
 from edgeps.core.resume import checked_checkpoint
+from edgeps.core.sample_cap import SampleCap
 from edgeps.core.snapshot import server_snapshot
+from edgeps.core.trust import TrustGuard
 from edgeps.core.types import (
     Action,
     Applied,
@@ -94,6 +96,11 @@ class ParameterServer(Membership):
 
     admission : when a newcomer starts to hold the barrier and how many ids
         are kept (``edgeps.core.admission``); None: ``Admission()``.
+    trust : weighs each push by its worker's trust, the direction of its
+        pushes against the fleet's (``edgeps.core.trust``); on by default,
+        False: off.
+    sample_cap : caps the samples a push claims at a multiple of the recent
+        median (``edgeps.core.sample_cap``); on by default, False: off.
 
     The parameters and the step rules live in ``self.model``
     (``edgeps.core.model_step.ModelStep``); this class decides whose update is
@@ -118,6 +125,8 @@ class ParameterServer(Membership):
         server_lr: float = JOB.server_lr,
         admission: Admission | None = None,
         dp: DPMechanism | None = None,
+        trust: TrustGuard | None | bool = None,
+        sample_cap: SampleCap | None | bool = None,
     ) -> None:
         if not isinstance(policy, Policy):
             raise TypeError(f"policy must be a Policy, got {type(policy)!r}")
@@ -134,6 +143,12 @@ class ParameterServer(Membership):
             dp=dp,
         )
         self.policy = policy
+        self.trust = TrustGuard() if trust is None or trust is True else trust or None
+        self.sample_cap = (
+            SampleCap()
+            if sample_cap is None or sample_cap is True
+            else sample_cap or None
+        )
         self.liveness_timeout = check_positive("liveness_timeout", liveness_timeout)
         self.monitor = monitor if monitor is not None else PerformanceMonitor()
         if not isinstance(balancer, (Balancer, type(None))):
@@ -252,21 +267,40 @@ class ParameterServer(Membership):
 
         A delta (``steps`` > 1), or any push under an aggregating policy, goes
         through the server optimizer, or is collected by the policy
-        (``_apply_aggregate`` applies what it releases).
+        (``_apply_aggregate`` applies what it releases). The claimed samples
+        are capped (``sample_cap``) and the update weighed by its worker's
+        trust (``trust``) first.
         """
         model, n_live = self.model, self.view.n_live
+        if self.sample_cap is not None:
+            samples = self.sample_cap.cap(int(push.samples))
+            if samples != int(push.samples):
+                push = dataclasses.replace(push, samples=samples)
         weight = self.policy.step_scale(self.view, push, staleness)
         if not self.policy.aggregates and int(push.steps) <= 1:
             if self.balancer is not None:
                 weight *= self.balancer.weight(push.samples, rec.worker_id)
+            weight *= self._trusted(rec, push.update)
             rec.clipped += model.step_gradient(push, staleness, n_live, weight)
             return
         delta, clipped = model.delta_of(push)
         rec.clipped += clipped
+        trusted = self._trusted(rec, delta)
         if self.policy.aggregates:
+            if trusted < 1.0:
+                delta = delta * np.float32(trusted)
             self.policy.collect(self.view, push, delta, staleness)
         else:
-            model.step_delta(delta, staleness, n_live, weight)
+            model.step_delta(delta, staleness, n_live, weight * trusted)
+
+    def _trusted(self, rec: WorkerRecord, update: np.ndarray) -> float:
+        """The worker's trust weight for this update (1.0 with no trust guard)."""
+        if self.trust is None:
+            return 1.0
+        weight = self.trust.weigh(rec.worker_id, update)
+        if weight < 1.0:
+            rec.down_weighted += 1
+        return weight
 
     def _apply_aggregate(self, now: float) -> None:
         """Apply the aggregate the policy releases now, if any, as one version."""
