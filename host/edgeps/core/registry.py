@@ -79,7 +79,7 @@ class WorkerRecord:
         self.refused: tuple[int, int] = (-1, 0)
         self.refused_in_row = 0  # turns refused since the last applied push
         self.clipped = 0  # pushes applied scaled down to the norm bound
-        self.down_weighted = 0  # pushes weighed below one by the trust guard
+        self.down_weighted = 0  # pushes pulled towards the fleet (centered clip)
         self._state = WorkerState.LIVE
         self.admitted = True
         self.live = True

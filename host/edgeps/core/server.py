@@ -25,6 +25,7 @@ from edgeps.core.args import (
     check_positive,
 )
 from edgeps.core.balance import Balancer
+from edgeps.core.centered_clip import CenteredClip
 from edgeps.core.defaults import JOB
 from edgeps.core.membership import Membership
 from edgeps.core.model_step import ModelStep
@@ -37,7 +38,6 @@ from edgeps.core.release import WaitQueue, release_pass
 from edgeps.core.resume import checked_checkpoint
 from edgeps.core.sample_cap import SampleCap
 from edgeps.core.snapshot import server_snapshot
-from edgeps.core.trust import TrustGuard
 from edgeps.core.types import (
     Action,
     Applied,
@@ -96,8 +96,9 @@ class ParameterServer(Membership):
 
     admission : when a newcomer starts to hold the barrier and how many ids
         are kept (``edgeps.core.admission``); None: ``Admission()``.
-    trust : weighs each push by its worker's trust, the direction of its
-        pushes against the fleet's (``edgeps.core.trust``); on by default,
+    centered : pulls each push to within a bound of the fleet's recent
+        updates (``edgeps.core.centered_clip``); on by default (off under
+        ``dp``: the reference would be built from updates not yet noised),
         False: off.
     sample_cap : caps the samples a push claims at a multiple of the recent
         median (``edgeps.core.sample_cap``); on by default, False: off.
@@ -125,7 +126,7 @@ class ParameterServer(Membership):
         server_lr: float = JOB.server_lr,
         admission: Admission | None = None,
         dp: DPMechanism | None = None,
-        trust: TrustGuard | None | bool = None,
+        centered: CenteredClip | None | bool = None,
         sample_cap: SampleCap | None | bool = None,
     ) -> None:
         if not isinstance(policy, Policy):
@@ -143,7 +144,9 @@ class ParameterServer(Membership):
             dp=dp,
         )
         self.policy = policy
-        self.trust = TrustGuard() if trust is None or trust is True else trust or None
+        if centered is None or centered is True:
+            centered = CenteredClip() if dp is None else None
+        self.centered = centered or None
         self.sample_cap = (
             SampleCap()
             if sample_cap is None or sample_cap is True
@@ -268,8 +271,8 @@ class ParameterServer(Membership):
         A delta (``steps`` > 1), or any push under an aggregating policy, goes
         through the server optimizer, or is collected by the policy
         (``_apply_aggregate`` applies what it releases). The claimed samples
-        are capped (``sample_cap``) and the update weighed by its worker's
-        trust (``trust``) first.
+        are capped (``sample_cap``) and the update pulled towards the fleet's
+        (``centered``) first.
         """
         model, n_live = self.model, self.view.n_live
         if self.sample_cap is not None:
@@ -280,27 +283,29 @@ class ParameterServer(Membership):
         if not self.policy.aggregates and int(push.steps) <= 1:
             if self.balancer is not None:
                 weight *= self.balancer.weight(push.samples, rec.worker_id)
-            weight *= self._trusted(rec, push.update)
+            if self.centered is not None:
+                push = self._centered(rec, push)
             rec.clipped += model.step_gradient(push, staleness, n_live, weight)
             return
         delta, clipped = model.delta_of(push)
         rec.clipped += clipped
-        trusted = self._trusted(rec, delta)
+        if self.centered is not None:
+            pulled = self.centered.clip(rec.worker_id, delta, "delta")
+            rec.down_weighted += pulled is not delta
+            delta = pulled
         if self.policy.aggregates:
-            if trusted < 1.0:
-                delta = delta * np.float32(trusted)
             self.policy.collect(self.view, push, delta, staleness)
         else:
-            model.step_delta(delta, staleness, n_live, weight * trusted)
+            model.step_delta(delta, staleness, n_live, weight)
 
-    def _trusted(self, rec: WorkerRecord, update: np.ndarray) -> float:
-        """The worker's trust weight for this update (1.0 with no trust guard)."""
-        if self.trust is None:
-            return 1.0
-        weight = self.trust.weigh(rec.worker_id, update)
-        if weight < 1.0:
-            rec.down_weighted += 1
-        return weight
+    def _centered(self, rec: WorkerRecord, push: Push) -> Push:
+        """The gradient push pulled towards the fleet's recent gradients."""
+        assert self.centered is not None
+        update = self.centered.clip(rec.worker_id, push.update, "grad")
+        if update is push.update:
+            return push
+        rec.down_weighted += 1
+        return dataclasses.replace(push, update=update)
 
     def _apply_aggregate(self, now: float) -> None:
         """Apply the aggregate the policy releases now, if any, as one version."""

@@ -69,9 +69,9 @@ def server_snapshot(
         "rejected_unregistered": dict(ps.rejected_unregistered),
         "workers": rows,
     }
-    trust = getattr(ps, "trust", None)
-    if trust is not None:
-        out["trust"] = trust.report()
+    centered = getattr(ps, "centered", None)
+    if centered is not None:
+        out["centered_clip"] = centered.report()
     cap = getattr(ps, "sample_cap", None)
     if cap is not None:
         out["samples_capped"] = cap.capped
