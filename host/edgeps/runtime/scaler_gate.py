@@ -228,8 +228,9 @@ class ScalerGate:
         if self.fixed is not None or not self.parts:
             return False
         waited = self.deadline is not None and now >= self.deadline
-        quorum = self.quorum_at is not None and len(self.parts) >= self.workers
-        return waited or (quorum and now >= self.quorum_at + self.grace)
+        at = self.quorum_at
+        quorum = at is not None and len(self.parts) >= self.workers
+        return waited or (quorum and at is not None and now >= at + self.grace)
 
     def admit(self, now: float) -> list[Join] | None:
         """Fix the scaler when due and hand back the held HELLOs; None: not yet."""
