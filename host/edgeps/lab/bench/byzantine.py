@@ -126,7 +126,10 @@ def run(args: Any) -> int:
     ):
         for policy in policies:
             plan: list[tuple[str | None, int]] = [(None, 0)]
-            plan += [(lie, n) for lie in lies for n in counts]
+            # a gradient (H = 1) has no local steps to lie about
+            steps_lies = ("steps65535", "steps0", "stepsneg")
+            usable = [x for x in lies if H.get(policy, 1) > 1 or x not in steps_lies]
+            plan += [(lie, n) for lie in usable for n in counts]
             for lie, n in plan:
                 k += 1
                 row = run_once(b.url, f"byz{k}", policy, lie, n, args, Path(tmp))
