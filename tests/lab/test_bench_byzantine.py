@@ -77,7 +77,7 @@ def test_the_table_compares_each_row_with_its_clean_run() -> None:
     info = {"dataset": "sensors", "workers": 8, "target_accuracy": 0.85,
             "max_time": 20.0, "wall_seconds": 1.0}  # fmt: skip
     text = table(rows, info)
-    assert "flip10" in text and "5/80" in text and "1.50" in text
+    assert "flip10" in text and "0/5/80" in text and "1.50" in text
 
 
 @pytest.mark.integration
@@ -89,11 +89,12 @@ def test_a_real_job_holds_with_two_liars_of_eight(
     mosquitto: Broker, tmp_path: Path, policy: str, lie: str
 ) -> None:
     # Prepare: serve and 8 workers on a real mosquitto, 2 of them lying
-    args = argparse.Namespace(max_time=20.0, target_accuracy=0.85, seed=0)
+    args = argparse.Namespace(max_time=20.0, target_accuracy=0.9, seed=0)
     # Execute
     row = run_once(mosquitto.url, "byz", policy, lie, 2, args, tmp_path)
-    # Assert: learned (chance is 1/6), the liars were pulled in, honest ones rarely
+    # Assert: learned (chance is 1/6); the liars were weighed down, honest ones
+    # were not (pulled in now and then, but never taken for liars)
     assert "error" not in row, row.get("error")
     assert row["accuracy"] is not None and row["accuracy"] >= 0.85, row
-    assert row["liar_down"] > 0
-    assert row["honest_down"] < 0.3 * row["honest_pushes"], row
+    assert row["liar_down"] > 0.5 * row["liar_pushes"], row
+    assert row["honest_down"] < 0.05 * row["honest_pushes"], row

@@ -16,7 +16,8 @@ random-label one moves the model no further from the fleet's direction than
 an honest push does, so f of N liars cost about f/N of the progress instead
 of reversing it. Skewed (non-IID) honest workers sit further from ``ref``
 than IID ones; a push pulled in is counted per worker (``pulled``) so a run
-says what it cost the honest ones.
+says what it cost the honest ones, and one its record weighed below one
+(``weighed``) too.
 
 A liar pulled in at every push still moves the model by up to tau the
 wrong way; an honest worker is pulled in only now and then (its pushes lie
@@ -106,7 +107,8 @@ class CenteredClip:
         self.k, self.beta = float(k), float(beta)
         self.window, self.warmup = int(window), int(warmup)
         self._kinds: dict[str, _Kind] = {}
-        self.pulled: dict[str, int] = {}  # worker -> pushes pulled in or weighed < 1
+        self.pulled: dict[str, int] = {}  # worker -> pushes pulled in
+        self.weighed: dict[str, int] = {}  # worker -> pushes its record weighed < 1
         self.seen: dict[str, int] = {}  # worker -> pushes seen
 
     def limit(self, kind: str) -> float | None:
@@ -135,9 +137,10 @@ class CenteredClip:
             assert tau is not None
             applied = state.ref + diff * (tau / distance)
         weight = self._weigh(worker_id, pulled, tau is not None)
-        if pulled or weight < 1.0:
+        if pulled:
             self.pulled[worker_id] = self.pulled.get(worker_id, 0) + 1
         if weight < 1.0:
+            self.weighed[worker_id] = self.weighed.get(worker_id, 0) + 1
             applied = applied * weight
         if math.isfinite(distance):
             state.remember(distance, self.window)
@@ -160,9 +163,10 @@ class CenteredClip:
         return max(0.0, (self.outlier - rate) / (self.outlier - self.calm))
 
     def report(self) -> dict[str, object]:
-        """Json-able: per worker, pushes pulled in and pushes seen; tau per kind."""
+        """Json-able: per worker, pushes pulled in, weighed < 1, seen; tau per kind."""
         return {
             "pulled": dict(sorted(self.pulled.items())),
+            "weighed": dict(sorted(self.weighed.items())),
             "seen": dict(sorted(self.seen.items())),
             "record": {w: round(r, 3) for w, r in sorted(self.record.items())},
             "tau": {k: self.limit(k) for k in sorted(self._kinds)},

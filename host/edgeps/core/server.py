@@ -290,9 +290,7 @@ class ParameterServer(Membership):
         delta, clipped = model.delta_of(push)
         rec.clipped += clipped
         if self.centered is not None:
-            pulled = self.centered.clip(rec.worker_id, delta, "delta")
-            rec.down_weighted += pulled is not delta
-            delta = pulled
+            delta = self._centered_update(rec, delta, "delta")
         if self.policy.aggregates:
             self.policy.collect(self.view, push, delta, staleness)
         else:
@@ -300,12 +298,25 @@ class ParameterServer(Membership):
 
     def _centered(self, rec: WorkerRecord, push: Push) -> Push:
         """The gradient push pulled towards the fleet's recent gradients."""
-        assert self.centered is not None
-        update = self.centered.clip(rec.worker_id, push.update, "grad")
-        if update is push.update:
-            return push
-        rec.down_weighted += 1
-        return dataclasses.replace(push, update=update)
+        update = self._centered_update(rec, push.update, "grad")
+        return (
+            push if update is push.update else dataclasses.replace(push, update=update)
+        )
+
+    def _centered_update(
+        self, rec: WorkerRecord, update: np.ndarray, kind: str
+    ) -> np.ndarray:
+        """``update`` through centered clipping, counted on the worker's record."""
+        cc = self.centered
+        assert cc is not None
+        pulled, weighed = (
+            cc.pulled.get(rec.worker_id, 0),
+            cc.weighed.get(rec.worker_id, 0),
+        )
+        out = cc.clip(rec.worker_id, update, kind)
+        rec.pulled_in += cc.pulled.get(rec.worker_id, 0) - pulled
+        rec.down_weighted += cc.weighed.get(rec.worker_id, 0) - weighed
+        return out
 
     def _apply_aggregate(self, now: float) -> None:
         """Apply the aggregate the policy releases now, if any, as one version."""

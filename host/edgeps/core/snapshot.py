@@ -51,6 +51,7 @@ def server_snapshot(
             "rejected": dict(r.stats.rejected),
             "staleness": r.last_staleness,
             "clipped": r.clipped,
+            "pulled_in": r.pulled_in,
             "down_weighted": r.down_weighted,
             "max_staleness": r.stats.max_staleness,
             "silent_for": max(0.0, now - r.last_seen),

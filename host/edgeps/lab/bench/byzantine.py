@@ -5,15 +5,18 @@ liars of 8: a real `edgeps serve` on a private mosquitto on 127.0.0.1 and 8
 worker threads (the board's worker loop, C kernels) on Dirichlet-0.3 shards
 of the dataset, the liars among them. Each policy also runs clean (no liar)
 as the reference. Serve's metrics give the time from its start to the first
-evaluation at the target and its JSON the final accuracy and, per worker,
-the pushes the trust guard weighed below one (``down_weighted``): the
-honest workers' count says how often skewed honest data was taken for a lie.
+evaluation at the target and the accuracy (the median of the last ``LAST``
+evaluations, about the last 5 s), and its JSON, per worker,
+the pushes centered clipping pulled in (``pulled_in``) and those a worker's
+record weighed below one (``down_weighted``): the honest workers' counts say
+how often skewed honest data was taken for a lie.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -27,7 +30,8 @@ POLICIES = ("dsp", "fedbuff:k=4", "fedavg")
 H = {"dsp": 1, "fedbuff:k=4": 8, "fedavg": 8}  # local steps per policy
 QUICK_LIES = ("flip10", "x1e6", "samples", "randlabels")
 DATASET = "sensors"
-TARGET = 0.85
+TARGET = 0.9
+LAST = 10  # a run's accuracy: the median of its last this many evaluations
 WORKERS = 8
 
 
@@ -80,31 +84,48 @@ def run_once(
         return row
     workers = summary.get("workers", {})
     honest = {w: r for w, r in workers.items() if not w.startswith("evil")}
-    row["accuracy"] = summary.get("accuracy")
+    row["accuracy"] = _last_accuracy(metrics, summary.get("accuracy"))
     row["time_to_target"] = _time_to(metrics, args.target_accuracy)
+    liars_rows = [r for w, r in workers.items() if w.startswith("evil")]
     row["honest_down"] = sum(r.get("down_weighted", 0) for r in honest.values())
+    row["honest_pulled"] = sum(r.get("pulled_in", 0) for r in honest.values())
     row["honest_pushes"] = sum(r.get("accepted", 0) for r in honest.values())
-    row["liar_down"] = sum(
-        r.get("down_weighted", 0) for w, r in workers.items() if w.startswith("evil")
-    )
+    row["liar_down"] = sum(r.get("down_weighted", 0) for r in liars_rows)
+    row["liar_pulled"] = sum(r.get("pulled_in", 0) for r in liars_rows)
+    row["liar_pushes"] = sum(r.get("accepted", 0) for r in liars_rows)
     row["state"] = summary.get("state")
     return row
 
 
-def _time_to(metrics: Path, target: float) -> float | None:
+def _evaluations(metrics: Path) -> list[tuple[float, float]]:
+    """(elapsed, accuracy) of each metrics record that has an accuracy."""
     try:
         lines = metrics.read_text().splitlines()
     except OSError:
-        return None
+        return []
+    out = []
     for line in lines:
         try:
             rec = json.loads(line)
         except ValueError:
             continue
         acc = rec.get("accuracy")
-        if acc is not None and acc >= target:
-            return float(rec.get("elapsed", 0.0))
+        if acc is not None:
+            out.append((float(rec.get("elapsed", 0.0)), float(acc)))
+    return out
+
+
+def _time_to(metrics: Path, target: float) -> float | None:
+    for elapsed, acc in _evaluations(metrics):
+        if acc >= target:
+            return elapsed
     return None
+
+
+def _last_accuracy(metrics: Path, final: float | None) -> float | None:
+    """The median of the last ``LAST`` evaluations (one is noisy), else ``final``."""
+    accs = [a for _, a in _evaluations(metrics)][-LAST:]
+    return round(statistics.median(accs), 4) if accs else final
 
 
 def run(args: Any) -> int:
@@ -173,14 +194,16 @@ def _line(row: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     return (
         f"{row['policy']:<12} {row['lie']:<11} {row['liars']}  "
         f"acc {_fmt(row['accuracy'], '.3f')}  t {_fmt(row['time_to_target'], '.1f')} s"
-        f"  honest down {row['honest_down']}/{row['honest_pushes']}"
+        f"  honest pulled {row['honest_pulled']} down {row['honest_down']}"
+        f" of {row['honest_pushes']}"
     )
 
 
 def table(rows: list[dict[str, Any]], info: dict[str, Any]) -> str:
     head = (
         f"{'policy':<12} {'lie':<11} {'liars':>5} {'accuracy':>8} {'vs clean':>8} "
-        f"{'t target':>8} {'x clean':>7} {'honest down':>12} {'liar down':>9}"
+        f"{'t target':>8} {'x clean':>7} {'honest pulled/down/pushes':>25} "
+        f"{'liar pulled/down/pushes':>23}"
     )
     lines = [
         f"{info['dataset']}, {info['workers']} workers (Dirichlet 0.3), real mosquitto;"
@@ -192,13 +215,13 @@ def table(rows: list[dict[str, Any]], info: dict[str, Any]) -> str:
         if "error" in r:
             lines.append(f"{r['policy']:<12} {r['lie']:<11} {r['liars']:>5}  failed")
             continue
-        down = f"{r['honest_down']}/{r['honest_pushes']}"
+        honest = f"{r.get('honest_pulled', 0)}/{r['honest_down']}/{r['honest_pushes']}"
+        liar = f"{r.get('liar_pulled', 0)}/{r['liar_down']}/{r.get('liar_pushes', 0)}"
         lines.append(
             f"{r['policy']:<12} {r['lie']:<11} {r['liars']:>5} "
             f"{_fmt(r['accuracy'], '.3f'):>8} {_fmt(r.get('d_accuracy'), '+.1f'):>8} "
             f"{_fmt(r['time_to_target'], '.1f'):>8} "
-            f"{_fmt(r.get('time_ratio'), '.2f'):>7} "
-            f"{down:>12} {r['liar_down']:>9}"
+            f"{_fmt(r.get('time_ratio'), '.2f'):>7} {honest:>25} {liar:>23}"
         )
     lines.append(f"wall {info['wall_seconds']:g} s")
     return "\n".join(lines)
