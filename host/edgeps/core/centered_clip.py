@@ -46,9 +46,9 @@ DEFAULT_K = 2.0
 DEFAULT_BETA = 0.9  # the reference's memory: about the last 10 applied updates
 DEFAULT_WINDOW = 64
 DEFAULT_WARMUP = 16
-DEFAULT_ALPHA = 0.1  # a worker's record follows its last ~10 pushes
-DEFAULT_CALM = 0.5  # pulled in at most this often: weighs one
-DEFAULT_OUTLIER = 0.8  # pulled in this often or more: weighs zero
+DEFAULT_ALPHA = 0.05  # a worker's record follows its last ~20 pushes
+DEFAULT_CALM = 0.9  # pulled in at most this often: weighs one
+DEFAULT_OUTLIER = 0.98  # pulled in this often or more: weighs zero
 
 
 class _Kind:
