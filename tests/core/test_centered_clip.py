@@ -29,6 +29,7 @@ def test_a_push_far_from_the_reference_is_pulled_to_tau() -> None:
     # Prepare
     cc = CenteredClip(k=2.0, beta=0.9, warmup=16)
     _warm(cc)
+    cc.clip("evil", np.ones(4, np.float32))  # near the fleet: a calm record
     tau = cc.limit("grad")
     ref = cc._kinds["grad"].ref.copy()
     u = np.full(4, -10.0, np.float32)
@@ -89,3 +90,10 @@ def test_fedavg_and_fedbuff_combine_robustly_by_default() -> None:
     assert parse_policy("fedbuff:k=4").agg == DEFAULT_RULE  # type: ignore[attr-defined]
     assert parse_policy("fedbuff:k=4,agg=mean").describe() == "fedbuff:k=4,agg=mean"
     assert parse_policy("fedavg:agg=mean").describe() == "fedavg:agg=mean"
+
+
+def test_a_worker_pulled_in_from_its_first_armed_push_weighs_zero_at_once() -> None:
+    cc = CenteredClip()
+    _warm(cc)
+    out = cc.clip("evil", np.full(4, -10.0, np.float32))
+    assert np.all(out == 0.0) and cc.weighed == {"evil": 1}

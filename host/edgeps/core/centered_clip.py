@@ -22,7 +22,8 @@ says what it cost the honest ones, and one its record weighed below one
 A liar pulled in at every push still moves the model by up to tau the
 wrong way; an honest worker is pulled in only now and then (its pushes lie
 about the median distance away). So each worker also has a record, the
-exponential average of how often it was pulled in (``alpha``): past
+exponential average of how often it was pulled in (``alpha``, starting
+from its first push once armed): past
 ``calm`` its pushes weigh less, linearly down to 0 at ``outlier`` (a
 reputation in the manner of Kardam, Damaskinos et al., ICML 2018, which
 filters asynchronous workers by how they compare with the fleet). A worker
@@ -155,8 +156,12 @@ class CenteredClip:
         """Update the worker's record with this push; its weight in [0, 1]."""
         if not armed:
             return 1.0
-        old = self.record.get(worker_id, 0.0)
-        rate = (1.0 - self.alpha) * old + self.alpha * float(pulled)
+        old = self.record.get(worker_id)
+        # the first push once armed sets the record: a liar pulled in from its
+        # first push weighs 0 at once, not after ~45 pushes of averaging
+        rate = float(pulled)
+        if old is not None:
+            rate = (1.0 - self.alpha) * old + self.alpha * rate
         self.record[worker_id] = rate
         if rate <= self.calm:
             return 1.0
