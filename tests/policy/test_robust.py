@@ -62,11 +62,13 @@ def test_the_median_round_ignores_one_hostile_update_the_mean_does_not() -> None
     updates, samples = [*honest, hostile], [32, 32, 32, 32, 10_000]
 
     # Execute
-    mean = run_round("fedavg", updates, samples)
+    mean = run_round("fedavg:agg=mean", updates, samples)
+    default = run_round("fedavg", updates, samples)
     median = run_round("fedavg:agg=median", updates, samples)
     trimmed = run_round("fedavg:agg=trim:0.2", updates, samples)
 
     # Assert: params move by -delta (the server applies the pseudo-gradient)
     assert np.allclose(median, -1.0)
     assert np.allclose(trimmed, -1.0, atol=0.04)
+    assert np.allclose(default, -1.0, atol=0.04)  # trim:0.25 is the default
     assert float(mean[0]) > 10.0  # dragged the other way by the hostile one

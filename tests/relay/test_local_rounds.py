@@ -278,3 +278,20 @@ def test_the_upstream_worker_takes_the_welcome_and_pushes_one_delta() -> None:
     assert (update.type, update.steps, update.samples) == (wire.UPDATE, 4, 6)
     np.testing.assert_array_equal(np.frombuffer(update.data, "<f4"), np.full(4, 0.5))
     assert trainer.local is not None and trainer.local[0] == 4
+
+
+@pytest.mark.parametrize("steps", [1, 8])
+def test_a_board_that_lies_does_not_steer_the_sites_push(steps: int) -> None:
+    # Prepare: 6 honest boards near one update, 1 pushing -10x it claiming 2^32-1
+    rng = np.random.default_rng(4)
+    honest = [np.ones(7, np.float32) + rng.normal(0, 0.1, 7).astype(np.float32)
+              for _ in range(6)]  # fmt: skip
+    r = Round(7)
+    _fold_all(r, [*honest, np.full(7, -10.0, np.float32)], [32] * 6 + [2**32 - 1],
+              [steps] * 7)  # fmt: skip
+    # Execute
+    assert r.close()
+    got = r.wait(_never, clock=_clock, lr=LR)
+    # Assert: the trimmed mean of 7 (one cut at each end) is near the honest one
+    assert got is not None
+    assert np.all(np.abs(got.grad - 1.0) < 0.2), got.grad

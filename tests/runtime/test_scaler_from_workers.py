@@ -76,7 +76,7 @@ def _data(seed: int, n: int) -> np.ndarray:
 def test_nobody_is_welcomed_before_the_scaler_then_all_with_the_same() -> None:
     # Prepare
     fixed: list[Scaler] = []
-    gate = ScalerGate(NF, workers=2, wait=30.0, on_fixed=fixed.append)
+    gate = ScalerGate(NF, workers=2, wait=30.0, grace=0.0, on_fixed=fixed.append)
     coord, link = _coordinator(gate)
     a, b = _data(1, 30), _data(2, 50)
     # Execute
@@ -114,7 +114,7 @@ def test_the_wait_fixes_it_on_a_tick_with_fewer_workers() -> None:
 
 def test_a_held_worker_whose_link_ends_is_never_welcomed() -> None:
     # Prepare
-    gate = ScalerGate(NF, workers=2, wait=30.0)
+    gate = ScalerGate(NF, workers=2, wait=30.0, grace=0.0)
     coord, link = _coordinator(gate)
     _hello(coord, "gone", None, 0.0, nonce=8)
     # Execute
@@ -176,10 +176,11 @@ def test_the_job_waits_for_its_scaler_and_scales_its_test_rows_once(
     # Execute
     gate.hold(Join("a"), _moments(_data(4, 100)), 0.0)
     gate.hold(Join("b"), _moments(_data(5, 1)), 0.0)
-    gate.admit(0.0)
+    gate.admit(gate.grace)  # the K-th moments and then the grace
     # Assert
     assert model.card is not None and model.card.scaler is gate.fixed
-    assert gate.fixed is not None and gate.fixed.n == 101
+    # each worker's rows count at most twice the lower median: 2 + 1
+    assert gate.fixed is not None and gate.fixed.n == 3
     np.testing.assert_allclose(
         model.X_test, gate.fixed.transform(raw), rtol=1e-6, atol=1e-6
     )

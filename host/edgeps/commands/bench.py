@@ -72,6 +72,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "edgeps.lab.bench.local",
         "local rounds on a real broker: bytes, seconds and joules per board",
     ),
+    "byzantine": (
+        "edgeps.lab.bench.byzantine",
+        "1 or 2 of 8 workers lying, per policy: accuracy and time vs a clean run",
+    ),
 }
 
 

@@ -49,6 +49,8 @@ class WorkerRecord:
         "refused",
         "refused_in_row",
         "clipped",
+        "down_weighted",
+        "pulled_in",
         "_state",
         "admitted",
         "live",
@@ -79,6 +81,8 @@ class WorkerRecord:
         self.refused: tuple[int, int] = (-1, 0)
         self.refused_in_row = 0  # turns refused since the last applied push
         self.clipped = 0  # pushes applied scaled down to the norm bound
+        self.pulled_in = 0  # pushes pulled towards the fleet (centered clip)
+        self.down_weighted = 0  # pushes its record weighed below one
         self._state = WorkerState.LIVE
         self.admitted = True
         self.live = True

@@ -25,6 +25,7 @@ from edgeps.core.args import (
     check_positive,
 )
 from edgeps.core.balance import Balancer
+from edgeps.core.centered_clip import CenteredClip
 from edgeps.core.defaults import JOB
 from edgeps.core.membership import Membership
 from edgeps.core.model_step import ModelStep
@@ -35,6 +36,7 @@ from edgeps.core.privacy import DPMechanism
 from edgeps.core.registry import WorkerRecord
 from edgeps.core.release import WaitQueue, release_pass
 from edgeps.core.resume import checked_checkpoint
+from edgeps.core.sample_cap import SampleCap
 from edgeps.core.snapshot import server_snapshot
 from edgeps.core.types import (
     Action,
@@ -94,6 +96,12 @@ class ParameterServer(Membership):
 
     admission : when a newcomer starts to hold the barrier and how many ids
         are kept (``edgeps.core.admission``); None: ``Admission()``.
+    centered : pulls each push to within a bound of the fleet's recent
+        updates (``edgeps.core.centered_clip``); on by default (off under
+        ``dp``: the reference would be built from updates not yet noised),
+        False: off.
+    sample_cap : caps the samples a push claims at a multiple of the recent
+        median (``edgeps.core.sample_cap``); on by default, False: off.
 
     The parameters and the step rules live in ``self.model``
     (``edgeps.core.model_step.ModelStep``); this class decides whose update is
@@ -118,6 +126,8 @@ class ParameterServer(Membership):
         server_lr: float = JOB.server_lr,
         admission: Admission | None = None,
         dp: DPMechanism | None = None,
+        centered: CenteredClip | None | bool = None,
+        sample_cap: SampleCap | None | bool = None,
     ) -> None:
         if not isinstance(policy, Policy):
             raise TypeError(f"policy must be a Policy, got {type(policy)!r}")
@@ -134,6 +144,14 @@ class ParameterServer(Membership):
             dp=dp,
         )
         self.policy = policy
+        if centered is None or centered is True:
+            centered = CenteredClip() if dp is None else None
+        self.centered = centered or None
+        self.sample_cap = (
+            SampleCap()
+            if sample_cap is None or sample_cap is True
+            else sample_cap or None
+        )
         self.liveness_timeout = check_positive("liveness_timeout", liveness_timeout)
         self.monitor = monitor if monitor is not None else PerformanceMonitor()
         if not isinstance(balancer, (Balancer, type(None))):
@@ -253,21 +271,53 @@ class ParameterServer(Membership):
 
         A delta (``steps`` > 1), or any push under an aggregating policy, goes
         through the server optimizer, or is collected by the policy
-        (``_apply_aggregate`` applies what it releases).
+        (``_apply_aggregate`` applies what it releases). The claimed samples
+        are capped (``sample_cap``) and the update pulled towards the fleet's
+        (``centered``) first.
         """
         model, n_live = self.model, self.view.n_live
+        if self.sample_cap is not None:
+            samples = self.sample_cap.cap(int(push.samples))
+            if samples != int(push.samples):
+                push = dataclasses.replace(push, samples=samples)
         weight = self.policy.step_scale(self.view, push, staleness)
         if not self.policy.aggregates and int(push.steps) <= 1:
             if self.balancer is not None:
                 weight *= self.balancer.weight(push.samples, rec.worker_id)
+            if self.centered is not None:
+                push = self._centered(rec, push)
             rec.clipped += model.step_gradient(push, staleness, n_live, weight)
             return
         delta, clipped = model.delta_of(push)
         rec.clipped += clipped
+        if self.centered is not None:
+            delta = self._centered_update(rec, delta, "delta")
         if self.policy.aggregates:
             self.policy.collect(self.view, push, delta, staleness)
         else:
             model.step_delta(delta, staleness, n_live, weight)
+
+    def _centered(self, rec: WorkerRecord, push: Push) -> Push:
+        """The gradient push pulled towards the fleet's recent gradients."""
+        update = self._centered_update(rec, push.update, "grad")
+        return (
+            push if update is push.update else dataclasses.replace(push, update=update)
+        )
+
+    def _centered_update(
+        self, rec: WorkerRecord, update: np.ndarray, kind: str
+    ) -> np.ndarray:
+        """``update`` through centered clipping, counted on the worker's record."""
+        cc = self.centered
+        assert cc is not None
+        pulled, weighed = (
+            cc.pulled.get(rec.worker_id, 0),
+            cc.weighed.get(rec.worker_id, 0),
+        )
+        out = cc.clip(rec.worker_id, update, kind)
+        rec.pulled_in += cc.pulled.get(rec.worker_id, 0) - pulled
+        rec.down_weighted += cc.weighed.get(rec.worker_id, 0) - weighed
+        return out
 
     def _apply_aggregate(self, now: float) -> None:
         """Apply the aggregate the policy releases now, if any, as one version."""

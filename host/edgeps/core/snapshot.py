@@ -51,6 +51,8 @@ def server_snapshot(
             "rejected": dict(r.stats.rejected),
             "staleness": r.last_staleness,
             "clipped": r.clipped,
+            "pulled_in": r.pulled_in,
+            "down_weighted": r.down_weighted,
             "max_staleness": r.stats.max_staleness,
             "silent_for": max(0.0, now - r.last_seen),
             "joins": r.joins,
@@ -68,6 +70,12 @@ def server_snapshot(
         "rejected_unregistered": dict(ps.rejected_unregistered),
         "workers": rows,
     }
+    centered = getattr(ps, "centered", None)
+    if centered is not None:
+        out["centered_clip"] = centered.report()
+    cap = getattr(ps, "sample_cap", None)
+    if cap is not None:
+        out["samples_capped"] = cap.capped
     if monitor:
         out["monitor"] = ps.monitor.snapshot()
     return out

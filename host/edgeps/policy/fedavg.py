@@ -9,7 +9,7 @@ import numpy as np
 from edgeps.core.types import Push
 from edgeps.core.view import ClusterView
 from edgeps.policy.kofn import KofN
-from edgeps.policy.robust import combine, parse_rule
+from edgeps.policy.robust import DEFAULT_RULE, combine, parse_rule
 
 
 class FedAvg(KofN):
@@ -30,7 +30,9 @@ class FedAvg(KofN):
     computed on the round's parameters (lag 0).
 
     ``agg``: how the round's deltas are combined (``edgeps.policy.robust``):
-    ``mean`` (the above), or the Byzantine-robust ``median`` or ``trim:F``.
+    the Byzantine-robust ``trim:0.25`` (the default) or ``median``, or
+    ``mean`` (the above, McMahan's rule, with each claimed sample count
+    capped by the core).
     With gradients (one local step) a round is a BSP round (``k``: a K-of-N
     round) whose gradients are combined, so ``fedavg:agg=median`` is BSP with
     a robust combination and ``fedavg:k=K,agg=median`` is K-of-N with one.
@@ -44,7 +46,7 @@ class FedAvg(KofN):
         k: int | None = None,
         *,
         deadline: float | None = None,
-        agg: str = "mean",
+        agg: str = DEFAULT_RULE,
     ) -> None:
         if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
             raise ValueError(f"fedavg k must be an int >= 1, got {k!r}")
@@ -63,7 +65,8 @@ class FedAvg(KofN):
     @property
     def bound_description(self) -> str:
         k = "every live worker" if self.want is None else f"the first {self.want}"
-        return f"one mean step per round of {k}; an applied push lags 0 rounds"
+        rule = "mean" if self._rule == "mean" else self.agg
+        return f"one {rule} step per round of {k}; an applied push lags 0 rounds"
 
     def k_effective(self, view: ClusterView, now: float | None = None) -> int:
         n_live = view.n_live
@@ -104,5 +107,5 @@ class FedAvg(KofN):
     def describe(self) -> str:
         opts = [] if self.want is None else [f"k={self.want}"]
         opts += [] if self.deadline is None else [f"deadline={self.deadline:g}"]
-        opts += [] if self.agg == "mean" else [f"agg={self.agg}"]
+        opts += [] if self.agg == DEFAULT_RULE else [f"agg={self.agg}"]
         return "fedavg" + (":" + ",".join(opts) if opts else "")

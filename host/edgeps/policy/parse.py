@@ -2,7 +2,7 @@
 
 Text forms: "bsp", "asp", "ssp:3", "dsp", "dsp:w=8", "dsp:rounds=48", "kofn:k=6",
 "kofn:auto" (both kofn forms also take ",cap=N"), "dssp:sl=1,su=6"; over deltas:
-"fedavg", "fedavg:k=K,deadline=S,agg=median|trim:F", "fedbuff:k=K",
+"fedavg", "fedavg:k=K,deadline=S,agg=mean|median|trim:F", "fedbuff:k=K,agg=...",
 "fedasync:a=A".
 """
 
@@ -44,7 +44,7 @@ PARAMETERS: dict[str, tuple[str, ...]] = {
     "kofn": ("k", "cap"),
     "dssp": ("sl", "su"),
     "fedavg": ("k", "deadline", "agg"),
-    "fedbuff": ("k",),
+    "fedbuff": ("k", "agg"),
     "fedasync": ("a",),
 }
 
@@ -92,13 +92,16 @@ def _options(name: str, rest: str) -> dict[str, str]:
 
 def _federated(name: str, opts: dict[str, str]) -> Policy:
     if name == "fedbuff":
-        return FedBuff(_int(opts.get("k", "10"), "fedbuff k"))
+        k_buff = _int(opts.get("k", "10"), "fedbuff k")
+        return FedBuff(k_buff, agg=opts["agg"]) if "agg" in opts else FedBuff(k_buff)
     if name == "fedasync":
         return FedAsync(float(_number(opts.get("a", "0.6"), "fedasync a")))
     k = _int(opts["k"], "fedavg k") if "k" in opts else None
     deadline = opts.get("deadline")
     secs = None if deadline is None else float(_number(deadline, "fedavg deadline"))
-    return FedAvg(k, deadline=secs, agg=opts.get("agg", "mean"))
+    if "agg" in opts:
+        return FedAvg(k, deadline=secs, agg=opts["agg"])
+    return FedAvg(k, deadline=secs)
 
 
 def parse_policy(text: str) -> Policy:

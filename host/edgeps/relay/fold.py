@@ -16,6 +16,13 @@ of one step at the job's ``lr`` (as the core's ``push_delta`` does), and the
 deltas' sample-weighted mean goes upstream with ``steps`` the sample-weighted
 mean of the boards' steps (a gradient counts one), rounded, at least 2. A
 round of gradients alone is their mean, ``steps`` 1, computed as before.
+
+A board that lies must not steer the site's push: each board's claimed
+samples count at most ``SAMPLE_CAP`` times the round's lower median claim,
+and a round of 4 or more updates is combined by the coordinate-wise trimmed
+mean (``edgeps.policy.robust``, ``trim:0.25``: a quarter of the values cut
+at each end of every coordinate) instead of the weighted mean; a smaller
+round has nothing to cut and stays the (capped) weighted mean.
 """
 
 from __future__ import annotations
@@ -27,7 +34,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from edgeps.policy.robust import DEFAULT_RULE, combine, parse_rule
+
 MAX_STEPS = 0xFFFF  # UPDATE's steps is a u16
+SAMPLE_CAP = 8.0  # a board's samples weigh at most this x the round's lower median
 
 
 @dataclass(frozen=True)
@@ -55,11 +65,10 @@ class Round:
         self.n_params = int(n_params)
         self.wake = wake
         self._cond = threading.Condition()
-        self._sum = np.zeros(self.n_params, dtype=np.float64)
-        self._dsum: np.ndarray | None = None  # the deltas', once one came
+        # the open round's updates: (float32 copy, claimed samples, steps)
+        self._updates: list[tuple[np.ndarray, int, int]] = []
         self._deltas = 0  # deltas folded into the open round
-        self._step_sum = 0.0  # sample-weighted local steps (a gradient: 1)
-        self._weight = 0.0
+        self._rule, self._frac = parse_rule(DEFAULT_RULE)
         self._samples = 0
         self._count = 0
         self._late = 0
@@ -87,15 +96,8 @@ class Round:
             raise ValueError(f"gradient has {g.size} values, not {self.n_params}")
         w = float(samples) if samples > 0 else 1.0
         with self._cond:
-            if steps > 1:
-                if self._dsum is None:
-                    self._dsum = np.zeros(self.n_params, dtype=np.float64)
-                self._dsum += w * g.astype(np.float64)
-                self._deltas += 1
-            else:
-                self._sum += w * g.astype(np.float64)
-            self._step_sum += w * max(1, int(steps))
-            self._weight += w
+            self._updates.append((g.copy(), int(samples), int(steps)))
+            self._deltas += int(steps > 1)
             self._samples += max(0, int(samples))
             self._count += 1
             self._late += int(bool(late))
@@ -195,24 +197,30 @@ class Round:
             return self._take(lr)
 
     def _take(self, lr: float) -> Folded:
+        updates = self._updates
+        claims = sorted(max(1, n) for _, n, _ in updates)
+        cap = SAMPLE_CAP * claims[(len(claims) - 1) // 2]
+        weights = [min(float(max(1, n)), cap) for _, n, _ in updates]
         steps = 1
-        if self._dsum is None or self._deltas == 0:
-            mean = (self._sum / self._weight).astype(np.float32)
+        if self._deltas == 0:
+            mean = combine([u for u, _, _ in updates], weights, self._rule, self._frac)
         else:
-            mean = ((self._dsum + lr * self._sum) / self._weight).astype(np.float32)
-            steps = min(MAX_STEPS, max(2, round(self._step_sum / self._weight)))
+            # each gradient made the delta of one step at lr, as push_delta does
+            vectors = [u if k > 1 else u * np.float32(lr) for u, _, k in updates]
+            mean = combine(vectors, weights, self._rule, self._frac)
+            step_sum = sum(
+                w * max(1, k) for w, (_, _, k) in zip(weights, updates, strict=True)
+            )
+            steps = min(MAX_STEPS, max(2, round(step_sum / sum(weights))))
             self.delta_rounds += 1
-            self._dsum.fill(0.0)
         loss = self._loss_sum / self._loss_weight if self._loss_weight > 0 else math.nan
         out = Folded(float(loss), self._samples, mean, self._count, self._late, steps)
         self.rounds += 1
         self.folded += self._count
         self.late += self._late
         self.largest = max(self.largest, self._count)
-        self._sum.fill(0.0)
+        self._updates = []
         self._deltas = 0
-        self._step_sum = 0.0
-        self._weight = 0.0
         self._samples = self._count = self._late = 0
         self._loss_sum = self._loss_weight = 0.0
         self._closed = False

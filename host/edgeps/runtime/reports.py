@@ -65,6 +65,8 @@ def worker_rows(
             "dropped_by_reason": dropped,
             "max_staleness": s.max_staleness if s is not None else 0,
             "clipped": w.get("clipped", 0),
+            "pulled_in": w.get("pulled_in", 0),
+            "down_weighted": w.get("down_weighted", 0),
         }
     return rows
 
