@@ -64,6 +64,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "edgeps.lab.bench.local",
         "local rounds on a real broker: bytes, seconds and joules per board",
     ),
+    "paper": (
+        "edgeps.lab.bench.paper",
+        "the DSP paper's experiment: LeNet-5, real workers, one disturbed",
+    ),
 }
 
 
