@@ -58,10 +58,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=int, default=3, help="runs per row (median)")
     parser.add_argument("--seed", type=int, default=0, help="first seed")
     parser.add_argument("--targets", default="0.95,0.97", help="test accuracies")
+    parser.add_argument("--optimizer", default="sgd", help="sgd, momentum, adam")
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--eval-interval", type=float, default=1.0, help="s")
-    parser.add_argument("--max-time", type=float, default=60.0, help="s per run")
+    parser.add_argument("--max-time", type=float, default=45.0, help="s per run")
     parser.add_argument("--quick", action="store_true",
                         help="3 workers, bsp/ssp:2/dsp/asp, 1 seed, "
                         "targets 0.8,0.85")  # fmt: skip
@@ -149,6 +150,7 @@ def run_once(url: str, job: str, n: int, run: PaperRun, args: Any,
                 "serve", "--broker", url, "--job", job, "--policy", run.policy,
                 "--dataset", args.dataset, "--model", args.model,
                 "--seed", str(run.seed), "--lr", str(args.lr),
+                "--optimizer", args.optimizer,
                 "--eval-interval", str(args.eval_interval), "--metrics-interval", "0.5",
                 "--metrics-out", str(metrics), "--target-accuracy", str(max(targets)),
                 "--max-time", str(args.max_time), "--json", "--quiet",
@@ -255,7 +257,7 @@ def simulate_run(run: PaperRun, n: int, step: float, args: Any,
     cfg = SimConfig(
         policy=run.policy, scenario=SCENARIO, n_workers=n, seed=run.seed,
         dataset=args.dataset, model=args.model, batch_size=args.batch,
-        lr=args.lr, eval_interval=args.eval_interval,
+        lr=args.lr, optimizer=args.optimizer, eval_interval=args.eval_interval,
         target_accuracy=max(targets), max_time=args.max_time,
     )  # fmt: skip
     sim = Simulator(cfg)
