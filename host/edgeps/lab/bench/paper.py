@@ -60,7 +60,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--targets", default="0.95,0.97", help="test accuracies")
     parser.add_argument("--optimizer", default="sgd", help="sgd, momentum, adam")
     parser.add_argument("--lr", type=float, default=0.05)
-    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--eval-interval", type=float, default=1.0, help="s")
     parser.add_argument("--max-time", type=float, default=45.0, help="s per run")
     parser.add_argument("--quick", action="store_true",
