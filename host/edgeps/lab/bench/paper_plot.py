@@ -1,5 +1,5 @@
-"""The paper bench's figure: accuracy against wall time per policy, and the
-disturbed worker's staleness over time (the first seed of each row)."""
+"""The paper bench's figure: accuracy against wall time per policy, and how
+many clocks the disturbed worker lags the fastest (the first seed of a row)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def plot(results: dict[str, Any], s: dict[str, Any], path: str) -> None:
         acc.set_ylim(0, 1)
         acc.legend(fontsize=7)
         stale.set_xlabel("wall seconds from the first HELLO")
-        stale.set_ylabel("disturbed worker's staleness")
+        stale.set_ylabel("disturbed worker: clocks behind the fastest")
         stale.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path)

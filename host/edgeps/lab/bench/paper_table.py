@@ -36,7 +36,7 @@ class PaperRun:
     sim_idle_fraction: float | None = None
     sim_max_staleness: int | None = None
     curve: list[tuple[float, float]] = field(default_factory=list)  # (s, accuracy)
-    staleness: list[tuple[float, int]] = field(default_factory=list)  # disturbed's
+    staleness: list[tuple[float, int]] = field(default_factory=list)  # its lag
 
     @property
     def failed(self) -> bool:
@@ -90,7 +90,11 @@ def time_to(curve: list[tuple[float, float]], target: float) -> float | None:
 def staleness_series(
     snaps: list[dict[str, Any]], worker: str, t0: float
 ) -> list[tuple[float, int]]:
-    """(seconds since ``t0``, staleness of ``worker``'s last push) per snapshot."""
+    """(seconds since ``t0``, ``worker``'s lag) per snapshot.
+
+    The lag (metrics' per-worker ``staleness``) is how many clocks the worker
+    is behind the fastest live one: what SSP bounds by s.
+    """
     out = []
     for s in snaps:
         t = _num(s.get("time"))
