@@ -76,6 +76,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "edgeps.lab.bench.byzantine",
         "1 or 2 of 8 workers lying, per policy: accuracy and time vs a clean run",
     ),
+    "paper": (
+        "edgeps.lab.bench.paper",
+        "the DSP paper's experiment: LeNet-5, real workers, one disturbed",
+    ),
 }
 
 

@@ -1,0 +1,353 @@
+"""`edgeps bench paper`: the DSP paper's experiment on real processes, one command.
+
+LeNet-5 on MNIST (the bundled 4,000/1,000 digits; ``--dataset
+fashion-mnist`` where installed), N CPython ``edgeps worker`` processes, a
+real ``edgeps serve`` and a private mosquitto on 127.0.0.1, a job of their
+own per run. One worker is disturbed by a real CPU competitor
+(``edgeps.lab.disturb``: burners pinned to its core, in bursts): the one the
+``disturbed`` scenario picks for the seed, on the same schedule (burst 2 s
+every 6 s taking 0.8 of the core, phase from the seed), its clock started
+when the workers are. A passive broker client times each run from the first
+HELLO; serve's metrics snapshots give accuracy over time (time to each
+target), the idle share of an iteration and each worker's staleness; serve's
+JSON the final accuracy and maximum staleness; the client the bytes. Beside
+every real run the simulator runs the same model, data, workers, seed and
+``disturbed`` scenario with its compute time calibrated from a measured real
+step (see ``calibrated_step``). Rows are medians of ``--seeds``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from edgeps.lab.bench.paper_table import (
+    PaperRun,
+    accuracy_curve,
+    build_rows,
+    failure_lines,
+    idle_fraction,
+    ratios,
+    read_metrics,
+    staleness_series,
+    table,
+    target_key,
+    time_to,
+)  # fmt: skip
+
+POLICIES = ("bsp", "ssp:1", "ssp:2", "ssp:4", "ssp:8", "dsp", "dsp:w=2", "asp")
+QUICK_POLICIES = ("bsp", "ssp:2", "dsp", "asp")
+SCENARIO = "disturbed"  # burst 2 s, period 6 s, share 0.8, one worker
+TAIL_LINES = 8
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dataset", default="mnist", help="mnist or fashion-mnist")
+    parser.add_argument("--model", default="lenet5")
+    parser.add_argument("--policies", default=",".join(POLICIES))
+    parser.add_argument("--workers", default="3", help="comma-separated, e.g. 3,8,32")
+    parser.add_argument("--seeds", type=int, default=3, help="runs per row (median)")
+    parser.add_argument("--seed", type=int, default=0, help="first seed")
+    parser.add_argument("--targets", default="0.95,0.97", help="test accuracies")
+    parser.add_argument("--optimizer", default="sgd", help="sgd, momentum, adam")
+    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--eval-interval", type=float, default=1.0, help="s")
+    parser.add_argument("--max-time", type=float, default=45.0, help="s per run")
+    parser.add_argument("--quick", action="store_true",
+                        help="3 workers, bsp/ssp:2/dsp/asp, 1 seed, "
+                        "targets 0.8,0.85")  # fmt: skip
+    parser.add_argument("--no-sim", action="store_true", help="skip the simulator")
+    parser.add_argument("--plot", default=None, help="draw the runs: .png, .svg")
+    parser.add_argument("--json", action="store_true", help="print JSON instead")
+
+
+def _split(text: str) -> list[str]:
+    return [x.strip() for x in str(text).split(",") if x.strip()]
+
+
+def settings(args: Any) -> dict[str, Any]:
+    """The run's settings, ``--quick`` applied."""
+    s = {
+        "policies": _split(args.policies),
+        "workers": [int(n) for n in _split(args.workers)],
+        "seeds": args.seeds,
+        "targets": sorted(float(t) for t in _split(args.targets)),
+    }
+    if args.quick:
+        s.update(policies=list(QUICK_POLICIES), workers=[3], seeds=1,
+                 targets=[0.8, 0.85])  # fmt: skip
+    return s
+
+
+def _check(args: Any, s: dict[str, Any]) -> None:
+    from edgeps.policy import parse_policy
+
+    for p in s["policies"]:
+        parse_policy(p)
+    if not s["policies"] or not s["workers"] or not s["targets"]:
+        raise ValueError("need at least one policy, worker count and target")
+    if min(s["workers"]) < 2 or s["seeds"] < 1 or args.max_time <= 0:
+        raise ValueError("--workers must be >= 2, --seeds >= 1, --max-time > 0")
+    if not all(0 < t <= 1 for t in s["targets"]):
+        raise ValueError("--targets are accuracies in (0, 1]")
+
+
+def _edgeps(*args: str) -> list[str]:
+    return [sys.executable, "-m", "edgeps", *args]
+
+
+def _tail(path: Path) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-TAIL_LINES:])
+    except OSError:
+        return ""
+
+
+def _kill(proc: subprocess.Popen[bytes] | None) -> None:
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+        proc.wait(10)
+
+
+def disturbed_worker(n: int, seed: int) -> tuple[str, Any]:
+    """The worker id the ``disturbed`` scenario picks for the seed, and its bursts."""
+    from edgeps.workloads.scenarios import make_scenario
+
+    sc = make_scenario(SCENARIO, n, seed)
+    wid, prof = next((w, p) for w, p in sc.profiles.items() if p.bursts)
+    return wid, prof.bursts
+
+
+def run_once(url: str, job: str, n: int, run: PaperRun, args: Any,
+             targets: list[float], workdir: Path) -> PaperRun:  # fmt: skip
+    """One serve, ``n`` workers and the competitor; fills ``run`` in."""
+    from edgeps.lab import disturb
+    from edgeps.lab.bench.compression import Sniffer
+    from edgeps.workloads.scenarios import worker_ids
+
+    metrics = workdir / f"{job}.metrics.jsonl"
+    serve_err = workdir / f"{job}.serve.err"
+    wid_d, bursts = disturbed_worker(n, run.seed)
+    run.disturbed = wid_d
+    sniff = Sniffer(url, job)
+    clock = time.time() - time.monotonic()  # monotonic -> epoch
+    serve = None
+    workers: dict[str, subprocess.Popen[bytes]] = {}
+    handle = None
+    try:
+        with serve_err.open("wb") as se:
+            serve = subprocess.Popen(_edgeps(
+                "serve", "--broker", url, "--job", job, "--policy", run.policy,
+                "--dataset", args.dataset, "--model", args.model,
+                "--seed", str(run.seed), "--lr", str(args.lr),
+                "--optimizer", args.optimizer,
+                "--eval-interval", str(args.eval_interval), "--metrics-interval", "0.5",
+                "--metrics-out", str(metrics), "--target-accuracy", str(max(targets)),
+                "--max-time", str(args.max_time), "--json", "--quiet",
+            ), stdout=subprocess.PIPE, stderr=se)  # fmt: skip
+            for i, wid in enumerate(worker_ids(n)):
+                workers[wid] = subprocess.Popen(_edgeps(
+                    "worker", "--broker", url, "--job", job, "--id", wid,
+                    "--emulated", f"{args.dataset}:{i}/{n}", "--seed", str(run.seed),
+                    "--batch", str(args.batch), "--log-level", "warning",
+                ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+            # the competitor's clock starts with the workers, as the scenario's
+            handle = disturb.start(workers[wid_d].pid, schedule=bursts,
+                                   limit=args.max_time + 90)  # fmt: skip
+            try:
+                out, _ = serve.communicate(timeout=args.max_time + 60)
+            except subprocess.TimeoutExpired:
+                serve.kill()
+                out, _ = serve.communicate(timeout=10)
+                run.error = "serve did not end in --max-time + 60 s (killed)"
+        if not run.error and serve.returncode != 0:
+            run.error = f"serve exited {serve.returncode}"
+        if not run.error:
+            try:
+                summary = json.loads(out)
+            except ValueError:
+                run.error = "serve printed no JSON summary"
+            else:
+                _fill(run, summary, sniff, metrics, clock, n, targets)
+    finally:
+        if handle is not None:
+            handle.stop()
+        for p in workers.values():
+            if p.poll() is None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    p.wait(5 if not run.error else 0.1)
+            _kill(p)
+        _kill(serve)
+        sniff.close()
+    if run.error:
+        run.stderr_tail = _tail(serve_err)
+    return run
+
+
+def _fill(run: PaperRun, summary: dict[str, Any], sniff: Any, metrics: Path,
+          clock: float, n: int, targets: list[float]) -> None:  # fmt: skip
+    acc = summary.get("accuracy")
+    run.final_accuracy = float(acc) if isinstance(acc, (int, float)) else None
+    run.max_staleness = int(summary.get("max_staleness", 0))
+    run.stop_reason = str(summary.get("stop_reason", ""))
+    run.pushes = {w: int(v.get("accepted", 0))
+                  for w, v in summary.get("workers", {}).items()}  # fmt: skip
+    with sniff.lock:
+        t0, up, down = sniff.first_hello, sniff.update_bytes, sniff.host_bytes
+    if t0 is None:
+        run.error = "the broker client saw no HELLO"
+        return
+    run.bytes_per_worker = (up + down) / n
+    try:
+        snaps = read_metrics(metrics.read_text().splitlines())
+    except OSError:
+        snaps = []
+    start = t0 + clock
+    run.curve = accuracy_curve(snaps, start)
+    run.times = {target_key(t): time_to(run.curve, t) for t in targets}
+    run.idle_fraction = idle_fraction(snaps)
+    run.staleness = staleness_series(snaps, run.disturbed, start)
+
+
+def calibrated_step(args: Any, n: int) -> float:
+    """Seconds of one real step of the model at ``--batch``, for the simulator.
+
+    The median of 5 ``NativeTrainer.step`` calls (after one warm-up) in this
+    process on random data, times N / cores when N workers share fewer cores
+    (each then gets about cores / N of a CPU).
+    """
+    import numpy as np
+
+    from edgeps.kernels import ModelSpec
+    from edgeps.pyworker.localdata import LocalData
+    from edgeps.pyworker.trainer import NativeTrainer
+    from edgeps.runtime.model_forms import complete_model
+
+    spec = ModelSpec.parse(complete_model(args.model, 784, 10, (1, 28, 28)))
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((256, spec.n_features)).astype(np.float32)
+    y = rng.integers(0, 10, len(X)).astype(np.int32)
+    tr = NativeTrainer(spec, LocalData(X, y, "bench"), args.batch, 0)
+    tr.step()
+    took = []
+    for _ in range(5):
+        t = time.perf_counter()
+        tr.step()
+        took.append(time.perf_counter() - t)
+    cores = len(os.sched_getaffinity(0))
+    return sorted(took)[2] * max(1.0, n / cores)
+
+
+def simulate_run(run: PaperRun, n: int, step: float, args: Any,
+                 targets: list[float]) -> None:  # fmt: skip
+    """The simulator's prediction for ``run``: the same job, compute ``step`` s."""
+    from edgeps.sim.simulator import Simulator
+    from edgeps.sim.types import SimConfig
+
+    cfg = SimConfig(
+        policy=run.policy, scenario=SCENARIO, n_workers=n, seed=run.seed,
+        dataset=args.dataset, model=args.model, batch_size=args.batch,
+        lr=args.lr, optimizer=args.optimizer, eval_interval=args.eval_interval,
+        target_accuracy=max(targets), max_time=args.max_time,
+    )  # fmt: skip
+    sim = Simulator(cfg)
+    for w in sim.workers.values():  # the bursts stay, the base time is measured
+        w.profile = dataclasses.replace(w.profile, compute_time=step)
+    res = sim.run()
+    run.sim_times = {target_key(t): time_to(res.trace, t) for t in targets}
+    run.sim_final_accuracy = res.final_accuracy
+    run.sim_idle_fraction = res.idle_fraction
+    run.sim_max_staleness = res.max_staleness
+
+
+def measure(args: Any, s: dict[str, Any], progress: Any = None) -> dict[str, Any]:
+    """Every run on one private mosquitto: per worker count, runs and rows."""
+    from edgeps.transport.broker import start_mosquitto
+
+    out: dict[str, Any] = {}
+    k = 0
+    with tempfile.TemporaryDirectory(prefix="edgeps-paper-") as tmp, \
+            start_mosquitto() as b:  # fmt: skip
+        for n in s["workers"]:
+            step = None if args.no_sim else calibrated_step(args, n)
+            runs = []
+            for seed in range(args.seed, args.seed + s["seeds"]):
+                for policy in s["policies"]:
+                    k += 1
+                    run = PaperRun(policy, seed)
+                    run_once(b.url, f"paper{k}", n, run, args, s["targets"], Path(tmp))
+                    if step is not None and not run.failed:
+                        simulate_run(run, n, step, args, s["targets"])
+                    runs.append(run)
+                    if progress is not None:
+                        progress(n, run)
+            out[str(n)] = {"step_s": step, "runs": runs,
+                           "rows": build_rows(runs, s["policies"],
+                                              s["targets"])}  # fmt: skip
+    return out
+
+
+def _note(n: int, run: PaperRun) -> None:
+    what = (f"FAILED: {run.error}" if run.failed else
+            ", ".join(f"t{k} {'-' if v is None else f'{v:.1f}'}"
+                      for k, v in run.times.items()))  # fmt: skip
+    print(f"  N={n} seed {run.seed} {run.policy}: {what}", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    s = settings(args)
+    started = time.monotonic()
+    try:
+        _check(args, s)
+        results = measure(args, s, progress=_note)
+    except (ValueError, OSError, RuntimeError) as exc:
+        print(f"edgeps bench paper: {exc}", file=sys.stderr)
+        return 2
+    wall = round(time.monotonic() - started, 1)
+    if args.plot:
+        from edgeps.lab.bench.paper_plot import plot
+
+        try:
+            plot(results, s, args.plot)
+        except (ImportError, OSError, ValueError) as exc:
+            print(f"edgeps bench paper: no plot: {exc}", file=sys.stderr)
+    lo = min(s["targets"])
+    if args.json:
+        config = {k: v for k, v in vars(args).items() if not k.startswith("_")}
+        config.update(s, scenario=SCENARIO)
+        body = {
+            n: {"step_s": r["step_s"], "rows": [x.to_dict() for x in r["rows"]],
+                "goals": ratios(r["rows"], lo),
+                "runs": [dataclasses.asdict(x) for x in r["runs"]]}
+            for n, r in results.items()
+        }  # fmt: skip
+        print(json.dumps({"config": config, "results": body, "wall_seconds": wall,
+                          "load": os.getloadavg()},
+                         default=lambda x: None))  # fmt: skip
+        return 0
+    for n, r in results.items():
+        step = "off" if r["step_s"] is None else f"{r['step_s'] * 1e3:.0f} ms/step"
+        print(f"\n{args.model} on {args.dataset}, {n} CPython workers on a real "
+              f"mosquitto, one disturbed (burst 2 s every 6 s, share 0.8); wall s "
+              f"from the first HELLO, medians of {s['seeds']} seed(s) (max "
+              f"{args.max_time:g} s); sim: the simulator, {step}")  # fmt: skip
+        print(table(r["rows"], s["targets"]))
+        g = ratios(r["rows"], lo)
+        bd, sd, pts = (("-" if v is None else f"{v:.2f}") for v in g.values())
+        print(f"at {lo:g}: BSP/DSP {bd}, best SSP/DSP {sd}, "
+              f"DSP - BSP final accuracy {pts} points")  # fmt: skip
+        for line in failure_lines(r["runs"]):
+            print(line)
+    print(f"\n{sum(len(r['runs']) for r in results.values())} runs in {wall:.0f} s "
+          f"wall, load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    return 0
