@@ -64,6 +64,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "edgeps.lab.bench.local",
         "local rounds on a real broker: bytes, seconds and joules per board",
     ),
+    "models": (
+        "edgeps.lab.bench.models",
+        "logistic, MLP and conv on the packaged datasets: accuracy, cost, board",
+    ),
 }
 
 
