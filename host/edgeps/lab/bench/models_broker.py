@@ -1,6 +1,7 @@
 """The sensors column of `edgeps bench models`: 8 emulated sensors on a real broker.
 
-A real `edgeps serve --dataset D --model SPEC --policy dsp` and `edgeps
+A real `edgeps serve --dataset D --model SPEC --policy dsp` (server-side Adam,
+lr 0.003) and `edgeps
 emulate --workers N --dataset D` (two processes, as `edgeps bench
 policies-broker` runs them) on a private mosquitto on 127.0.0.1, bounded by
 ``--max-time``; serve's JSON gives the held-out accuracy it ended with. The
@@ -17,6 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from edgeps.lab.bench.policies_broker import _stop, _tail
+
+
+LR = 0.003  # the server's Adam: SGD's default 0.1 diverges on the conv nets
 
 
 def _edgeps(*args: str) -> list[str]:
@@ -41,6 +45,7 @@ def sensors_run(
     serve_cmd = _edgeps(
         "serve", "--broker", url, "--job", job, "--policy", "dsp",
         "--dataset", dataset, "--model", spec, "--seed", str(seed),
+        "--optimizer", "adam", "--lr", str(LR),
         "--target-accuracy", str(target), "--max-time", str(max_time),
         "--json", "--quiet",
     )  # fmt: skip
