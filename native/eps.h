@@ -24,6 +24,7 @@ const char *eps_dispatch_target(void);
 }
 #endif
 
+#include "eps_conv.h"
 #include "eps_math.h"
 #include "eps_model.h"
 #include "eps_optim.h"

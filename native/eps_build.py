@@ -27,6 +27,7 @@ from cffi import FFI
 HERE = Path(__file__).resolve().parent
 SOURCES = [
     "eps.c",
+    "eps_conv.c",
     "eps_math.c",
     "eps_model.c",
     "eps_optim.c",

@@ -19,6 +19,17 @@ EPS_VARIANTS(EpsStatus, eps_model_loss_grad,
 EPS_VARIANTS(void, eps_model_forward,
              (const EpsModel *, const float *, const float *, int32_t, float *,
               float *))
+EPS_VARIANTS(EpsStatus, eps_net_loss_grad,
+             (const EpsNet *, const float *, const float *, int32_t, const int32_t *,
+              float *, float *, float *))
+EPS_VARIANTS(void, eps_net_forward,
+             (const EpsNet *, const float *, const float *, int32_t, float *, float *))
+EPS_VARIANTS(void, eps_net_layer_forward,
+             (const EpsNet *, int32_t, const float *, const float *, int32_t, float *,
+              float *))
+EPS_VARIANTS(void, eps_net_layer_backward,
+             (const EpsNet *, int32_t, const float *, const float *, const float *,
+              float *, int32_t, float *, float *, float *))
 EPS_VARIANTS(void, eps_sgd_step, (float *, const float *, int32_t, float))
 EPS_VARIANTS(void, eps_momentum_step,
              (float *, const float *, float *, int32_t, float, float))
@@ -59,6 +70,30 @@ EpsStatus eps_model_loss_grad(const EpsModel *m, const float *params, const floa
 void eps_model_forward(const EpsModel *m, const float *params, const float *x,
                        int32_t batch, float *out, float *scratch) {
     EPS_PICK(eps_model_forward)(m, params, x, batch, out, scratch);
+}
+
+EpsStatus eps_net_loss_grad(const EpsNet *net, const float *params, const float *x,
+                            int32_t batch, const int32_t *labels, float *grad,
+                            float *scratch, float *loss) {
+    return EPS_PICK(eps_net_loss_grad)(net, params, x, batch, labels, grad, scratch,
+                                       loss);
+}
+
+void eps_net_forward(const EpsNet *net, const float *params, const float *x,
+                     int32_t batch, float *out, float *scratch) {
+    EPS_PICK(eps_net_forward)(net, params, x, batch, out, scratch);
+}
+
+void eps_net_layer_forward(const EpsNet *net, int32_t layer, const float *params,
+                           const float *in, int32_t batch, float *out, float *scratch) {
+    EPS_PICK(eps_net_layer_forward)(net, layer, params, in, batch, out, scratch);
+}
+
+void eps_net_layer_backward(const EpsNet *net, int32_t layer, const float *params,
+                            const float *in, const float *out, float *dy,
+                            int32_t batch, float *grad, float *dx, float *scratch) {
+    EPS_PICK(eps_net_layer_backward)(net, layer, params, in, out, dy, batch, grad, dx,
+                                     scratch);
 }
 
 void eps_sgd_step(float *params, const float *grad, int32_t length, float lr) {

@@ -3,6 +3,7 @@
 #include "eps.h"
 #include "eps_math_inline.h"
 #include "eps_linalg.h"
+#include "eps_softmax.h"
 
 /* Widths from input to output; returns the number of layers. */
 static int32_t eps_sizes(const EpsModel *m, int32_t sizes[EPS_MAX_HIDDEN + 2]) {
@@ -161,28 +162,6 @@ EPS_INLINE void eps_forward_chunk(const EpsModel *m, const EpsPlan *p, const flo
         if (l + 1 < p->L) eps_activate(dst, rows * p->s[l + 1], m->activation);
         in = dst;
     }
-}
-
-/* Softmax rows in place via log-sum-exp; returns the summed cross-entropy
- * when labels are given, and then leaves (p - onehot) * inv_batch instead. */
-EPS_INLINE double eps_softmax_rows(float *z, int32_t rows, int32_t C, const int32_t *y,
-                               float inv_batch) {
-    double loss = 0.0;
-    for (int32_t i = 0; i < rows; i++) {
-        float *r = z + i * C;
-        float mx = r[0];
-        for (int32_t j = 1; j < C; j++) mx = r[j] > mx ? r[j] : mx;
-        float zy = y ? r[y[i]] : 0.0f, sum = 0.0f;
-        for (int32_t j = 0; j < C; j++) r[j] = eps_expf_inline(r[j] - mx);
-        for (int32_t j = 0; j < C; j++) sum += r[j];
-        float scale = (y ? inv_batch : 1.0f) / sum;
-        for (int32_t j = 0; j < C; j++) r[j] *= scale;
-        if (y) {
-            loss += (double)(eps_logf_inline(sum) - (zy - mx));
-            r[y[i]] -= inv_batch;
-        }
-    }
-    return loss;
 }
 
 /* Output gradient (scaled by inv_batch) in place of z; returns the summed loss. */

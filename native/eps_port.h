@@ -5,8 +5,9 @@
  * by a target pragma. eps_dispatch.c picks one per process from the CPU's
  * features, so a distributed build stays portable yet fast. EPS_FN(name)
  * gives each hot kernel its per-variant name. Define EPS_NO_DISPATCH (done
- * when a -march is chosen) or build for any other target to get one plain
- * set of functions, named as in the headers.
+ * when a -march is chosen) or EPS_PORTABLE, or build for any other target,
+ * to get one plain set of functions, named as in the headers (what a
+ * microcontroller build, or a copy of a few sources into a project, links).
  */
 #ifndef EPS_PORT_H
 #define EPS_PORT_H
@@ -33,7 +34,8 @@
 #define EPS_NO_CONTRACT_BODY
 #endif
 
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(EPS_NO_DISPATCH)
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(EPS_NO_DISPATCH) && \
+    !defined(EPS_PORTABLE)
 #define EPS_X86_DISPATCH 1
 #define EPS_DISPATCH_NAME "x86-64 avx2+fma|baseline"
 #else

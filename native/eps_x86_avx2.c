@@ -10,6 +10,7 @@
 
 #if defined(EPS_X86_DISPATCH)
 #pragma GCC target("avx2,fma")
+#include "eps_conv.c"
 #include "eps_model.c"
 #include "eps_optim.c"
 #include "eps_update.c"

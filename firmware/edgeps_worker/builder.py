@@ -32,6 +32,13 @@ ONCE = (
     "builder", "", "read_config", "builder", "", "build_source",
     "builder", "", "mqtt_buffers", "worker", "", "STAT_NAMES",
     "app", "", "build", "kernels", "", "KINDS",
+    "kernels", "", "net", "kernels", "", "n_params",
+    "conv", "ConvNet", "__init__", "conv", "", "plan", "conv", "", "parse_spec",
+    "conv", "", "n_params", "conv", "", "_layer", "conv", "", "_num",
+    # a training board predicts only after a restart, with the module reloaded
+    "conv", "ConvNet", "forward", "conv", "ConvNet", "predict_one",
+    "datafile", "", "load_csv", "datafile", "", "write_file",
+    "datafile", "", "open_source",
     # never run on a board: whole packets for benches and tests
     "mqtt_packets", "", "publish_packet", "mqtt_packets", "", "publish_into",
 )  # fmt: skip
@@ -71,6 +78,10 @@ def build_source(cfg, n_features, label_kind):
             raise ValueError(
                 "sensor module " + cfg["sensor"] + " with a read(xbuf) not found"
             ) from None
+        if cfg["model"].startswith("conv"):  # one sample a read: windows of them
+            from edgeps_worker.window import sensor_read
+
+            read = sensor_read(read, cfg["model"], cfg.get("stride", 0))
         src = SensorSource(read, n_features, cfg["capacity"], label_kind, cfg["seed"])
         src.fill(cfg["batch"])
         return src
@@ -179,7 +190,7 @@ def build(path, stop=None):
         from edgeps_worker import kernels, trainer
 
         try:
-            buffers = trainer.reserve(kernels.Model(model).n_params)
+            buffers = trainer.reserve(kernels.n_params(model))
         except ValueError:
             pass  # the validation below says what is wrong with the model
     cfg = read_config(path)
@@ -189,15 +200,25 @@ def build(path, stop=None):
     from edgeps_worker import kernels, trainer
 
     model = cfg["model"]
+    n_features = kernels.parse_spec(model)[1][0]
+    if model.startswith("conv"):  # its network needs none of the dense kernels
+        kernels = None
+        unload("kernels")
+        gc.collect()
     net = trainer.KernelTrainer(
         model,
-        build_source(cfg, kernels.parse_spec(model)[1][0], trainer.label_kind(model)),
+        build_source(cfg, n_features, trainer.label_kind(model)),
         cfg["batch"],
         buffers,
     )
+    hook = getattr(net.source, "set_classes", None)
+    if hook is not None:
+        # a CSV's text labels: the WELCOME's class names renumber them
+        net.set_classes = hook  # pyright: ignore[reportAttributeAccessIssue]
+    hook = None
     # each module's once code goes before the next modules load: the start-up
     # peak is then lower than with everything loaded at once
-    shed(("trainer", "kernels", "data", "ring", "builder"))
+    shed(("trainer", "kernels", "conv", "data", "ring", "datafile", "builder"))
     from edgeps_worker import worker
 
     # the worker before its transport: its attribute table (47 slots, 752 B)

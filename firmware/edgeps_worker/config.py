@@ -69,7 +69,7 @@ def validate(raw, board=False):
     # strings, which are not interned, so a training board's heap keeps none
     # of these names (a short str constant, a key of KEYS or a global's name
     # would stay there for good)
-    extra = "mode model_file period_ms on_done fetch".split()
+    extra = "mode model_file period_ms on_done fetch stride".split()
     for key in raw:
         if not isinstance(key, str) or (
             key not in KEYS and key[:1] != "_" and key not in extra
@@ -110,6 +110,9 @@ def validate(raw, board=False):
     v = raw.get(extra[2])
     if v is not None and (type(v) is not int or not 0 <= v <= 3600000):
         problems.append("period_ms must be an int in [0, 3600000]")
+    v = raw.get(extra[5])  # a conv1d sensor board's samples between windows
+    if v is not None and (type(v) is not int or not 1 <= v <= 1 << 20):
+        problems.append("stride must be an int in [1, 1048576]")
     for i, values in ((3, "predict keep stop"), (4, "missing always never")):
         values = values.split()
         if raw.get(extra[i], values[0]) not in values:

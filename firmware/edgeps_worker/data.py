@@ -49,7 +49,12 @@ class FileSource:
     """Samples of a binary EPSD file, read row by row on demand."""
 
     def __init__(self, path, seed=1):
-        self.f = open(path, "rb")
+        try:
+            self.f = open(path, "rb")
+        except OSError as exc:
+            if exc.args and exc.args[0] == 2:  # ENOENT: say which file
+                raise ValueError("data file not found: " + path) from None
+            raise
         head = self.f.read(HEADER_LEN)
         if len(head) != HEADER_LEN:
             self.f.close()
@@ -57,7 +62,9 @@ class FileSource:
         magic, version, kind, nf, ns = struct.unpack(HEADER, head)
         if magic != MAGIC or version != 1 or kind not in (0, 1) or nf < 1:
             self.f.close()
-            raise ValueError(path + ": not an EPSD v1 data file")
+            raise ValueError(
+                path + ": not an EPSD v1 data file (a CSV needs a .csv name)"
+            )
         self.f.seek(0, 2)
         size = self.f.tell()
         self.row_bytes = 4 * (nf + 1)

@@ -1,45 +1,73 @@
 """Data files for a worker: CSV into a ring buffer, EPSD writer, open by file name.
 
-CSV: one sample per line, features then the label last, '#' starts a comment.
+CSV: one sample per line, features then the label last, '#' starts a comment,
+an optional header row, labels class ids or class names (``csvtext`` has the
+rules, shared with inference mode's CSV rows).
 The EPSD binary format is described in ``data``.
 """
 
 import struct
 
+from edgeps_worker import unload
 from edgeps_worker.data import HEADER, LABEL_INT, MAGIC, FileSource
 from edgeps_worker.ring import RingBuffer
 
 
+class CsvRing(RingBuffer):
+    """A ring of a CSV's rows. Text labels get ids in the order first seen;
+    ``set_classes`` renumbers them to the job's class names (its WELCOME), and
+    a job that names none takes them in sorted order, as the host worker does."""
+
+    classes = None  # the names of the label ids, when the labels were text
+    mapped = True
+    path = ""  # the file, for messages
+
+    def set_classes(self, names):
+        """The job's class names (bytes, one per line; None: sorted names);
+        ValueError when a label of this file is not one of them."""
+        have = self.classes
+        if have is None or names is None and self.mapped:
+            return
+        job = sorted(have) if names is None else bytes(names).decode().split("\n")
+        missing = [c for c in have if c not in job]
+        if missing:
+            raise ValueError(
+                self.path + ": labels " + ", ".join(missing)
+                + " are not among the job's classes " + ", ".join(job)
+            )  # fmt: skip
+        remap = [job.index(c) for c in have]
+        y = self.y
+        for i in range(self.size):
+            y[i] = remap[y[i]]
+        self.classes, self.mapped = job, True
+
+    def draw(self, n):
+        if not self.mapped:
+            self.set_classes(None)
+        return RingBuffer.draw(self, n)
+
+    def batch(self, X, y, n):
+        if not self.mapped:
+            self.set_classes(None)
+        return RingBuffer.batch(self, X, y, n)
+
+    rows = batch
+
+
 def load_csv(path, n_features, capacity, label_kind=LABEL_INT, seed=1):
-    """Read a CSV file into a RingBuffer (the last ``capacity`` rows are kept)."""
-    ring = RingBuffer(capacity, n_features, label_kind, seed)
-    row = [0.0] * n_features
-    with open(path) as f:
-        lineno = 0
-        for line in f:
-            lineno += 1
-            line = line.strip()
-            if not line or line[0] == "#":
-                continue
-            cells = line.split(",")
-            if len(cells) != n_features + 1:
-                raise ValueError(
-                    path
-                    + ":"
-                    + str(lineno)
-                    + ": expected "
-                    + str(n_features + 1)
-                    + " values"
-                )
-            try:
-                for i in range(n_features):
-                    row[i] = float(cells[i])
-                label = int(cells[-1]) if label_kind == LABEL_INT else float(cells[-1])
-            except ValueError:
-                raise ValueError(path + ":" + str(lineno) + ": not a number") from None
-            ring.add(row, label)
-    if ring.size == 0:
-        raise ValueError(path + ": no samples")
+    """Read a CSV file (``csvtext``'s rules: features, then the label last)
+    into a CsvRing; the last ``capacity`` rows are kept."""
+    # the ring's arrays first, while the heap is unfragmented; the reader's
+    # code after, and off the heap again once the file is read
+    ring = CsvRing(capacity, n_features, label_kind, seed)
+    ring.path = path
+    from edgeps_worker import csvtext
+
+    try:
+        csvtext.fill(ring, path)
+    finally:
+        csvtext = None
+        unload("csvtext")
     return ring
 
 

@@ -70,8 +70,11 @@ def fetcher(*args, **kw):
 
 def n_params(spec):
     """Parameters of a model spec: each dense layer's W and b."""
+    from edgeps_worker.kernels import n_params as count
     from edgeps_worker.kernels import parse_spec
 
+    if spec.startswith("conv"):  # its layers are not a list of dense sizes
+        return count(spec)
     sizes = parse_spec(spec)[1]
     return sum(sizes[i] * sizes[i + 1] + sizes[i + 1] for i in range(len(sizes) - 1))
 
@@ -83,7 +86,9 @@ def fetch(transport, spec, job, wid, path, key=None, stop=None, log=None,
     ``params``: the buffer the release lands in (an array('f') of the
     model's size, taken early on a board); ``opts``: the Worker's timing and
     size keywords."""
-    h = Holder(spec, n_params(spec), params)
+    # a board's buffer is the model's size already: its n_params would load
+    # the kernels (and blockfp) again, for the whole join
+    h = Holder(spec, n_params(spec) if params is None else len(params), params)
     w = fetcher(transport, h, job, wid, key=key, stop=stop, log=log, **opts)
     reason = w.run()
     if reason == "done":  # the job ended first: its final release, when whole
@@ -112,7 +117,7 @@ def board(cfg, have):
     # loads into the same hole once it is written); the kernels, which the
     # config's check loaded, come back with the model
     n = n_params(cfg["model"])
-    for name in ("kernels", "blockfp"):
+    for name in ("kernels", "blockfp", "conv", "convk"):
         unload(name)
     gc.collect()
     params = array("f", range(n))
@@ -134,7 +139,10 @@ def board(cfg, have):
             release_timeout_ms=cfg["release_timeout_ms"], mem_probe=probe,
         )  # fmt: skip
     finally:
-        # the join's code is not used again: off the heap before the model loads
+        # the join's code is not used again: off the heap before the model
+        # loads; the client, kept to publish, lets go of the worker (its
+        # early hook) and with it of the release buffer
+        client.payload_views = True
         params = None
         for name in ("worker", "worker_link", "params_sink", "wire",
                      "release_round", "codec_read", "local_round", "keep"):  # fmt: skip
@@ -143,6 +151,8 @@ def board(cfg, have):
     if reason == FETCHED:
         print("edgeps infer: fetched job " + cfg["job"] + "'s model into "
               + cfg["model_file"])  # fmt: skip
+        if not key:  # anyone who can publish on the broker could have sent it
+            print("edgeps infer: the model came unsigned: set hmac_key")
     elif reason != "stopped":
         raise ValueError("job " + cfg["job"] + " gave no model: " + reason)
     return client

@@ -4,7 +4,7 @@
 flash (``model_file``, written by ``edgeps export --format micropython``);
 each reading of the config's sensor module (the ``read(xbuf)`` the trainer
 uses; a reading whose read returns None is skipped), or each row of an EPSD
-``data`` file in order, is predicted. Every prediction is printed (with
+or CSV ``data`` file in order, is predicted. Every prediction is printed (with
 ``verbose``) and, when a broker is configured, published with QoS 0 as
 JSON ``{"id", "class", "value"}`` on ``edgeps/<job>/pred/<id>`` (PROTOCOL.md,
 "Topics"). The broker is optional: a board with no host in reach predicts
@@ -33,7 +33,7 @@ def topic_pred(job, wid):
     return "edgeps/" + job + "/pred/" + wid
 
 
-class Rows:
+class EpsdRows:
     """The rows of an EPSD file in order, as a sensor's ``read(xbuf)``."""
 
     def __init__(self, path, n_features):
@@ -90,8 +90,17 @@ class Inference:
                 raise ValueError(
                     "sensor module " + cfg["sensor"] + " with a read(xbuf) not found"
                 ) from None
+            if net.spec.startswith("conv"):  # one sample a read: a window a stride
+                from edgeps_worker.window import sensor_read
+
+                self.read = sensor_read(self.read, net.spec, cfg.get("stride", 0))
         else:
-            self.rows = Rows(cfg["data"], net.n_features)
+            path = cfg["data"]
+            if path.endswith(".csv"):  # its reader loads only then
+                from edgeps_worker.csvtext import CsvRows as Rows
+            else:
+                Rows = EpsdRows
+            self.rows = Rows(path, net.n_features)
             self.read = self.rows.read
         self.x = array("f", range(net.n_features))
         self.stats = {"predictions": 0, "skipped": 0, "published": 0}

@@ -25,6 +25,7 @@ import json
 import os
 import struct
 import sys
+from binascii import crc32
 
 from edgeps_worker import unload
 
@@ -61,7 +62,8 @@ def model_of(w):
 
 
 def save(path, spec, names, params, scale=None):
-    """Write a model file: ``params`` (n float32), ``scale`` (2 x n_features
+    """Write a model file: ``params`` (n float32, or a ``local_round.Anchor``),
+    ``scale`` (2 x n_features
     float32, as an array or the WELCOME's bytes, or None), ``names`` (bytes,
     one name a line, or None). Written to ``path`` + ".new" first, then
     renamed over it: a reset while writing leaves the old file whole."""
@@ -73,17 +75,22 @@ def save(path, spec, names, params, scale=None):
     tmp = path + ".new"
     with open(tmp, "wb") as f:
         spec_b = spec.encode()
-        f.write(struct.pack(HEADER, b"EPSM", 1, 1 if scale is not None else 0,
-                            len(spec_b), n, nf, len(parts)))  # fmt: skip
-        f.write(spec_b)
+        # version 2: a CRC-32 of every byte follows them (predict.Model checks it)
+        crc = _put(f, struct.pack(HEADER, b"EPSM", 2, 1 if scale is not None else 0,
+                                  len(spec_b), n, nf, len(parts)), 0)  # fmt: skip
+        crc = _put(f, spec_b, crc)
         for p in parts:
             if len(p) > 255:
                 raise ValueError("class names must be at most 255 bytes")
-            f.write(bytes((len(p),)))
-            f.write(p)
-        f.write(params)  # float32: little-endian on boards and hosts alike
+            crc = _put(f, bytes((len(p),)), crc)
+            crc = _put(f, p, crc)
+        # float32: little-endian on boards and hosts alike; a local round's
+        # anchor is in pieces
+        for part in getattr(params, "parts", (params,)):
+            crc = _put(f, memoryview(part), crc)
         if scale is not None:
-            f.write(scale)
+            crc = _put(f, scale, crc)
+        f.write(struct.pack("<I", crc & 0xFFFFFFFF))
     try:
         os.rename(tmp, path)  # replaces path (MicroPython's VFS, POSIX)
     except OSError:
@@ -91,7 +98,15 @@ def save(path, spec, names, params, scale=None):
         os.rename(tmp, path)
 
 
+def _put(f, data, crc):
+    f.write(data)
+    return crc32(data, crc)
+
+
 def _features(spec):
+    if spec.startswith("conv"):  # conv1d:<C>x<L>-...: a window of C * L floats
+        c, n = spec.split(":")[1].split("-")[0].split("x")[:2]
+        return int(c) * int(n)
     return int(spec.split(":")[1].replace("x", "-").split("-")[0])
 
 

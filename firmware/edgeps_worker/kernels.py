@@ -28,7 +28,12 @@ ROWS = 4  # rows per chunk of a batch: scratch is ROWS * (sum of layer widths) f
 
 
 def parse_spec(text):
-    """Parse "linear:8", "logistic:32", "softmax:64x10", "mlp:64-32-10[:tanh]"."""
+    """Parse "linear:8", "logistic:32", "softmax:64x10", "mlp:64-32-10[:tanh]";
+    a "conv1d:..." spec is parsed by ``edgeps_worker.conv`` (loaded only then)."""
+    if isinstance(text, str) and text.startswith("conv"):
+        from edgeps_worker import conv
+
+        return conv.parse_spec(text)
     if not isinstance(text, str) or ":" not in text:
         raise ValueError("model spec must look like kind:sizes, got " + repr(text))
     parts = text.split(":")
@@ -54,6 +59,24 @@ def parse_spec(text):
     if want == 1:
         sizes.append(1)
     return kind, sizes, act
+
+
+def net(spec, batch=ROWS):
+    """The kernels of ``spec``: a conv network (``edgeps_worker.conv``) or a Model."""
+    if spec.startswith("conv"):
+        from edgeps_worker.conv import ConvNet
+
+        return ConvNet(spec, batch)
+    return Model(spec, batch)
+
+
+def n_params(spec):
+    """Parameters of ``spec``, without a conv network's scratch."""
+    if spec.startswith("conv"):
+        from edgeps_worker import conv
+
+        return conv.n_params(spec)
+    return Model(spec).n_params
 
 
 def _softmax(z, o, n, scale):

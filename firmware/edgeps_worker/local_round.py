@@ -4,16 +4,48 @@ Loaded only by a job whose WELCOME carries them (PROTOCOL.md, "WELCOME"),
 so a board of a job without them carries none of this code. ``card``
 takes them from the WELCOME. ``run`` keeps
 the released parameters in one more parameter-sized buffer (the *anchor*,
-taken once and kept), takes plain SGD steps at the job's lr on the
-trainer's own parameter buffer, and leaves ``anchor - params`` (what the PS
-applies as a pseudo-gradient) in the gradient buffer, where ``encode_grad``
-finds it. ``set_scale`` puts a ``Scaled`` source in front of the trainer's.
+taken once and kept, in pieces of ``PIECE`` floats: a heap that training
+left fragmented has no hole for one n_params array), takes plain SGD steps
+at the job's lr on the trainer's own parameter buffer, and leaves
+``anchor - params`` (what the PS applies as a pseudo-gradient) in the
+gradient buffer, where ``encode_grad`` finds it. ``set_scale`` puts a
+``Scaled`` source in front of the trainer's.
 """
 
 import gc
 from array import array
 
 from edgeps_worker import clock
+
+PIECE = 256  # floats per piece of the anchor (1 KB)
+
+
+class Anchor:
+    """n float32 in pieces of ``PIECE`` (``parts``): a copy of the release."""
+
+    def __init__(self, n):
+        self.parts = [array("f", bytes(4 * min(PIECE, n - o)))
+                      for o in range(0, n, PIECE)]  # fmt: skip
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def keep(self, p):
+        """Copy the n floats of ``p`` in."""
+        src, o = memoryview(p), 0
+        for part in self.parts:
+            m = len(part)
+            memoryview(part)[:] = src[o : o + m]
+            o += m
+
+    def delta(self, p, g):
+        """``g = anchor - p``, element by element."""
+        o = 0
+        for part in self.parts:
+            for i in range(len(part)):
+                g[o + i] = part[i] - p[o + i]
+            o += len(part)
 
 
 def card(w, head, body):
@@ -81,9 +113,8 @@ def run(t, h, epochs, seconds, lr):
     a = getattr(t, "anchor", None)
     if a is None:
         gc.collect()
-        a = t.anchor = array("f", bytes(4 * n))
-    for i in range(n):
-        a[i] = p[i]
+        a = t.anchor = Anchor(n)
+    a.keep(p)
     count = getattr(t.source, "count", None)
     h = plan(h, epochs, count() if count else 0, t.batch)
     t0 = clock.ticks_ms()
@@ -104,8 +135,7 @@ def run(t, h, epochs, seconds, lr):
             p[i] -= lr * g[i]
         if done:
             break
-    for i in range(n):
-        g[i] = a[i] - p[i]
+    a.delta(p, g)
     return (total / samples if samples else float("nan")), samples, k, g
 
 

@@ -42,6 +42,9 @@ class MQTTClient:
     payload_views: ``poll`` returns a message that was not queued with its
         payload as a view into the receive buffer, valid only until the next
         call to the client (a board then needs no second chunk-sized block).
+        A callable ``early(topic, view) -> bool`` instead also sees each
+        message read while the client waits for an ack, as a view, and the
+        queue keeps a copy only when it returns False.
     buffers: (send, receive) bytearrays a board allocated early, else the
         client allocates them; receive must hold ``max_packet + 5`` bytes.
     """
@@ -353,8 +356,12 @@ class MQTTClient:
                 return None
 
     def _incoming(self, first, body, direct):
-        # only a message poll hands out at once may stay a view of _rbuf
-        view = direct and self.payload_views and not self._queue
+        # only a message poll hands out at once may stay a view of _rbuf, and
+        # one read during an ack wait while payload_views is a callable, which
+        # sees it first and keeps it out of the queue when it used it
+        pv = self.payload_views
+        early = None if direct or pv is True or not pv else pv
+        view = early is not None or direct and pv and not self._queue
         msg = _p.parse_publish(first, body, not view)
         if msg is None:
             self.dropped += 1
@@ -364,6 +371,10 @@ class MQTTClient:
             payload = None
         if qos == 1:
             self._send(memoryview(_p.puback_packet(pid)))
+        if early is not None and payload is not None:
+            if early(topic, payload):
+                return
+            payload = bytes(payload)
         if len(self._queue) >= self.max_queue:
             self._queue.pop(0)
             self.dropped += 1

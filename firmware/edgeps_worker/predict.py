@@ -13,11 +13,17 @@ the board's own forward pass (``kernels_eval.Predictor``)::
 
 A linear model gives its value and the name "". A training board never
 imports this module.
+
+A version 2 file ends in a CRC-32 of its bytes, checked as they are read
+(no second pass, no copy); a version 1 file has none. Every fault (a damaged,
+truncated or inconsistent file, parameters that are not finite) is a
+ValueError naming the file.
 """
 
 import gc
 import struct
 from array import array
+from binascii import crc32
 
 MAGIC = b"EPSM"
 HEADER = "<4sBBHIHH"
@@ -29,42 +35,40 @@ def _floats(f, n):
     """n float32 read from file f into a new array('f'), with no copy in between."""
     a = array("f", range(n))  # sized from the range: no n-byte temporary
     if f.readinto(memoryview(a)) != 4 * n:
-        raise ValueError("model file ends early")
+        raise ValueError("it ends early")
+    for v in a:
+        if v != v or v - v != 0:  # NaN, or inf (inf - inf is NaN)
+            raise ValueError("its numbers are not all finite (NaN or inf)")
     return a
+
+
+def _read(f, n, crc):
+    b = f.read(n)
+    if len(b) != n:
+        raise ValueError("it ends early")
+    return b, crc32(b, crc)
 
 
 class Model:
     """A loaded model: spec, class names, parameters, scaler and scratch."""
 
     def __init__(self, path):
-        with open(path, "rb") as f:
-            head = f.read(HEADER_LEN)
-            if len(head) != HEADER_LEN:
-                raise ValueError(path + ": not an edgeps model file")
-            magic, version, flags, n_spec, n_params, nf, n_names = struct.unpack(
-                HEADER, head
-            )
-            if magic != MAGIC or version != 1:
-                raise ValueError(path + ": not an edgeps model file (EPSM v1)")
-            self.spec = f.read(n_spec).decode()
-            names = []
-            for _ in range(n_names):
-                names.append(f.read(f.read(1)[0]).decode())
-            self.names = names
-            # the largest block first, while the heap is least fragmented
-            gc.collect()
-            self.params = _floats(f, n_params)
-            self.mean = self.scale = None
-            if flags & FLAG_SCALER:
-                self.mean = _floats(f, nf)
-                self.scale = _floats(f, nf)
-        from edgeps_worker.kernels_eval import Predictor
+        try:
+            spec, names, params, mean, scale, nf = _load(path)
+            if spec.startswith("conv"):
+                from edgeps_worker.conv import ConvNet as Predictor
+            else:
+                from edgeps_worker.kernels_eval import Predictor
 
-        self.net = Predictor(self.spec, 1)
-        if self.net.n_params != n_params or self.net.n_features != nf:
-            raise ValueError(path + ": sizes do not match " + self.spec)
+            net = Predictor(spec, 1)
+            if net.n_params != len(params) or net.n_features != nf:
+                raise ValueError("sizes do not match " + spec)
+        except (ValueError, IndexError, UnicodeError) as exc:
+            raise ValueError(path + ": not a usable model file: " + str(exc)) from None
+        self.spec, self.names, self.net = spec, names, net
+        self.params, self.mean, self.scale = params, mean, scale
         self.n_features = nf
-        self.linear = self.spec.startswith("linear:")
+        self.linear = spec.startswith("linear:")
         self.x = array("f", range(nf))  # the scaled reading
 
     def predict(self, x):
@@ -85,6 +89,41 @@ class Model:
             return out, ""
         k = int(out)
         return k, self.names[k] if self.names else str(k)
+
+
+def _load(path):
+    """(spec, names, params, mean, scale, n_features) of a model file, its
+    checksum (version 2) checked along the way."""
+    with open(path, "rb") as f:
+        head, crc = _read(f, HEADER_LEN, 0)
+        magic, version, flags, n_spec, n_params, nf, n_names = struct.unpack(
+            HEADER, head
+        )
+        if magic != MAGIC or version not in (1, 2):
+            raise ValueError("not an edgeps model file (EPSM v1-v2)")
+        spec, crc = _read(f, n_spec, crc)
+        names = []
+        for _ in range(n_names):
+            n, crc = _read(f, 1, crc)
+            name, crc = _read(f, n[0], crc)
+            names.append(name.decode())
+        # the largest block first, while the heap is least fragmented
+        gc.collect()
+        params = _floats(f, n_params)
+        crc = crc32(params, crc)
+        mean = scale = None
+        if flags & FLAG_SCALER:
+            mean = _floats(f, nf)
+            scale = _floats(f, nf)
+            crc = crc32(scale, crc32(mean, crc))
+        tail = f.read(5)
+    if version == 2 and (
+        len(tail) != 4 or struct.unpack("<I", tail)[0] != crc & 0xFFFFFFFF
+    ):
+        raise ValueError("checksum mismatch: the file is damaged")
+    if version == 1 and tail:
+        raise ValueError("bytes after its end")
+    return spec.decode(), names, params, mean, scale, nf
 
 
 _default = None

@@ -13,7 +13,6 @@ import gc
 from array import array
 
 from edgeps_worker.data import LABEL_FLOAT, LABEL_INT
-from edgeps_worker.kernels import Model
 
 
 class KernelTrainer:
@@ -31,7 +30,13 @@ class KernelTrainer:
         "i8", 1 B a parameter, fits the board's heap; "f32", 4 B, exact)."""
         if batch < 1:
             raise ValueError("batch must be a positive integer")
-        self.net = Model(spec, batch)  # per-batch scratch taken once, here
+        # per-batch scratch taken once, here; a conv network needs none of the
+        # dense kernels, and no global here holds them (builder.build drops them)
+        if spec.startswith("conv"):
+            from edgeps_worker.conv import ConvNet as net
+        else:
+            from edgeps_worker.kernels import net
+        self.net = net(spec, batch)
         if buffers is None:
             buffers = reserve(self.net.n_params)
         self.params, self.grad = buffers

@@ -224,7 +224,30 @@ class Worker:
 
     def start_link(self):
         """Step API (run() is built on it): connect, subscribe, new session."""
+        if getattr(self.t, "payload_views", None) is True:
+            self.t.payload_views = self.early  # the board's client
         self._rare("start_link")  # worker_link.start_link
+
+    def early(self, topic, payload):
+        """A message read while the client waits for an ack (the job's final
+        release comes while the last UPDATE waits for its PUBACK): True when
+        it was a chunk of this worker's own F32 release, written into the
+        buffer now instead of queued as a copy. The chunk that completes a
+        release is left to the queue, so the release is used in order."""
+        if topic != self.down:
+            return False
+        try:
+            m = wire.decode(payload, self.key)
+        except wire.WireError:
+            return False
+        s = self.sink
+        n = m.chunk_count
+        own = (wire.PARAMS, 1, self.wid, self.job, len(s.view))
+        if (m.type, m.dtype, m.wid, m.job, m.total_len) != own or not self._ours(m):
+            return False
+        if (m.version, m.seq, n) == (s.version, s.seq, s.count):
+            n = s.left
+        return n > 1 and s.add(m) is None
 
     def run_timers(self):
         """Join once MODEL says running; heartbeat and release timeout when due."""

@@ -109,7 +109,12 @@ def _card(w, msg):
 
 
 def on_stop(w, reason):
-    w.note("stopped by the host: " + reason)
+    if reason[:6] == "model ":  # the job's model follows (PROTOCOL.md, STOP)
+        w.note("stopped by the host: the job trains " + reason[6:]
+               + ", this worker has " + w.trainer.model)  # fmt: skip
+        reason = "model"
+    else:
+        w.note("stopped by the host: " + reason)
     if reason == "duplicate_id":
         # another live process holds this id: ask twice more, then give up
         w.refused += 1

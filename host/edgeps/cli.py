@@ -80,7 +80,7 @@ def build_parser(
                 module.configure(p, argv=list(argv))
             else:
                 module.configure(p)
-            p.set_defaults(_run=module.run)
+            p.set_defaults(_run=module.run, _parser=p)
     return parser
 
 
@@ -96,7 +96,11 @@ def _selected_command(argv: Sequence[str]) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_selected_command(argv), argv)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # a subcommand's mistake gets that subcommand's usage, not the top one
+        own = getattr(args, "_parser", None) or parser
+        own.error(f"unrecognized arguments: {' '.join(extra)}")
     if getattr(args, "_run", None) is None:
         parser.print_help()
         return 2

@@ -193,9 +193,10 @@ def test_a_hello_that_finds_only_live_workers_is_refused() -> None:
     assert ps.rejected_unregistered == {"admission_full": 1}
 
 
-def test_another_process_cannot_take_a_joining_id_that_is_heard() -> None:
+def test_another_process_cannot_take_a_joining_id_that_proved_its_session() -> None:
     ps = make_server()
     ps.handle(Join("pi", 5, instance=1, nonce=3), 0.0)
+    ps.handle(Heartbeat("pi", 0, session=5), 0.5)
     refused = ps.handle(Join("pi", 6, instance=2, nonce=4), 1.0)
     taken = ps.handle(Join("pi", 7, instance=2, nonce=4), TIMEOUT + 2)
     assert refused == [Rejected("pi", 0, "duplicate_id")]

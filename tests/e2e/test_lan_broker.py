@@ -16,6 +16,7 @@ from edgeps.transport.broker import wait_listening
 
 from tests.conftest import free_port, mosquitto_path
 from tests.helpers.acl_clients import RecordingClient
+from tests.helpers.lan_dirs import lan_home  # noqa: F401 (a fixture)
 
 
 def _worker(url: str, wid: str, job_dir: Path) -> subprocess.Popen[str]:
@@ -32,11 +33,11 @@ def _worker(url: str, wid: str, job_dir: Path) -> subprocess.Popen[str]:
 @pytest.mark.integration
 @pytest.mark.skipif(mosquitto_path() is None, reason="mosquitto is not installed")
 def test_a_lan_job_trains_its_boards_and_refuses_anonymous_clients(
-    tmp_path: Path,
+    lan_home: Path,  # noqa: F811
 ) -> None:
     # Prepare: serve starts its LAN broker (on loopback) for two boards
     port = free_port()
-    job_dir = tmp_path / "lan-job"
+    job_dir = lan_home / "lan-job"
     url = f"mqtt://127.0.0.1:{port}"
     serve = subprocess.Popen(
         [sys.executable, "-m", "edgeps", "serve", "--lan", "--listen",

@@ -259,6 +259,7 @@ def test_inference_board_fetches_the_model_of_a_running_serve_with_keys(
     assert board.returncode == 0, text
     assert "dropped message: wire:hmac" in text
     assert "fetched job fetch's model into model.bin" in text
+    assert "came unsigned" not in text  # it holds its key
     kept = mpy_export.read(tmp_path / "model.bin")
     assert np.array_equal(kept.params, load_checkpoint(tmp_path / "job.npz").params)
     assert kept.card.classes == tuple(NAMES) and kept.card.scaler is not None

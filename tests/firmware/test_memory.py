@@ -37,7 +37,10 @@ MODELS = {
     "logistic:30": ("breast_cancer", HEAP_ARG),
     "linear:64": ("digits", HEAP_ARG),
 }
-# the MLP worker's peak must not grow back: 79,488-79,552 B measured in 96K
+# the MLP worker's peak must not grow back: 79,616-79,680 B measured in 96K with the
+# worker's early hook (a chunk of its own release read during an ack wait is
+# written, not queued as a copy: the job's final release no longer adds up to
+# 11 KB at the end of a run), 79,488-79,552 B before it,
 # under protocol v3 (host/BENCHMARKS.md, "Board memory"; 79,168-79,328 B under
 # v2, without UPDATE's steps and WELCOME's head; 79,232-79,360 B before the
 # link steps used the worker's public state, 80,000-80,128 B before HELLO/BYE moved to
@@ -50,7 +53,7 @@ MODELS = {
 # F16/I8 jobs, see test_codec_memory), 88,736-88,864 B under protocol v2
 # (87,840 B under v1; 104.6 KB before the board image was trimmed to what it
 # runs, 94,720 B before the builder, -O3 .mpy files and 4-row chunks)
-MLP_PEAK_LIMIT = 79_600
+MLP_PEAK_LIMIT = 79_744
 
 
 def compile_firmware(out: Path) -> Path:
@@ -127,8 +130,9 @@ def _run_board(model, heap_arg, micropython, mosquitto, tmp_path, extra=()):
 
 # local rounds (serve --local-steps 8) cost the board one more parameter-sized
 # buffer, the anchor: n_params x 4 B (9,640 B for the MLP), so the MLP needs a
-# larger heap than 96K; the others fit it
-LOCAL_HEAPS = {"mlp:64-32-10": "112K", "softmax:64x10": "96K", "logistic:30": "96K"}
+# larger heap than 96K; the others fit it. Taken in 1 KB pieces it fits the
+# MLP in 104K (one 9,640 B array needed 112K: 104K failed on it)
+LOCAL_HEAPS = {"mlp:64-32-10": "104K", "softmax:64x10": "96K", "logistic:30": "96K"}
 
 
 @pytest.mark.slow

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -13,7 +14,7 @@ from edgeps.workloads.datasets import load_dataset, partition_iid
 from edgeps_worker import datafile
 
 from tests.conftest import FIRMWARE
-from tests.helpers.fw_host import Started, write_worker_config
+from tests.helpers.fw_host import PushWatch, Started, write_worker_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.firmware]
 MPY_ENV = dict(os.environ, MICROPYPATH=f"{FIRMWARE}:.frozen")
@@ -74,8 +75,27 @@ def start_board_and_cpython_workers(
     finds the job done (the CPython workers alone reach the target in about
     a second) and the board waits for the job's next run until it is killed.
     """
+    board = start_board(micropython, cfg, tmp_path, timeout)
+    try:
+        return board, start_cpython_workers(port, job, timeout)
+    except BaseException:
+        board.kill()
+        raise
+
+
+def start_board(micropython: str, cfg, tmp_path, timeout: float = 90) -> Started:
+    """The board (main.py on ``cfg``, verbose), waited for until it is subscribed."""
     board = Started([micropython, str(FIRMWARE / "main.py"), str(cfg)], env=MPY_ENV,
                     cwd=tmp_path)  # fmt: skip
+    if not board.wait_for("mpy-1: connected", timeout):
+        board.kill()
+        raise AssertionError(f"not ready in {timeout} s:\n{board.output}")
+    return board
+
+
+def start_cpython_workers(port: int, job: str, timeout: float = 90) -> list[Started]:
+    """py-1 and py-2 (`edgeps worker` on digits shards 1 and 2 of 4), waited for
+    until they are done loading (numpy, their data) and about to subscribe."""
     worker = [sys.executable, "-m", "edgeps", "worker", "--broker",
               f"mqtt://127.0.0.1:{port}", "--job", job, "--batch", "16",
               "--log-level", "info"]  # fmt: skip
@@ -83,23 +103,30 @@ def start_board_and_cpython_workers(
         Started([*worker, "--id", f"py-{i}", "--emulated", f"digits:{i}/4"])
         for i in (1, 2)
     ]
-    ready = [(board, "mpy-1: connected")]
-    ready += [(p, "local samples") for p in cpython]
-    for proc, text in ready:
-        if not proc.wait_for(text, timeout):
-            for p in [board, *cpython]:
+    for proc in cpython:
+        if not proc.wait_for("local samples", timeout):
+            for p in cpython:
                 p.kill()
             raise AssertionError(f"not ready in {timeout} s:\n{proc.output}")
-    return board, cpython
+    return cpython
 
 
 def run_mixed_job(
-    micropython: str, mosquitto, tmp_path, job: str, *serve_args: str
-) -> tuple[int, str, dict, str]:
+    micropython: str, mosquitto, tmp_path, job: str, *serve_args: str,
+    board_first: bool = False,
+) -> tuple[int, str, dict, str]:  # fmt: skip
     """The board (digits shard 0 of 4) and two CPython workers (shards 1, 2),
     all ready, then `edgeps serve` on the digits MLP with ``serve_args`` to a
     target of 0.9 within 150 s: (board's exit code, its output, serve's JSON
-    summary, serve's stderr). Every process is killed at the end."""
+    summary, serve's stderr). Every process is killed at the end.
+
+    ``board_first``: the CPython workers, ready, are paused (SIGSTOP) until
+    the board has pushed once, as Pis that come online after the board. A
+    synchronous policy (fedavg, bsp) waits only for workers that have pushed
+    (serve admits a newcomer on its first push), and two CPython workers
+    reach the target in half a second, before a board's first round of local
+    steps is done: started together, the board is in none of the rounds.
+    """
     write_board_data(tmp_path, 0)
     cfg = write_worker_config(
         tmp_path, mosquitto.port, job=job, model="mlp:64-32-10", batch=16,
@@ -108,8 +135,13 @@ def run_mixed_job(
     board, cpython = start_board_and_cpython_workers(
         micropython, cfg, tmp_path, mosquitto.port, job
     )
+    watch = None
     serve = None
     try:
+        if board_first:
+            for p in cpython:
+                os.kill(p.proc.pid, signal.SIGSTOP)
+            watch = PushWatch(mosquitto.port, job, "mpy-1")
         serve = subprocess.Popen(
             [sys.executable, "-m", "edgeps", "serve", "--broker",
              f"mqtt://127.0.0.1:{mosquitto.port}", "--job", job, "--dataset",
@@ -117,9 +149,16 @@ def run_mixed_job(
              "--target-accuracy", "0.9", "--max-time", "150", "--quiet", "--json"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
+        if watch is not None:
+            pushed = watch.pushed.wait(90)
+            for p in cpython:
+                os.kill(p.proc.pid, signal.SIGCONT)
+            assert pushed, f"the board never pushed:\n{board.output}"
         code, text = board.finish(timeout=200)
         out, err = serve.communicate(timeout=60)
     finally:
+        if watch is not None:
+            watch.close()
         for p in [board, *cpython]:
             p.kill()
         if serve is not None and serve.poll() is None:

@@ -161,6 +161,38 @@ class MiniPS:
         return False
 
 
+class PushWatch:
+    """Watches one worker's up topic on the broker: has it pushed an UPDATE?"""
+
+    def __init__(self, port: int, job: str, worker_id: str) -> None:
+        self.topic = wire.topic_up(job, worker_id)
+        self.subscribed = threading.Event()
+        self.pushed = threading.Event()
+        self.client = mqtt.Client(
+            CallbackAPIVersion.VERSION2, client_id=f"watch-{worker_id}"
+        )
+        self.client.on_connect = lambda c, *_: c.subscribe(self.topic, qos=0)
+        self.client.on_subscribe = lambda *_: self.subscribed.set()
+        self.client.on_message = self._on_message
+        self.client.connect("127.0.0.1", port, keepalive=10)
+        self.client.loop_start()
+        if not self.subscribed.wait(10):
+            self.close()
+            raise AssertionError(f"could not subscribe to {self.topic}")
+
+    def _on_message(self, client, userdata, message) -> None:
+        try:
+            msg = wire.decode(message.payload)
+        except wire.WireError:
+            return
+        if msg.type == wire.UPDATE:
+            self.pushed.set()
+
+    def close(self) -> None:
+        self.client.loop_stop()
+        self.client.disconnect()
+
+
 class Started:
     """A process whose output (stdout and stderr) a thread reads line by line,
     so a test can wait until the process says it is ready."""

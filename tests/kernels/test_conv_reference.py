@@ -149,3 +149,11 @@ def test_a_conv_form_on_rows_says_what_data_it_needs() -> None:
         complete_model("conv1d", 40, 10)
     with pytest.raises(ValueError, match="needs images"):
         complete_model("lenet5", 40, 10, (1, 40))
+
+
+def test_a_full_conv_spec_takes_rows_of_its_window_size() -> None:
+    # a full spec names its input shape: rows of C*L floats need no window shape
+    text = "conv1d:3x64-c16k5p2-m2-6"
+    assert complete_model(text, 192, 6) == text
+    with pytest.raises(ValueError, match="needs windows"):
+        complete_model("conv1d:c16k5p2-m2", 192, 6)

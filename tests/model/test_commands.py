@@ -115,3 +115,26 @@ def test_regression_model_reports_r2_and_mae(
     assert result["predictions"] == [0.0, 5.0, 2.0]
     assert result["mae"] == pytest.approx(0.5 / 3)
     assert 0.9 < result["r2"] < 1.0
+
+
+def test_predict_warns_when_an_extra_column_is_taken_as_the_labels(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Prepare: the model's 2 features and an extra column of ids, no label
+    ckpt, data, model, X, _ = _job(tmp_path)
+    extra = tmp_path / "extra.csv"
+    extra.write_text("".join(f"{a},{b},{i % 3}\n" for i, (a, b) in enumerate(X)))
+    # Execute
+    code = main(["predict", str(ckpt), "--data", str(extra)])
+    # Assert: it still scores, and says which column it took and how to say so
+    err = capsys.readouterr().err
+    assert code == 0
+    assert (
+        f"edgeps predict: warning: {extra} has 3 columns and the model takes 2 "
+        "features: the last column is taken as the labels" in err
+    )
+    assert "give the file a header row and --label NAME" in err
+    # the model's class names as labels, or --label: no warning
+    for args in ([], ["--label", "kind"]):
+        assert main(["predict", str(ckpt), "--data", str(data), *args]) == 0
+        assert "warning" not in capsys.readouterr().err

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import builtins
+import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -206,3 +208,36 @@ def test_writers_are_registered_by_name() -> None:
     assert {"onnx", "c", "json"} <= set(WRITERS)
     with pytest.raises(ValueError, match="unknown export format"):
         export(_model("logistic:5"), "tflite", "m.tflite")
+
+
+def test_c_header_builds_with_the_command_host_readme_gives(tmp_path: Path) -> None:
+    # Prepare: the repository's native/ and a main/ holding the export and a
+    # program that includes it, then the one gcc line of host/README.md
+    readme = (NATIVE.parent / "host" / "README.md").read_text()
+    found = re.search(r"`(gcc -DEPS_PORTABLE [^`]+)`", readme)
+    assert found, "host/README.md gives no gcc command for the C header"
+    shutil.copytree(NATIVE, tmp_path / "native")
+    (tmp_path / "main").mkdir()
+    model = _model("mlp:5-20-4")
+    X = _raw(6, 5).astype(np.float32)
+    export(model, "c", tmp_path / "main" / "job_model.h", {"job": "t"})
+    rows = "#define N_ROWS {}\nstatic const float rows[N_ROWS][5] = {{\n{}\n}};".format(
+        len(X), ",\n".join("{" + ", ".join(f"{v:.9g}f" for v in r) + "}" for r in X)
+    )
+    (tmp_path / "main" / "main.c").write_text(
+        DRIVER.format(name="job_model", P="JOB_MODEL", p="job_model", rows=rows,
+                      name_check="")
+    )  # fmt: skip
+    # Execute
+    build = subprocess.run(
+        shlex.split(found.group(1)),
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert build.returncode == 0, build.stderr
+    run = subprocess.run(
+        [str(tmp_path / "predict")], capture_output=True, text=True, timeout=30
+    )
+    # Assert
+    assert run.returncode == 0, run.stderr
+    classes = [int(line.split()[0]) for line in run.stdout.splitlines()]
+    assert classes == model.predict(X).tolist()

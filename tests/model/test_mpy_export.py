@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -51,10 +52,11 @@ def test_the_header_is_as_documented(tmp_path: Path) -> None:
     # Execute
     data = mpy_export.to_bytes(model)
     # Assert: magic, version, flags, spec length, n_params, n_features, names
-    assert struct.unpack_from("<4sBBHIHH", data) == (b"EPSM", 1, 1, 11, 18, 5, 3)
+    assert struct.unpack_from("<4sBBHIHH", data) == (b"EPSM", 2, 1, 11, 18, 5, 3)
     assert data[16:27] == b"softmax:5x3"
     assert data[27:36] == b"\x02c0\x02c1\x02c2"
-    assert len(data) == 36 + 4 * 18 + 2 * 4 * 5
+    assert len(data) == 36 + 4 * 18 + 2 * 4 * 5 + 4
+    assert struct.unpack("<I", data[-4:]) == (zlib.crc32(data[:-4]),)
     params = np.frombuffer(data, "<f4", 18, 36)
     np.testing.assert_array_equal(params, model.params)
 

@@ -3,7 +3,7 @@
  * Raspberry Pi's ISAs, runs it under qemu-user and compares the replies with
  * the numpy reference.
  *
- * usage: eps_driver info | model | optim | update | math
+ * usage: eps_driver info | model | net | optim | update | math
  *
  * Requests and replies are little-endian int32 / float32 / int8 / uint16
  * arrays, laid out per command below (the test writes and reads the same
@@ -103,6 +103,49 @@ static void run_model(void) {
     give(out, (size_t)batch * (size_t)n_out * sizeof(float));
 }
 
+/* net: i32 dims, in_shape[3], n_layers, then per layer i32 op, n_out, k,
+ * stride, pad, relu; i32 batch; f32 params[n_params]; f32 x[batch * n_in];
+ * i32 labels[batch].
+ * reply: i32 status; f32 loss; f32 grad[n_params]; f32 out[batch * classes] */
+static void run_net(void) {
+    EpsNet net;
+    memset(&net, 0, sizeof net);
+    net.dims = take_i32();
+    for (int i = 0; i < 3; i++) net.in_shape[i] = take_i32();
+    net.n_layers = take_i32();
+    if (net.n_layers < 1 || net.n_layers > EPS_NET_MAX_LAYERS) die("bad layer count");
+    for (int32_t l = 0; l < net.n_layers; l++) {
+        EpsLayer *ly = &net.layers[l];
+        ly->op = take_i32();
+        ly->n_out = take_i32();
+        ly->k = take_i32();
+        ly->stride = take_i32();
+        ly->pad = take_i32();
+        ly->relu = take_i32();
+    }
+    int32_t batch = take_length();
+    int32_t n_params = eps_net_n_params(&net), n_classes = eps_net_n_classes(&net);
+    if (n_params < 0 || batch < 1) die("invalid net or batch");
+    int32_t n_in = net.in_shape[0] * net.in_shape[1] * (net.dims == 2 ? net.in_shape[2] : 1);
+    float *params = take((size_t)n_params * sizeof(float));
+    float *x = take((size_t)batch * (size_t)n_in * sizeof(float));
+    int32_t *labels = take((size_t)batch * sizeof(int32_t));
+    int32_t n_scratch = eps_net_scratch_length(&net, batch);
+    float *scratch = alloc((size_t)n_scratch * sizeof(float));
+    float *grad = alloc((size_t)n_params * sizeof(float));
+    float *out = alloc((size_t)batch * (size_t)n_classes * sizeof(float));
+    float loss = 0.0f;
+    int32_t status = eps_net_check(&net, n_params, n_scratch, batch);
+    if (status == EpsOk) {
+        status = eps_net_loss_grad(&net, params, x, batch, labels, grad, scratch, &loss);
+        eps_net_forward(&net, params, x, batch, out, scratch);
+    }
+    give(&status, sizeof status);
+    give(&loss, sizeof loss);
+    give(grad, (size_t)n_params * sizeof(float));
+    give(out, (size_t)batch * (size_t)n_classes * sizeof(float));
+}
+
 /* optim: i32 length, t; f32 lr, momentum, beta1, beta2, eps; f32 params,
  * grad, velocity, m, v [length] each.
  * reply: f32 [length] each: sgd params; momentum params, velocity; adam
@@ -186,12 +229,14 @@ static void run_math(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 2) die("usage: eps_driver info|model|optim|update|math");
+    if (argc != 2) die("usage: eps_driver info|model|net|optim|update|math");
     const char *cmd = argv[1];
     if (strcmp(cmd, "info") == 0)
         printf("%s;running=%s\n", eps_build_info(), eps_dispatch_target());
     else if (strcmp(cmd, "model") == 0)
         run_model();
+    else if (strcmp(cmd, "net") == 0)
+        run_net();
     else if (strcmp(cmd, "optim") == 0)
         run_optim();
     else if (strcmp(cmd, "update") == 0)

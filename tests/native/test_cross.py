@@ -250,6 +250,46 @@ def test_model_kernels_match_numpy(driver: Driver, text: str, batch: int) -> Non
     np.testing.assert_allclose(out, want_out, rtol=1e-5, atol=1e-6)
 
 
+NET_SPECS = [
+    "conv1d:1x40-c16k5p2-m2-c16k5p2-m2-c16k5p2-m2-10",
+    "conv1d:3x17-c4k5s2p2-a2-c2k3-m2s1-4",
+    "conv2d:1x28x28-c6k5p2-m2-c16k5-m2-d120-d84-10",
+    "conv2d:3x11x13-c5k4s3p2-m3s1-a2-d20-d17-5",
+]
+_NET_OPS = {"conv": 0, "maxpool": 1, "avgpool": 2, "dense": 3}
+
+
+@pytest.mark.parametrize("text", NET_SPECS)
+@pytest.mark.parametrize("batch", [1, 37])
+def test_conv_net_kernels_match_numpy(driver: Driver, text: str, batch: int) -> None:
+    # Prepare
+    spec = ModelSpec.parse(text)
+    rng = np.random.default_rng(batch)
+    X = rng.standard_normal((batch, spec.n_features)).astype(np.float32)
+    y = rng.integers(0, spec.n_classes, batch).astype(np.int32)
+    p = spec.init_params(batch) + np.float32(0.01)
+    header = [len(spec.in_shape) - 1, *[*spec.in_shape, 0][:3], len(spec.ops)]
+    for op in spec.ops:
+        ly = op.layer
+        relu = int(ly.relu and ly.op in ("conv", "dense"))
+        header += [_NET_OPS[ly.op], ly.n_out, ly.k, ly.stride, ly.pad, relu]
+    request = pack(*header, batch, p, X, y)
+    # Execute
+    reply = Reply(driver.run("net", request))
+    status = int(reply.take(I32, 1)[0])
+    loss = float(reply.take(F32, 1)[0])
+    grad = reply.take(F32, spec.n_params)
+    out = reply.take(F32, batch * spec.n_classes)
+    # Assert
+    assert reply.done() and status == 0
+    want_loss, want_grad = NP.loss_and_grad(spec, p, X, y)
+    assert loss == pytest.approx(want_loss, rel=2e-5, abs=1e-6)
+    tol = 2e-5 * max(1.0, float(np.abs(want_grad).max()))
+    np.testing.assert_allclose(grad, want_grad, rtol=1e-4, atol=tol)
+    want_out = NP.forward(spec, p, X).reshape(-1)
+    np.testing.assert_allclose(out, want_out, rtol=1e-4, atol=1e-6)
+
+
 def test_optimizer_steps_match_numpy(driver: Driver) -> None:
     # Prepare
     rng = np.random.default_rng(6)

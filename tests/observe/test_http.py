@@ -243,3 +243,19 @@ def test_a_taken_port_is_a_clear_error(dashboard: Dashboard) -> None:
 
     with pytest.raises(RuntimeError, match="cannot listen"):
         Dashboard(f"{host}:{port}")
+
+
+def test_a_lingering_dashboard_says_the_job_is_done(dashboard: Dashboard) -> None:
+    # Prepare: the last snapshot of a run, taken while it was learning
+    import io
+    import threading
+
+    dashboard.publish({**RECORD, "state": "learning"})
+    stop = threading.Event()
+    stop.set()  # the linger itself is not what is tested
+    # Execute
+    dashboard.linger(120.0, stop, io.StringIO())
+    # Assert
+    state = json.loads(get(dashboard.url + "api/state")[2])
+    assert state["state"] == "done"
+    assert state["accuracy"] == RECORD["accuracy"] and len(state["history"]) == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import struct
 import subprocess
 import sys
@@ -195,3 +196,26 @@ def test_bad_output_paths(tmp_path: Path, name: str, capsys: Any) -> None:
 
     assert cli.main(["plot", str(path), "-o", str(tmp_path / name)]) == 2
     assert "-o" in capsys.readouterr().err
+
+
+def test_two_runs_appended_to_one_file_are_two_lines(tmp_path: Path) -> None:
+    # Prepare: the same --metrics-out file written by two runs in turn
+    path = tmp_path / "m.jsonl"
+    lines = []
+    for _ in range(2):
+        for i in range(4):
+            rec = {"elapsed": 1.0 + i, "policy": "dsp", "accuracy": 0.2 * i,
+                   "workers": {"w0": {"accepted": i, "state": "live"}}}  # fmt: skip
+            lines.append(json.dumps(rec) + "\n")
+    path.write_text("".join(lines))
+    # Execute
+    fig = run_figure(load_runs([str(path)]))
+    # Assert: two accuracy lines, each going forward in time
+    acc = fig.axes[0]
+    got = acc.get_lines()
+    assert [ln.get_label() for ln in got] == [
+        "dsp (run 1 of m.jsonl)", "dsp (run 2 of m.jsonl)"
+    ]  # fmt: skip
+    for ln in got:
+        xs = list(ln.get_xdata())
+        assert xs == sorted(xs) and len(xs) == 4

@@ -113,3 +113,29 @@ def test_a_file_with_no_snapshot_is_an_error(tmp_path: Path) -> None:
         load_run(path)
     with pytest.raises(FileNotFoundError):
         load_run(tmp_path / "missing.jsonl")
+
+
+def test_runs_appended_to_one_file_come_apart(tmp_path: Path) -> None:
+    # Prepare: two runs of serve --metrics-out into one file, then a third
+    # whose clock had not gone back but whose run id is another
+    path = tmp_path / "m.jsonl"
+    snaps = [(0.5, "dsp", None), (1.5, "dsp", None), (2.5, "dsp", None),
+             (0.4, "bsp", None), (1.4, "bsp", None),
+             (1.9, "bsp", 7), (2.9, "bsp", 7)]  # fmt: skip
+    path.write_text(
+        "".join(
+            json.dumps({"elapsed": t, "policy": pol, "workers": {}, "run": run}) + "\n"
+            for t, pol, run in snaps
+        )
+    )
+    # Execute
+    runs = load_runs([str(path)])
+    # Assert: three lines, each going forward in time, each with its own label
+    assert [len(r.records) for r in runs] == [3, 2, 2]
+    for r in runs:
+        xs, _ = r.series("elapsed")
+        assert xs == sorted(xs)
+    assert [r.label for r in runs] == [
+        "dsp (run 1 of m.jsonl)", "bsp (run 2 of m.jsonl)", "bsp (run 3 of m.jsonl)"
+    ]  # fmt: skip
+    assert load_run(path).records == runs[0].records

@@ -128,6 +128,7 @@ def test_infer_fetch_takes_a_running_jobs_model_and_refuses_a_forgery(
     # predicting every row; nothing pushed
     assert code == 0
     assert "dropped message: wire:hmac" in caplog.text
+    assert "fetched unsigned" not in caplog.text  # it held its key
     kept = mpy_export.read(model)
     assert np.array_equal(kept.params, load_checkpoint(tmp_path / "job.npz").params)
     assert kept.card.classes == tuple(NAMES) and kept.card.scaler is not None

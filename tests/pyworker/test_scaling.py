@@ -37,14 +37,27 @@ def _raw_csv(tmp_path: Path, name: str = "d.csv", offset: float = 500.0) -> Path
     return f
 
 
-def test_raw_file_is_warned_about_and_left_raw(
+def test_raw_file_is_warned_about_only_when_the_job_has_no_scaler(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    # Prepare: raw features, the documented way: the job's scaler applies
+    from edgeps.pyworker.trainer import NativeTrainer
+
     f = _raw_csv(tmp_path)
     with caplog.at_level(logging.WARNING, logger="edgeps.pyworker"):
         data = load_local(_args(f))
+        trainer = NativeTrainer(ModelSpec.parse("logistic:3"), data, batch=8)
+        scale = np.concatenate([data.X.mean(axis=0), 1 / data.X.std(axis=0)])
+        # Execute: a WELCOME with the job's scaler, then (another job) none
+        trainer.set_scale(scale.astype("<f4").tobytes())
+        with_scaler = caplog.text
+        trainer.set_scale(None)
+        trainer.set_scale(None)
+    # Assert: loaded raw, no word until a job without a scaler; then once
     assert looks_unscaled(data.X)
-    assert "look unscaled" in caplog.text and "--scale" in caplog.text
+    assert "look unscaled" not in with_scaler
+    assert caplog.text.count("look unscaled") == 1
+    assert "the job has no scaler" in caplog.text and "--scale" in caplog.text
 
 
 def test_scale_standardises_by_the_files_own_moments(

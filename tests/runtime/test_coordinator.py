@@ -252,7 +252,9 @@ def test_worker_with_another_model_is_refused_not_joined() -> None:
     assert coord.ingest.dropped == {"model_mismatch": 1}
     assert "w3" in coord.server.stats()
     (stop,) = link.decoded(wire.topic_down(JOB, "w1"))
-    assert (stop.type, stop.reason, stop.session) == (wire.STOP, "model", 1)
+    # the job's model follows the reason token, for the worker to say
+    want = f"model linear:{N - 1}"
+    assert (stop.type, stop.reason, stop.session) == (wire.STOP, want, 1)
     assert "w1" not in coord.server.stats()
 
 
@@ -261,6 +263,8 @@ def test_hello_of_another_process_is_stopped_as_duplicate_id() -> None:
     up = wire.topic_up(JOB, "w1")
     coord.handle(up, wire.encode_hello(JOB, "w1", 5, 50), 0.0)
     session = coord.peers.get("w1").session
+    # a heartbeat in the issued session proves the holder (a HELLO would not)
+    coord.handle(up, wire.encode_heartbeat(JOB, "w1", session, 0), 0.05)
 
     coord.handle(up, wire.encode_hello(JOB, "w1", 3, 30), 0.1)  # another process
 

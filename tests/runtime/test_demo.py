@@ -119,3 +119,24 @@ def test_the_demo_ends_on_the_next_steps() -> None:
     for needed in ("edgeps serve", "edgeps worker", "--data", "--dashboard",
                    "host/README.md"):  # fmt: skip
         assert needed in NEXT_STEPS
+
+
+def test_the_broker_line_never_says_none_for_a_counter_not_published() -> None:
+    import dataclasses
+
+    from edgeps.runtime.summary import summary_table
+
+    # Prepare: an external broker that published $SYS, but not these counters
+    base = _finished_run(0)
+    lines = {}
+    for name, dropped, held in (("neither", None, None), ("one", None, 4)):
+        broker = dict(base.broker, publish_dropped=dropped, store_messages=held)
+        run = dataclasses.replace(base, broker=broker)
+        # Execute
+        lines[name] = next(
+            ln for ln in summary_table(run).splitlines() if ln.startswith("broker:")
+        )  # type: ignore[arg-type]
+    # Assert
+    assert "None" not in lines["neither"] + lines["one"]
+    assert "no drop/queue counters" in lines["neither"]
+    assert "dropped publishes unknown, holds 4 messages" in lines["one"]

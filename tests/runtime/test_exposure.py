@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 
@@ -62,13 +63,34 @@ def test_keys_or_allow_unsigned_let_an_exposed_broker_run() -> None:
     check_keys(ServeConfig(broker="mqtt://127.0.0.1:1883"))  # loopback: nothing
 
 
+def own_address() -> str | None:
+    """This machine's address on its outbound interface, when it has one."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.1", 9))  # UDP: nothing is sent
+        except OSError:
+            return None
+        host = str(s.getsockname()[0])
+    return None if is_loopback(host) else host
+
+
 def test_serve_refuses_an_exposed_broker_without_keys_in_one_line() -> None:
-    # the check comes before any connection: the address is never dialled
-    done = subprocess.run(
-        [sys.executable, "-m", "edgeps", "serve", "--broker",
-         "mqtt://192.0.2.7:1883", "--job", "lab", "--max-time", "1"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    # Prepare: something that accepts connections on a non-loopback address
+    # (a broker's reachability is checked first: a typo is not a key problem)
+    host = own_address()
+    if host is None:
+        pytest.skip("no non-loopback address on this machine")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind((host, 0))
+        listener.listen(4)
+        port = listener.getsockname()[1]
+        # Execute
+        done = subprocess.run(
+            [sys.executable, "-m", "edgeps", "serve", "--broker",
+             f"mqtt://{host}:{port}", "--job", "lab", "--max-time", "1"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    # Assert
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "--hmac-key-file" in lines[0], done.stderr

@@ -129,6 +129,24 @@ def test_the_shared_copy_fits_the_smallest_worker_chunk():
     assert results[-1] is True
 
 
+def test_the_shared_copy_fits_a_worker_the_round_does_not_release():
+    # Prepare: a and b read 4 KB messages; c, a board, reads 400 B and is not
+    # in the round, but it receives the shared topic all the same
+    box, link = make_outbox()
+    for wid, chunk in (("a", 4096), ("b", 4096), ("c", 400)):
+        box.peers.announce(box.peers.get(wid), chunk)
+    # Execute
+    box.release(Release(("a", "b"), 4, params(), answers=(1, 2)))
+    # Assert: every shared chunk fits c's buffer; once c is gone they grow again
+    shared = [b for t, b in link.sent if t == wire.topic_params("j")]
+    assert max(len(b) for b in shared) <= 400
+    box.peers.forget("c")
+    link.sent.clear()
+    box.release(Release(("a", "b"), 5, params(), answers=(3, 4)))
+    shared = [b for t, b in link.sent if t == wire.topic_params("j")]
+    assert len(shared) == 1 and len(shared[0]) > 4 * N
+
+
 def test_an_unsigned_shared_copy_is_refused_by_a_board_without_write_params():
     # a board trainer that reads only F32 refuses an I8 copy, it is not misread
     box, link = make_outbox(code=3)

@@ -9,6 +9,10 @@ import sys
 # name -> (module, one-line help); each module has configure(parser) and run(args)
 BENCHMARKS: dict[str, tuple[str, str]] = {
     "kernels": ("edgeps.lab.bench.kernels", "C vs numpy kernel timings"),
+    "conv": (
+        "edgeps.lab.bench.conv",
+        "conv kernels: C vs numpy vs PyTorch, per step and per layer",
+    ),
     "core": ("edgeps.lab.bench.core", "PS core pushes/s per sync policy, no network"),
     "throughput": (
         "edgeps.lab.bench.throughput",
@@ -29,6 +33,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "fw-kernels": (
         "edgeps.lab.bench.fw_kernels",
         "board kernels: MicroPython vs numpy",
+    ),
+    "fw-conv": (
+        "edgeps.lab.bench.fw_conv",
+        "board conv1d step under MicroPython, per FLOP against the MLP",
     ),
     "fw-feedback": (
         "edgeps.lab.bench.fw_feedback",
@@ -76,7 +84,7 @@ def configure(parser: argparse.ArgumentParser, argv: list[str] | None = None) ->
     sub = parser.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
     for name, (module_name, help_text) in BENCHMARKS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
-        p.set_defaults(_bench_module=module_name)
+        p.set_defaults(_bench_module=module_name, _parser=p)
         if name in argv:
             # only the chosen benchmark's module is imported
             importlib.import_module(module_name).configure(p)

@@ -9,11 +9,13 @@ accuracy or the time limit, then prints one table.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import threading
+from types import FrameType
 from typing import Any
 
-from edgeps.commands.serve import add_job_flags, given
+from edgeps.commands.serve import add_job_flags, check_reachable, given
 from edgeps.observe import dashboard
 
 DEMO_DEFAULTS: dict[str, Any] = {
@@ -73,7 +75,20 @@ def _merge_rows(summary: Any, emu: Any) -> None:
             row["error"] = report.error
 
 
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _stop_on_sigterm() -> Any:
+    """Turn SIGTERM into KeyboardInterrupt (main thread only); the handler it
+    replaced, None when none was installed."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _interrupt)
+
+
 def run(args: argparse.Namespace) -> int:
+    from edgeps.commands.flag_ranges import check_flag, workers
     from edgeps.emulate.emulation import Emulation
     from edgeps.runtime.config import merge
     from edgeps.runtime.connection_flags import read_key, setup_logging
@@ -83,8 +98,7 @@ def run(args: argparse.Namespace) -> int:
     from edgeps.workloads.scenarios import SCENARIOS
 
     try:
-        if not 1 <= args.workers <= 64:
-            raise ValueError(f"--workers must be in 1..64, got {args.workers}")
+        check_flag("--workers", args.workers, workers(64))
         if args.scenario not in SCENARIOS:
             raise ValueError(
                 f"--scenario must be one of {', '.join(SCENARIOS)}, "
@@ -97,12 +111,22 @@ def run(args: argparse.Namespace) -> int:
         cfg = merge(flags)
         setup_logging(cfg.log_level, timestamps=False)
         hmac_key = read_key(cfg.hmac_key_file)
+        check_reachable(cfg.broker)  # before any advice about keys
         broker = open_broker(cfg.broker, prefer="amqtt")
-    except (ValueError, TypeError, FileNotFoundError, RuntimeError) as exc:
+    except (
+        ValueError,
+        TypeError,
+        FileNotFoundError,
+        RuntimeError,
+        ConnectionError,
+    ) as exc:
         print(f"edgeps demo: error: {exc}", file=sys.stderr)
         return 2
     out = sys.stderr
     emu = None
+    # SIGTERM (a service manager, `kill PID`) stops the demo as Ctrl-C does:
+    # the summary is printed and the broker it started is stopped
+    previous = _stop_on_sigterm()
     try:
         job = Job(cfg, broker=broker, out=out, banner=False)
         job.open_dashboard()  # a taken port: one line here, not in the host thread
@@ -163,6 +187,8 @@ def run(args: argparse.Namespace) -> int:
         if emu is not None:
             emu.stop()
         broker.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     _merge_rows(summary, emu)
     if cfg.json:
         print(summary_json(summary))

@@ -157,6 +157,12 @@ def run(args: argparse.Namespace) -> int:
     shaped = args.link_rate is not None
     engine = pick_engine(args.engine, args.workers, args.processes, shaped)
     try:
+        from edgeps.commands.flag_ranges import BATCH, check_flag, workers
+        from edgeps.emulate.runner import MAX_LOOP_SENSORS
+
+        most = MAX_LOOP_SENSORS if engine == "loop" else MAX_SENSORS
+        check_flag("--workers", args.workers, workers(most))
+        check_flag("--batch", args.batch, BATCH)
         options: dict[str, Any] = dict(
             n_workers=args.workers,
             scenario=args.scenario, dataset=args.dataset, seed=args.seed,

@@ -65,6 +65,28 @@ def _read(path: str, label: str | None, model: Any, cut: Any) -> Any:
     return table
 
 
+def _implicit_label(args: argparse.Namespace, table: Any) -> str | None:
+    """What to say when a CSV's extra last column was taken as the labels
+    without --label and its cells are not the model's class names: it may
+    be something else (an id, a timestamp) scored as if it were labels."""
+    if args.label is not None or table.y is None or table.classes is not None:
+        return None
+    if getattr(args, "window", None):
+        return None  # raw samples cut into windows: the label column is required
+    if Path(args.data).suffix.lower() == ".npz":
+        return None  # its y array is labels by name
+    n = table.n_features
+    if table.feature_names is None:
+        say = "give the file a header row and --label NAME"
+    else:
+        say = "--label NAME (the column's name in the header)"
+    return (
+        f"{args.data} has {n + 1} columns and the model takes {n} features: the "
+        "last column is taken as the labels and scored against; if it is not "
+        f"labels, drop it; if it is, {say} says so"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from edgeps.model import scoring
     from edgeps.model.windows import Cut
@@ -73,6 +95,9 @@ def run(args: argparse.Namespace) -> int:
         model = _load(args.model)
         cut = Cut(args.window, args.stride, args.group)
         table = _read(args.data, args.label, model, cut)
+        note = _implicit_label(args, table)
+        if note:
+            print(f"edgeps predict: warning: {note}", file=sys.stderr)
         pred = model.predict(table.X)
         result: dict[str, Any] = {"model": str(model.spec), "rows": table.n_samples}
         linear = model.spec.kind == "linear"

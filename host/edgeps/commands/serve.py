@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from edgeps.observe import dashboard
 
@@ -23,8 +24,12 @@ EXAMPLES = """examples:
       --checkpoint iris.npz --target-accuracy 0.95
   edgeps serve --lan --boards esp-1,esp-2,pi-1 --job lab   (a locked-down broker
       for boards on the LAN: credentials, ACLs and keys in edgeps-lab/)
+  edgeps serve --lan --lan-tls --boards esp-1,pi-1 --job lab   (the same on TLS,
+      port 8883, with the job's own CA in edgeps-lab/tls/ca.pem)
 
-Without --target-accuracy and --max-time the run stops after 600 s."""
+Without --target-accuracy and --max-time the run stops after 600 s.
+Exit codes: 0 done; 1 done, but the final --checkpoint could not be saved (the
+summary names the last version saved); 2 bad flags, files or broker."""
 
 
 def _flag(
@@ -289,30 +294,82 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     _flag(p, "--boards", "the ids of the boards --lan lets in, comma-separated")
     _flag(p, "--job-dir", "where --lan writes its files (default: edgeps-JOB)")
+    _flag(
+        p,
+        "--lan-tls",
+        "TLS on the LAN listener (default port 8883): a CA and a certificate for "
+        "this machine, made once in JOB-DIR/tls; boards trust tls/ca.pem",
+        action="store_true",
+    )
+    _flag(p, "--lan-cert", "the LAN listener's certificate (PEM; implies --lan-tls)")
+    _flag(p, "--lan-key", "the private key of --lan-cert (PEM)")
     dashboard.add_arguments(p)
     add_dp_flags(p, layered=True)
 
 
 def given(args: argparse.Namespace) -> dict[str, object]:
     """Only the options that were on the command line (everything else is absent)."""
-    skip = {"command", "config", "_run", "benchmark", "_bench_module"}
-    return {k: v for k, v in vars(args).items() if k not in skip}
+    skip = {"command", "config", "benchmark"}
+    return {
+        k: v for k, v in vars(args).items() if k not in skip and not k.startswith("_")
+    }
 
 
 def _note(text: str) -> None:
     print(f"edgeps serve: {text}", file=sys.stderr)
 
 
+def check_reachable(broker: str) -> None:
+    """ConnectionError when a running broker named by URL cannot be reached:
+    a mistyped host or a closed port, said before anything else about it."""
+    from edgeps.transport.broker import BROKER_KINDS
+    from edgeps.transport.reach import unreachable
+
+    if broker in BROKER_KINDS:
+        return  # started here
+    why = unreachable(broker)
+    if why is not None:
+        raise ConnectionError(why)
+
+
+def raw_features_note(cfg: Any, model: Any) -> str | None:
+    """What to say when ``--no-scale`` leaves a job on features that look raw:
+    such a job often sits at chance, and nothing else would say why."""
+    if cfg.scale or cfg.test_data is None or model.card is None:
+        return None
+    if model.card.scaler is not None or model.awaits_scaler:
+        return None
+    from edgeps.pyworker.scaling import looks_unscaled
+
+    if not looks_unscaled(model.X_test):
+        return None
+    X = model.X_test
+    return (
+        f"--no-scale: the features of {cfg.test_data} look unscaled (mean up to "
+        f"{float(abs(X.mean(axis=0)).max()):.3g}, std up to "
+        f"{float(X.std(axis=0).max()):.3g}): the job has no scaler and may "
+        "train slowly or sit at chance; without --no-scale the job standardises "
+        "them for every worker"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from edgeps.runtime.config import merge
     from edgeps.runtime.connection_flags import setup_logging
+    from edgeps.runtime.exposure import exposed_broker
     from edgeps.runtime.job import Job
     from edgeps.runtime.summary import summary_json, summary_table
 
     try:
         cfg = merge(given(args), getattr(args, "config", None), note=_note)
         setup_logging(cfg.log_level, timestamps=False)
+        if exposed_broker(cfg) is not None:
+            check_reachable(cfg.broker)  # a typo is not a key problem: said first
         job = Job(cfg, gc_freeze=True)  # serve has the process to itself
+        check_reachable(cfg.broker)  # flags checked first, then the network
+        note = raw_features_note(cfg, job.model)
+        if note:
+            _note(f"warning: {note}")
         summary = job.run()
     except (
         ValueError,
@@ -324,4 +381,5 @@ def run(args: argparse.Namespace) -> int:
         print(f"edgeps serve: error: {exc}", file=sys.stderr)
         return 2
     print(summary_json(summary) if cfg.json else summary_table(summary))
-    return 0
+    # the run is over but what it learned is not on disk: scripts must notice
+    return 1 if summary.checkpoint_lost else 0

@@ -195,6 +195,7 @@ def _json_safe(x: Any) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    from edgeps.commands.flag_ranges import BATCH, LR, check_flag, workers
     from edgeps.netem.units import format_rate
     from edgeps.observe.table import table
     from edgeps.sim.compare import (
@@ -209,6 +210,9 @@ def run(args: argparse.Namespace) -> int:
     from edgeps.sim.simulator import simulate
 
     try:
+        check_flag("--workers", args.workers, workers(1_000_000))
+        check_flag("--lr", args.lr, LR)
+        check_flag("--batch", args.batch_size, BATCH)
         cfg = _config(args)
         policies = split_policies(args.compare) if args.compare else None
         if cfg.dp != "off":
@@ -221,7 +225,7 @@ def run(args: argparse.Namespace) -> int:
             check_output(args.plot)  # before minutes of simulation, not after
             require_matplotlib()
     except (ValueError, FileNotFoundError, RuntimeError) as exc:
-        print(f"edgeps simulate: {exc}", file=sys.stderr)
+        print(f"edgeps simulate: error: {exc}", file=sys.stderr)
         return 2
     try:
         if policies is None:
@@ -230,7 +234,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             summaries = compare(policies, cfg, args.seeds, first_seed=args.seed)
     except (ValueError, TypeError) as exc:
-        print(f"edgeps simulate: {exc}", file=sys.stderr)
+        print(f"edgeps simulate: error: {exc}", file=sys.stderr)
         return 2
     head = (
         f"scenario {cfg.scenario}, {cfg.n_workers} workers, dataset {cfg.dataset}, "
@@ -331,7 +335,7 @@ def draw(summaries: list[Any], cfg: SimConfig, path: str) -> int:
     try:
         save(compare_figure(summaries, max_time=cfg.max_time, title=title), path)
     except (PlotUnavailable, ValueError, FileNotFoundError) as exc:
-        print(f"edgeps simulate: {exc}", file=sys.stderr)
+        print(f"edgeps simulate: error: {exc}", file=sys.stderr)
         return 2
     print(f"edgeps simulate: comparison drawn to {path}", file=sys.stderr)
     return 0

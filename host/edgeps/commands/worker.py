@@ -31,6 +31,7 @@ log = logging.getLogger("edgeps.commands.worker")
 
 EXIT_OK = 0
 EXIT_CONFIG = 2  # bad flags, data or model mismatch: retrying will not help
+EXIT_UNREACHABLE = 3  # no broker at --broker within --give-up seconds
 # a Pi has the memory for whole-model messages; one message per PARAMS/UPDATE
 # also avoids a Nagle stall between chunks on brokers without TCP_NODELAY
 CPYTHON_MAX_CHUNK = 1 << 16
@@ -112,6 +113,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="after the job is done, wait for its next run (for services)",
     )
     parser.add_argument(
+        "--give-up",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="without --persist: exit (code 3) when the broker cannot be reached "
+        "for this long at start (default: 30); with --persist it retries for ever",
+    )
+    parser.add_argument(
         "--instance",
         "--incarnation",
         dest="instance",
@@ -154,6 +163,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "(--broker, --job, --id, its key) for one release, never train",
     )
     infer.add_argument(
+        "--allow-unsigned",
+        action="store_true",
+        help="--fetch from a broker off loopback without --hmac-key-file "
+        "(a forged model would be written)",
+    )
+    infer.add_argument(
         "--publish",
         action="store_true",
         help="also publish each prediction (QoS 0) on edgeps/JOB/pred/ID",
@@ -186,8 +201,16 @@ def _validate(args: argparse.Namespace) -> None:
         raise ValueError("--infer predicts the rows of a --data file")
     if args.publish and not args.infer:
         raise ValueError("--publish applies to --infer")
+    if not args.give_up > 0:
+        raise ValueError(f"--give-up must be > 0 seconds, got {args.give_up}")
     if args.fetch and not (args.infer and args.broker and args.job and args.worker_id):
         raise ValueError("--fetch goes with --infer, --broker, --job and --id")
+    if args.allow_unsigned and not args.fetch:
+        raise ValueError("--allow-unsigned applies to --fetch")
+    if args.fetch:
+        from edgeps.runtime.exposure import check_fetch_keys
+
+        check_fetch_keys(args.broker, args.hmac_key_file, args.allow_unsigned)
     if args.model_out and args.infer:
         raise ValueError("--model-out applies to training; --infer reads --model-file")
     if args.infer:  # a job and an id only name the topic: defaults do
@@ -261,6 +284,12 @@ def run(args: argparse.Namespace) -> int:
         data.n_samples,
         data.source,
     )
+    why = _reach(args, stop)
+    if why is not None:
+        log.error(
+            "%s; gave up after %g s (--persist keeps retrying)", why, args.give_up
+        )
+        return EXIT_UNREACHABLE
     runs = 0
     while not stop.is_set():
         job = fetch_model(transport, args.job, stop=stop.is_set, want_running=runs > 0)
@@ -313,6 +342,14 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _reach(args: argparse.Namespace, stop: threading.Event) -> str | None:
+    """Why the broker cannot be reached within --give-up (None: it can, or
+    --persist, where a service keeps retrying with backoff)."""
+    from edgeps.transport.reach import at_start
+
+    return at_start(args.broker, args.give_up, persist=args.persist, stop=stop.is_set)
+
+
 def _infer(args: argparse.Namespace) -> int:
     """``--infer``: predict each row of --data; publish each with --publish."""
     from edgeps.pyworker import infer
@@ -321,8 +358,13 @@ def _infer(args: argparse.Namespace) -> int:
     job, wid = args.job, args.worker_id
     link = None
     try:
-        if args.fetch and not _fetch(args):
-            return EXIT_CONFIG
+        if args.fetch:
+            why = _reach(args, threading.Event())
+            if why is not None:
+                log.error("%s; gave up after %g s", why, args.give_up)
+                return EXIT_UNREACHABLE
+            if not _fetch(args):
+                return EXIT_CONFIG
         if args.publish:
             link = MqttLink(connection_options(args), wid)
             link.connect()
@@ -363,6 +405,11 @@ def _fetch(args: argparse.Namespace) -> bool:
         log.error("job %s gave no model (%s)", args.job, reason)
         return False
     log.info("fetched job %s's model into %s", args.job, args.model_file)
+    if args.hmac_key_file is None:
+        log.warning(
+            "the model was fetched unsigned (no --hmac-key-file): anyone who "
+            "can publish on the broker could have sent it"
+        )
     return True
 
 

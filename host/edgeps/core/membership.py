@@ -67,8 +67,10 @@ class Membership:
     def _join(self, event: Join, now: float) -> list[Action]:
         """Register or rejoin a worker; it is released with the current version.
 
-        Another process's hello for a live id heard within the liveness
-        timeout is refused (``duplicate_id``)."""
+        Another process's hello for a live id that proved its session (a
+        heartbeat or push in it) within the liveness timeout is refused
+        (``duplicate_id``); a HELLO alone, which an earlier run's capture can
+        replay, neither holds an id against another process nor keeps it alive."""
         worker_id = check_worker_id(event.worker_id)
         session = check_int("session", event.session)
         instance = session if event.instance is None else event.instance
@@ -82,7 +84,7 @@ class Membership:
             rec.open_session(session, instance, event.nonce, event.max_batch)
             return self._rehello(rec, now, same_link)
         if rec is not None and rec.live:
-            if now - rec.last_seen <= self.liveness_timeout:
+            if now - rec.proven_at <= self.liveness_timeout:
                 self._count_rejection(rec, worker_id, "duplicate_id")
                 return [Rejected(worker_id, 0, "duplicate_id")]
             # restarted without a bye: its old life leaves the barrier first
@@ -125,16 +127,19 @@ class Membership:
     ) -> list[Action]:
         """A hello for an id that has not pushed yet: same process, or a takeover.
 
-        Another process takes a joining id over once it was silent for the
-        liveness timeout, as for a live one."""
-        heard = now - rec.last_seen <= self.liveness_timeout
-        if instance != rec.instance and heard:
+        Another process takes a joining id over unless the holder proved its
+        session within the liveness timeout, as for a live one. A hello of the
+        same process is answered again but does not extend the record's life:
+        the joining id is still forgotten a liveness timeout after its first
+        hello or its last heartbeat, so a replayed hello keeps nothing alive."""
+        proven = now - rec.proven_at <= self.liveness_timeout
+        if instance != rec.instance and proven:
             self._count_rejection(rec, rec.worker_id, "duplicate_id")
             return [Rejected(rec.worker_id, 0, "duplicate_id")]
+        if instance != rec.instance:
+            rec.last_seen = rec.released_at = now  # a new process: a new life
         rec.open_session(check_int("session", event.session), instance,
                          event.nonce, event.max_batch)  # fmt: skip
-        self._heard(rec, now)
-        rec.released_at = now
         return [self._release([rec.worker_id])]
 
     def take_forgotten(self) -> list[str]:
@@ -196,6 +201,7 @@ class Membership:
             self._count_rejection(rec, rec.worker_id, "stale_session")
             return []
         self._heard(rec, now)
+        rec.proven_at = now
         return self._release_action(now) if rec.live else []
 
     def _leave(self, event: Leave, now: float) -> list[Action]:

@@ -58,6 +58,7 @@ class WorkerRecord:
         "last_push_clock",
         "waiting",
         "last_seen",
+        "proven_at",
         "released_at",
         "resent_at",
         "last_staleness",
@@ -87,6 +88,9 @@ class WorkerRecord:
         self.last_push_clock = 0  # the worker's own clock of its last handled push
         self.waiting = False
         self.last_seen = 0.0
+        # a message bound to the current session (heartbeat, push) was heard:
+        # a HELLO proves nothing, since one from an earlier run can be replayed
+        self.proven_at = float("-inf")
         self.released_at = 0.0
         self.resent_at = float("-inf")  # the last release a HELLO asked for
         self.last_staleness = 0
@@ -118,6 +122,7 @@ class WorkerRecord:
         """Take the session a hello opens; sequence numbers restart with a new one."""
         if session != self.session:
             self.last_seq, self.refused = -1, (-1, 0)
+            self.proven_at = float("-inf")
         self.session, self.instance = session, instance
         self.nonce, self.max_batch = int(nonce), int(max_batch)
 

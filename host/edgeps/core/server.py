@@ -222,6 +222,7 @@ class ParameterServer(Membership):
             return [Rejected(push.worker_id, seq, problem)]
         assert rec is not None
         self._heard(rec, now)
+        rec.proven_at = now
         if rec.joining:
             self._enter(rec, now)
         if rec.waiting:

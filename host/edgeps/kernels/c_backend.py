@@ -1,8 +1,9 @@
 """The C backend: the `edgeps._native` cffi extension behind the Kernels API.
 
 Per-call overhead is what matters at edge batch sizes, so each model spec
-gets a cached plan (the C model struct and a scratch buffer, per thread
-because cffi releases the GIL during calls) and every call is one C call.
+gets a cached plan (the C model struct, or the layer list of a conv model,
+and a scratch buffer, per thread because cffi releases the GIL during calls)
+and every call is one C call.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from edgeps.kernels import _check, _np_models
+from edgeps.kernels import _check
 from edgeps.kernels.base import Kernels
 from edgeps.kernels.spec import ModelSpec
 
@@ -21,7 +22,13 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised by the fallback path
     raise ImportError(f"edgeps._native is not built: {exc}") from exc
 
-_NEEDED = ("eps_model_loss_grad", "eps_int8_quantize", "eps_build_info", "EpsMlp")
+_NEEDED = (
+    "eps_model_loss_grad",
+    "eps_net_loss_grad",
+    "eps_int8_quantize",
+    "eps_build_info",
+    "EpsMlp",
+)
 for _name in _NEEDED:
     if not hasattr(lib, _name):
         raise ImportError(f"edgeps._native is stale (no {_name}); rebuild it")
@@ -33,6 +40,12 @@ _KIND = {
     "mlp": lib.EpsMlp,
 }
 _ACT = {"relu": lib.EpsRelu, "tanh": lib.EpsTanh}
+_OP = {
+    "conv": lib.EpsOpConv,
+    "maxpool": lib.EpsOpMaxPool,
+    "avgpool": lib.EpsOpAvgPool,
+    "dense": lib.EpsOpDense,
+}
 
 
 def _status(code: int, what: str) -> None:
@@ -45,8 +58,30 @@ def _f32(a: np.ndarray) -> Any:
     return ffi.from_buffer("float[]", a)
 
 
+_MAX_LAYERS = len(ffi.new("EpsNet *").layers)
+
+
+def net_struct(spec: ModelSpec) -> Any:
+    """The C `EpsNet` of a conv spec (a new cffi struct)."""
+    ops = spec.ops
+    if len(ops) > _MAX_LAYERS:
+        raise ValueError(f"model {spec} has more layers than the C kernels take")
+    net = ffi.new("EpsNet *")
+    net.dims = len(spec.in_shape) - 1
+    for i, v in enumerate(spec.in_shape):
+        net.in_shape[i] = v
+    net.n_layers = len(ops)
+    for i, op in enumerate(ops):
+        ly, c = op.layer, net.layers[i]
+        c.op = _OP[ly.op]
+        c.n_out = ly.n_out
+        c.k, c.stride, c.pad = ly.k, ly.stride, ly.pad
+        c.relu = int(ly.relu and ly.op in ("conv", "dense"))
+    return net
+
+
 class _Plan:
-    """C model struct, scratch for any batch, and the last params/grad pointers.
+    """C model (or net) struct, scratch for any batch, last params/grad pointers.
 
     Training loops pass the same params and gradient arrays on every step, so
     their cffi buffers are kept (the plan is per thread, so nothing races).
@@ -54,6 +89,7 @@ class _Plan:
 
     __slots__ = (
         "model",
+        "net",
         "scratch",
         "scratch_len",
         "loss",
@@ -76,6 +112,15 @@ class _Plan:
         self.g_arr: np.ndarray | None = None
         self.p_buf: Any = None
         self.g_buf: Any = None
+        self.model: Any = ffi.NULL
+        self.net: Any = None
+        self.loss = ffi.new("float *")
+        if spec.is_conv:
+            self._init_net(spec)
+        else:
+            self._init_model(spec)
+
+    def _init_model(self, spec: ModelSpec) -> None:
         m = ffi.new("EpsModel *")
         m.kind = _KIND[spec.kind]
         m.n_features = spec.n_features
@@ -97,7 +142,20 @@ class _Plan:
             f"C kernels refuse model {spec}",
         )
         self.model = m
-        self.loss = ffi.new("float *")
+
+    def _init_net(self, spec: ModelSpec) -> None:
+        net = net_struct(spec)
+        if lib.eps_net_n_params(net) != spec.n_params:
+            raise ValueError(f"C and Python disagree on the size of {spec}")
+        self.scratch_len = lib.eps_net_scratch_length(net, 1 << 20)
+        if self.scratch_len < 0:
+            raise ValueError(f"model {spec} is too large for the C kernels")
+        self.scratch = ffi.new("float[]", max(self.scratch_len, 1))
+        _status(
+            lib.eps_net_check(net, spec.n_params, self.scratch_len, 1 << 20),
+            f"C kernels refuse model {spec}",
+        )
+        self.net = net
 
 
 class CKernels(Kernels):
@@ -169,17 +227,29 @@ class CKernels(Kernels):
             labels, targets = ffi.from_buffer("int32_t[]", y), ffi.NULL
         else:
             labels, targets = ffi.NULL, _f32(y)
-        code = lib.eps_model_loss_grad(
-            plan.model,
-            p_buf,
-            _f32(X),
-            X.shape[0],
-            labels,
-            targets,
-            g_buf,
-            plan.scratch,
-            plan.loss,
-        )
+        if plan.net is not None:
+            code = lib.eps_net_loss_grad(
+                plan.net,
+                p_buf,
+                _f32(X),
+                X.shape[0],
+                labels,
+                g_buf,
+                plan.scratch,
+                plan.loss,
+            )
+        else:
+            code = lib.eps_model_loss_grad(
+                plan.model,
+                p_buf,
+                _f32(X),
+                X.shape[0],
+                labels,
+                targets,
+                g_buf,
+                plan.scratch,
+                plan.loss,
+            )
         if code != lib.EpsOk:
             raise _check.bad_labels(spec, y)
         return float(plan.loss[0]), g
@@ -187,9 +257,21 @@ class CKernels(Kernels):
     def _loss_grad(
         self, s: ModelSpec, p: np.ndarray, X: np.ndarray, y: np.ndarray, g: np.ndarray
     ) -> float:
-        if s.is_conv:
-            return _np_models.loss_and_grad(s, p, X, y, g)
         plan = self._plan(s)
+        if plan.net is not None:
+            code = lib.eps_net_loss_grad(
+                plan.net,
+                _f32(p),
+                _f32(X),
+                X.shape[0],
+                ffi.from_buffer("int32_t[]", y),
+                _f32(g),
+                plan.scratch,
+                plan.loss,
+            )
+            if code != lib.EpsOk:
+                raise _check.bad_labels(s, y)
+            return float(plan.loss[0])
         if s.kind == "linear":
             labels, targets = ffi.NULL, _f32(y)
         else:
@@ -210,10 +292,12 @@ class CKernels(Kernels):
         return float(plan.loss[0])
 
     def _forward(self, s: ModelSpec, p: np.ndarray, X: np.ndarray) -> np.ndarray:
-        if s.is_conv:
-            return _np_models.forward(s, p, X)
         plan = self._plan(s)
         B = X.shape[0]
+        if plan.net is not None:
+            out = np.empty((B, s.n_classes), np.float32)
+            lib.eps_net_forward(plan.net, _f32(p), _f32(X), B, _f32(out), plan.scratch)
+            return out
         out = np.empty(B if s.n_classes == 1 else (B, s.n_classes), np.float32)
         lib.eps_model_forward(plan.model, _f32(p), _f32(X), B, _f32(out), plan.scratch)
         return out

@@ -67,6 +67,10 @@ def _floats(values: np.ndarray, per_line: int = 6) -> str:
 def render(model: TrainedModel, name: str, meta: dict[str, Any]) -> str:
     """The header's text; ``name`` prefixes every symbol."""
     spec = model.spec
+    if spec.is_conv:
+        from edgeps.model import c_export_conv
+
+        return c_export_conv.render(model, name, meta)
     card = model.card
     p, P = name.lower(), name.upper()
     kind = "EpsMlp" if spec.kind == "mlp" else _KIND[spec.kind]
@@ -83,8 +87,9 @@ def render(model: TrainedModel, name: str, meta: dict[str, Any]) -> str:
         f" * {P}_SCRATCH_LENGTH floats are the caller's; out gets {P}_N_OUTPUTS",
         " * floats (the value, P(class 1) or class probabilities); returns the",
         " * class id (0 for a linear model). Call " + f"{p}_check() once first.",
-        " * Needs native/'s eps_model.c, eps_math.c and eps.c (EPS_PORTABLE on a",
-        " * microcontroller). Include it in one .c file: the arrays are static.",
+        " * Needs native/'s eps_model.c, eps_math.c and eps.c, built with",
+        " * -DEPS_PORTABLE (on a PC too). Include it in one .c file: the arrays",
+        " * are static.",
         " */",
         f"#ifndef {P}_H",
         f"#define {P}_H",

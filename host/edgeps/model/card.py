@@ -104,6 +104,9 @@ class TrainedModel:
                 f"{p.size} parameters, model {self.card.spec} has "
                 f"{self.card.spec.n_params}"
             )
+        if not np.isfinite(p).all():
+            # a diverged run or a damaged file: every prediction would be wrong
+            raise ValueError("its parameters are not all finite (NaN or inf)")
         object.__setattr__(self, "params", p)
 
     @property

@@ -30,10 +30,9 @@ def from_checkpoint(
 ) -> TrainedModel:
     """The model of a checkpoint (its params and meta, as the runtime reads them)."""
     try:
-        card = ModelCard.from_dict(meta)
-    except ValueError as exc:
+        return TrainedModel(ModelCard.from_dict(meta), params)
+    except (ValueError, TypeError, AttributeError) as exc:
         raise ValueError(f"{source}: {exc}") from None
-    return TrainedModel(card, params)
 
 
 def load_export(path: str | Path) -> tuple[Predictor, dict[str, Any]]:

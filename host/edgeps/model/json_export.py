@@ -60,6 +60,14 @@ def read(path: str | Path) -> tuple[TrainedModel, dict[str, Any]]:
         raise ValueError(f"{path}: not a readable JSON model: {exc}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError(f"{path}: not an edgeps JSON model (format {FORMAT})")
-    card = ModelCard.from_dict(data)
-    params = np.asarray(data.get("params", []), dtype=np.float32)
-    return TrainedModel(card, params), dict(data.get("meta") or {})
+    try:
+        card = ModelCard.from_dict(data)
+        params = np.asarray(data.get("params", []), dtype=np.float32)
+        if params.ndim != 1:
+            raise ValueError("params must be a flat list of numbers")
+        meta = data.get("meta") or {}
+        if not isinstance(meta, dict):
+            raise ValueError("meta must be an object")
+        return TrainedModel(card, params), dict(meta)
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:
+        raise ValueError(f"{path}: not a usable JSON model: {exc}") from None

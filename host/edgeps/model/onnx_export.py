@@ -5,11 +5,14 @@ P(class 1) or class probabilities, as `TrainedModel.scores`) and, for a
 classifier, ``label`` (int64 class ids). A conv model reshapes the scaled
 rows to (N, C, L) or (N, C, H, W), then Conv (+Relu), MaxPool/AveragePool,
 Flatten, MatMul+Add (+Relu), as its layer list says. The card (spec, class names,
-scaler) is in the model's metadata under ``edgeps_card``.
+scaler) is in the model's metadata under ``edgeps_card``; ``edgeps_digest``
+is a SHA-256 of the graph (every weight), the opset and the card, checked on
+load, so a damaged file is refused rather than predicting wrongly.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -105,14 +108,13 @@ def build(model: TrainedModel, meta: dict[str, Any]) -> Any:
         opset_imports=[helper.make_opsetid("", OPSET)],
     )
     proto.ir_version = IR_VERSION
-    helper.set_model_props(
-        proto,
-        {
-            "edgeps_card": json.dumps(model.card.to_dict()),
-            "edgeps_meta": json.dumps(meta),
-            "classes": ",".join(model.card.class_names()),
-        },
-    )
+    props = {
+        "edgeps_card": json.dumps(model.card.to_dict()),
+        "edgeps_meta": json.dumps(meta),
+        "classes": ",".join(model.card.class_names()),
+    }
+    props["edgeps_digest"] = digest(proto, props)
+    helper.set_model_props(proto, props)
     onnx.checker.check_model(proto)
     return proto
 
@@ -173,6 +175,53 @@ def _conv_layers(
     return h
 
 
+def digest(proto: Any, props: dict[str, str]) -> str:
+    """SHA-256 (hex) of what a prediction depends on: versions, graph, card, meta."""
+    h = hashlib.sha256()
+    h.update(f"{proto.ir_version}|".encode())
+    for op in proto.opset_import:
+        h.update(f"{op.domain}:{op.version}|".encode())
+    h.update(proto.graph.SerializeToString(deterministic=True))
+    for key in ("edgeps_card", "edgeps_meta"):
+        h.update(b"|" + props.get(key, "").encode("utf-8"))
+    return h.hexdigest()
+
+
+def check_file(path: str | Path) -> tuple[bytes, dict[str, str]]:
+    """The bytes of an edgeps ONNX export and its metadata, once its digest and
+    weights check out; ValueError naming the file and the fault."""
+    onnx = _onnx()
+    from onnx import numpy_helper
+
+    try:
+        data = Path(path).read_bytes()
+        proto = onnx.load_model_from_string(data)
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the model file: {exc}") from None
+    except Exception as exc:  # protobuf's DecodeError and kin: a damaged file
+        raise ValueError(f"{path}: not a readable ONNX model ({exc})") from None
+    props = {p.key: p.value for p in proto.metadata_props}
+    if not all(isinstance(v, str) for kv in props.items() for v in kv):
+        raise ValueError(f"{path}: its metadata is not text: the file is damaged")
+    if "edgeps_card" not in props:
+        raise ValueError(f"{path}: not an edgeps ONNX export (no edgeps_card)")
+    if "edgeps_digest" not in props:
+        raise ValueError(
+            f"{path}: no edgeps_digest in its metadata, so its weights cannot be "
+            "checked (an export of an older edgeps, or damaged): export it again"
+        )
+    if digest(proto, props) != props["edgeps_digest"]:
+        raise ValueError(f"{path}: digest mismatch: the file is damaged")
+    for init in proto.graph.initializer:
+        try:
+            value = numpy_helper.to_array(init)
+        except Exception as exc:
+            raise ValueError(f"{path}: weight {init.name} unreadable ({exc})") from None
+        if value.dtype.kind == "f" and not np.isfinite(value).all():
+            raise ValueError(f"{path}: weight {init.name} is not all finite")
+    return data, props
+
+
 def write(model: TrainedModel, path: Path, meta: dict[str, Any]) -> Path:
     onnx = _onnx()
     onnx.save_model(build(model, meta), str(path))
@@ -189,15 +238,18 @@ class OnnxModel:
             raise ValueError(
                 "running an ONNX model needs: pip install 'edgeps[export]'"
             ) from None
+        data, props = check_file(path)
         try:
-            self.session = ort.InferenceSession(
-                str(path), providers=["CPUExecutionProvider"]
-            )
-            props = self.session.get_modelmeta().custom_metadata_map
             self.card = ModelCard.from_dict(json.loads(props["edgeps_card"]))
             self.meta = dict(json.loads(props.get("edgeps_meta", "{}")))
-        except (KeyError, ValueError, RuntimeError, OSError) as exc:
-            raise ValueError(f"{path}: not an edgeps ONNX export: {exc}") from None
+            self.session = ort.InferenceSession(
+                data, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # onnxruntime's own errors are not ValueErrors
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise ValueError(
+                f"{path}: not a usable edgeps ONNX export: {first}"
+            ) from None
 
     @property
     def spec(self) -> Any:

@@ -342,6 +342,7 @@ class Dashboard:
 
     def linger(self, seconds: float, stop: threading.Event, out: IO[str]) -> None:
         """Keep serving the final state for ``seconds`` or until ``stop`` is set."""
+        self.state.finish()
         if seconds <= 0 or stop.is_set():
             return
         print(

@@ -65,8 +65,8 @@ def _is_snapshot(obj: Any) -> bool:
     )
 
 
-def load_run(path: str | Path) -> Run:
-    """Read a metrics file; lines that are not snapshots are counted and skipped."""
+def _read(path: str | Path) -> tuple[Path, list[dict[str, Any]], int]:
+    """A metrics file's snapshots and how many lines were not snapshots."""
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"no such metrics file: {p}")
@@ -88,13 +88,48 @@ def load_run(path: str | Path) -> Run:
         log.warning("%s: skipped %d lines that are not snapshots", p, skipped)
     if not records:
         raise ValueError(f"{p}: no metrics snapshots in this file")
-    policy = next((str(r["policy"]) for r in records if r.get("policy")), "")
-    return Run(label=policy or p.stem, records=records, path=str(p), skipped=skipped)
+    return p, records, skipped
+
+
+def split_runs(records: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Snapshots of runs appended to one file, one list per run: a new run
+    starts where time goes backwards or the run id (``run``) changes."""
+    runs: list[list[dict[str, Any]]] = []
+    prev: dict[str, Any] | None = None
+    for r in records:
+        new_id = prev is not None and r.get("run") != prev.get("run")
+        if prev is None or float(r["elapsed"]) < float(prev["elapsed"]) or new_id:
+            runs.append([])
+        runs[-1].append(r)
+        prev = r
+    return runs
+
+
+def _label(records: list[dict[str, Any]], p: Path) -> str:
+    return next((str(r["policy"]) for r in records if r.get("policy")), "") or p.stem
+
+
+def load_run(path: str | Path) -> Run:
+    """Read a metrics file as one run (the first, when runs were appended to it);
+    lines that are not snapshots are counted and skipped."""
+    return load_file(path)[0]
+
+
+def load_file(path: str | Path) -> list[Run]:
+    """Every run of a metrics file (runs appended to one file come apart)."""
+    p, records, skipped = _read(path)
+    parts = split_runs(records)
+    runs = [Run(_label(part, p), part, path=str(p)) for part in parts]
+    runs[0].skipped = skipped
+    if len(runs) > 1:
+        for i, r in enumerate(runs, 1):
+            r.label = f"{r.label} (run {i} of {p.name})"
+    return runs
 
 
 def load_runs(paths: list[str]) -> list[Run]:
-    """Every file as a run; two runs with one label get their file names added."""
-    runs = [load_run(p) for p in paths]
+    """Every run of every file; two runs with one label get their file names added."""
+    runs = [r for p in paths for r in load_file(p)]
     counts = Counter(r.label for r in runs)
     for r in runs:
         if counts[r.label] > 1:

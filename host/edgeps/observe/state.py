@@ -39,6 +39,13 @@ class LatestState:
             self._history.append(point)
             self.published += 1
 
+    def finish(self, state: str = "done") -> None:
+        """The job is over: the latest record says ``state``, not "learning"
+        (a dashboard that lingers after the run shows the final record)."""
+        with self._lock:
+            if self._record is not None:
+                self._record = {**self._record, "state": state}
+
     def latest(self) -> dict[str, Any] | None:
         """The newest record (shared: do not mutate), or None before the first."""
         with self._lock:

@@ -33,6 +33,23 @@ def looks_unscaled(X: np.ndarray) -> bool:
     return bool(mean.max() > UNSCALED_MEAN or std.max() > UNSCALED_STD)
 
 
+def warn_if_raw(source: str, X: np.ndarray) -> bool:
+    """Warn (and say True) when ``X`` looks unscaled: called when the job's
+    WELCOME brings no scaler, so raw features are what this worker trains on.
+    Raw files are the documented way when the job has a scaler: no warning."""
+    if not looks_unscaled(X):
+        return False
+    log.warning(
+        "%s: features look unscaled (mean up to %.3g, std up to %.3g) and the "
+        "job has no scaler: it trains slowly or not at all on raw features "
+        "(serve --test-data gives the job one; or pass --scale here)",
+        source,
+        float(np.abs(X.mean(axis=0, dtype=np.float64)).max()),
+        float(X.std(axis=0, dtype=np.float64).max()),
+    )
+    return True
+
+
 def load_local(args: argparse.Namespace) -> LocalData:
     """``--data`` read with ``--label``/``--classes``, scaled by ``--scale*``."""
     classes = parse_classes(args.classes)
@@ -53,15 +70,6 @@ def load_local(args: argparse.Namespace) -> LocalData:
             "%s: features scaled by this file's own mean and std until the "
             "job's welcome brings the job's scaler, which replaces it",
             data.source,
-        )
-    elif looks_unscaled(data.X):
-        log.warning(
-            "%s: features look unscaled (mean up to %.3g, std up to %.3g): "
-            "the job's scaler (serve --test-data) is applied on joining; a job "
-            "without one trains slowly or fails on raw features (pass --scale)",
-            data.source,
-            float(np.abs(data.X.mean(axis=0)).max()),
-            float(data.X.std(axis=0).max()),
         )
     if scaler is None:
         return data

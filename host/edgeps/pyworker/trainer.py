@@ -87,6 +87,8 @@ class NativeTrainer:
         # what the job's scaler applies to, and what this worker chose itself
         self._X_own = data.X
         self._X_raw = data.X if data.raw_X is None else data.raw_X
+        self._source = data.source
+        self._raw_said = False  # "features look unscaled", said once
         self.classes = data.classes  # names of the local label ids, if text
         self.y = check_labels(spec, data.y, data.source)
         self.n_params = int(spec.n_params)
@@ -181,6 +183,10 @@ class NativeTrainer:
         """The job's scaler from its WELCOME (f32 offsets then inverse stds),
         applied to the raw features; None: the features as this worker chose."""
         self.X = self._X_own if data is None else local_round.scaled(self._X_raw, data)
+        if data is None and self.X is self._X_raw and not self._raw_said:
+            from edgeps.pyworker.scaling import warn_if_raw
+
+            self._raw_said = warn_if_raw(self._source, self.X)
 
     def set_classes(self, names: bytes | None) -> None:
         """The job's class names (WELCOME): text labels read here are renumbered

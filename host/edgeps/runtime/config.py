@@ -101,6 +101,11 @@ class ServeConfig:
     listen: str | None = None  # HOST:PORT of that broker (implies lan)
     boards: str | None = None  # ids --lan lets in: their credentials and keys
     job_dir: str | None = None  # where the LAN broker's files go (edgeps-JOB)
+    lan_tls: bool = (
+        False  # TLS on the LAN listener: the job's own CA (security.tls_files)
+    )
+    lan_cert: str | None = None  # or a certificate made elsewhere (implies lan_tls)
+    lan_key: str | None = None
     dp: str = JOB.dp  # differential privacy: off, central or local
     dp_clip: float = JOB.dp_clip  # C: each update clipped to this L2 norm
     dp_noise: float = JOB.dp_noise  # sigma: noise N(0, (sigma x C)^2)

@@ -46,6 +46,7 @@ from edgeps.observe.metrics import MetricsWriter, Progress
 from edgeps.observe.privacy import make_ledger
 from edgeps.runtime import reports
 from edgeps.runtime.accounting import Accounting
+from edgeps.runtime.checkpoint_log import CheckpointLog
 from edgeps.runtime.gc_freeze import GcFreeze
 from edgeps.runtime.inbound import Inbound
 from edgeps.runtime.ingest import Ingest
@@ -92,6 +93,7 @@ class Settings:
     tick_interval: float = 0.2
     metrics_interval: float = 1.0
     checkpoint_interval: float = 30.0
+    checkpoint_path: str | None = None  # named in the log and the summary
     max_chunk: int = 4096  # for workers that did not announce their own
     send_rejects: bool = True
     hmac_key: bytes | None = None  # the master key: each worker's is derived
@@ -133,6 +135,7 @@ class Coordinator:
         self.policy_name = policy_name
         self.evaluate = evaluate
         self.on_checkpoint = on_checkpoint
+        self.checkpoints = CheckpointLog(settings.checkpoint_path)
         self.metrics = metrics
         self.progress = progress
         self.observer = observer  # gets each snapshot (a dashboard's LatestState)
@@ -243,6 +246,9 @@ class Coordinator:
         if stop is not None:
             # a refused HELLO: the STOP names the nonce of that HELLO's link
             peer = self.peers.get(action.worker_id)
+            if stop == "model" and self.settings.model:
+                # the job's model after the token: the worker says both
+                stop = f"model {self.settings.model}"
             self.outbox.stop(peer, peer.hello_nonce, stop)
             return
         self.outbox.reject(action.worker_id, action.seq, action.reason, action.session)
@@ -480,13 +486,16 @@ class Coordinator:
         except Exception:
             log.exception("could not write metrics/progress")
 
-    def _checkpoint(self) -> None:
+    def _checkpoint(self, *, final: bool = False) -> None:
         if self.on_checkpoint is None:
             return
+        version = int(self.server.version)
         try:
             self.on_checkpoint(self)
-        except Exception:
-            log.exception("checkpoint failed; training goes on")
+        except Exception as exc:  # a full disk must not stop training
+            self.checkpoints.failed(version, exc, final=final)
+        else:
+            self.checkpoints.saved(version, final=final)
 
     def finish(self, reason: str) -> Summary:
         """Final evaluation, MODEL 'done', last checkpoint and metrics; the summary."""
@@ -494,7 +503,7 @@ class Coordinator:
         self.run_evaluation()
         self.publish_model("done")
         self.stop_workers("done")
-        self._checkpoint()
+        self._checkpoint(final=True)
         self._emit(now, force=True)
         return reports.summary(self, reason, now)
 

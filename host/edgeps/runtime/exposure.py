@@ -6,6 +6,8 @@ users; off loopback it is the network. So `edgeps serve` refuses to start on
 a broker reachable from other machines without ``--hmac-key-file`` (each
 worker's traffic signed with its own key), unless told ``--allow-unsigned``. The
 decision reads the configuration only: nothing is resolved or bound.
+A client that takes a model from the job (``worker --infer --fetch``) trusts
+what it is sent just as much, so it refuses the same way.
 """
 
 from __future__ import annotations
@@ -57,3 +59,21 @@ def check_keys(cfg: ServeConfig) -> None:
         "per-device keys: pass --hmac-key-file master.key (make it with `edgeps "
         "keys new --out master.key`), or --allow-unsigned to run without them"
     )
+
+
+def check_fetch_keys(broker: str, key_file: str | None, allow_unsigned: bool) -> None:
+    """ValueError (exit 2) when a model would be fetched unsigned from off loopback.
+
+    Without a key anyone who can publish to the broker can answer the HELLO
+    with a WELCOME and PARAMS of their own, and that model would be written.
+    """
+    if key_file is not None or allow_unsigned:
+        return
+    for address in parse_broker_urls(broker):
+        if not is_loopback(address.host):
+            raise ValueError(
+                f"the broker {address.url} is reachable from other machines and "
+                "--fetch has no key: anyone there could send a forged model. Pass "
+                "--hmac-key-file (this worker's key, `edgeps keys derive`), or "
+                "--allow-unsigned to fetch without it"
+            )

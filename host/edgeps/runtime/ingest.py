@@ -196,7 +196,7 @@ class Ingest:
             self.drop("codec_mismatch", f"{wid} reads 0x{int(msg.dtypes):02x}")
             return Rejected(wid, 0, "codec_mismatch")
         peer.codec, peer.codec_arg = code, self.codec_arg
-        peer.max_chunk = max(256, int(msg.max_chunk or 4096))
+        self.peers.announce(peer, max(256, int(msg.max_chunk or 4096)))
         same_link = nonce == peer.nonce and peer.session
         self.hello_moments = getattr(msg, "moments", None)
         return Join(

@@ -398,6 +398,7 @@ class Job:
                 eval_interval=cfg.eval_interval,
                 metrics_interval=cfg.metrics_interval,
                 checkpoint_interval=cfg.checkpoint_interval,
+                checkpoint_path=None if cfg.checkpoint is None else str(cfg.checkpoint),
                 max_chunk=cfg.max_chunk,
                 send_rejects=cfg.send_rejects,
                 hmac_key=self.hmac_key,

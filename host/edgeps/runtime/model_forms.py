@@ -26,6 +26,8 @@ def _complete_conv(
     text: str, kind: str, rest: list[str], n_classes: int, shape: tuple[int, ...] | None
 ) -> str:
     dims = 2 if kind in ("conv2d", "lenet5") else 1
+    if shape is None and rest and rest[0].split("-")[0][:1].isdigit():
+        return text.strip()  # a full spec names its shape: rows of C*L (C*H*W) floats
     if shape is None or len(shape) != dims + 1:
         what = "windows (C x L: an .npz X of shape (n, C, L), or --window on a CSV)"
         if dims == 2:

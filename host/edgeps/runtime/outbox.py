@@ -229,7 +229,8 @@ class Outbox:
         code = self.params_code
         version = int(release.version)
         peers = [self.peers.get(wid) for wid, _ in targets]
-        max_chunk = min(p.max_chunk for p in peers)
+        # every subscriber of the shared topic must read it, not only these
+        max_chunk = min(self.peers.shared_chunk(), *(p.max_chunk for p in peers))
         try:
             chunks = wire.iter_shared_params(
                 self.job,

@@ -80,6 +80,9 @@ class Peers:
         self._warned = False
         self.max_unjoined = max_unjoined
         self._unjoined: dict[str, None] = {}  # oldest first; some joined since
+        # max_chunk each kept peer announced in its HELLO, and their minimum
+        self._announced: dict[str, int] = {}
+        self._floor: int | None = None
 
     def __len__(self) -> int:
         return len(self._by_id)
@@ -90,6 +93,27 @@ class Peers:
         peer = self._by_id.pop(worker_id, None)
         if peer is not None:
             self._by_topic.pop(wire.topic_up(self.job, worker_id), None)
+        if self._announced.pop(worker_id, None) is not None:
+            self._floor = None
+
+    def announce(self, peer: Peer, max_chunk: int) -> None:
+        """The largest message ``peer`` reads, from its HELLO."""
+        peer.max_chunk = max_chunk
+        if peer.worker_id in self._by_id:
+            self._announced[peer.worker_id] = max_chunk
+            self._floor = None
+
+    def shared_chunk(self) -> int:
+        """The largest PARAMS message every worker that said HELLO reads.
+
+        Every worker subscribes to the shared topic and receives each shared
+        copy, also of a round it is not released in: a copy chunked for the
+        round's workers alone would reach a board with a smaller receive
+        buffer as messages it can only drain and drop.
+        """
+        if self._floor is None:
+            self._floor = min(self._announced.values(), default=1 << 30)
+        return self._floor
 
     def of_topic(self, topic: str) -> Peer | None:
         """The peer already seen on this up topic, if any."""

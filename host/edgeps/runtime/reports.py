@@ -137,6 +137,7 @@ def summary(c: Coordinator, reason: str, now: float) -> Summary:
         broker=c.broker_report(),
         releases=c.outbox.stats(),
         inbound=c.inbound.report(),
+        checkpoints=c.checkpoints.report(),
         first_update=(
             None if c.first_applied_at is None else c.elapsed(c.first_applied_at)
         ),

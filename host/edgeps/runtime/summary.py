@@ -7,6 +7,7 @@ from typing import Any
 
 from edgeps.observe.metrics import dumps
 from edgeps.observe.privacy import privacy_line
+from edgeps.runtime.checkpoint_log import checkpoint_line
 
 
 @dataclass
@@ -37,6 +38,13 @@ class Summary:
     privacy: dict[str, Any] = field(default_factory=dict)
     # {spec, kind, in_shape, architecture, params, macs} (edgeps.model.architecture)
     model: dict[str, Any] = field(default_factory=dict)
+    # --checkpoint: {path, saved, failed, last_saved_version, final_saved, last_error}
+    checkpoints: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def checkpoint_lost(self) -> bool:
+        """The final checkpoint was tried and not saved (serve exits 1)."""
+        return self.checkpoints.get("final_saved") is False
 
 
 def summary_dict(summary: Summary) -> dict[str, Any]:
@@ -107,6 +115,8 @@ def summary_table(summary: Summary, operator: bool = True) -> str:
         lines.append(summary.advice)
     if summary.privacy:
         lines.append(privacy_line(summary.privacy))
+    if checkpoint_line(summary.checkpoints):
+        lines.append(checkpoint_line(summary.checkpoints))
     if summary.dropped:
         dropped = ", ".join(f"{k}={v}" for k, v in sorted(summary.dropped.items()))
         lines.append(f"dropped messages: {dropped}")
@@ -144,12 +154,18 @@ def _unknown_and_broker(summary: Summary, operator: bool = True) -> list[str]:
         b = {}  # nothing lost: the broker's line is for operators
     if b:
         sys_state = b.get("sys")
-        if sys_state == "ok":
-            sys_text = (
-                f"dropped {b.get('publish_dropped')} publishes, holds "
-                f"{b.get('store_messages')} messages"
-            )
-        elif sys_state == "no_counters":
+        dropped, held = b.get("publish_dropped"), b.get("store_messages")
+        if sys_state == "ok" and (dropped is not None or held is not None):
+            # a broker may publish one counter and not the other
+            sys_text = ", ".join(
+                (
+                    "dropped publishes unknown" if dropped is None
+                    else f"dropped {dropped} publishes",
+                    "stored messages unknown" if held is None
+                    else f"holds {held} messages",
+                )
+            )  # fmt: skip
+        elif sys_state in ("ok", "no_counters"):
             sys_text = "published no drop/queue counters in $SYS"
         else:  # refused or unreadable
             sys_text = (

@@ -78,6 +78,12 @@ def load_test_data(
     table = read_table(path, label=label, **cut)
     if table.y is None:
         raise ValueError(f"--test-data {path}: no label column")
+    if table.y.dtype.kind != "f" and np.unique(table.y).size < 2:
+        one = table.classes[0] if table.classes else str(int(table.y[0]))
+        raise ValueError(
+            f"--test-data {path}: every label is {one!r}: a classifier's test "
+            "file needs rows of 2 or more classes"
+        )
     scaler = None
     if scaler_from is not None and not scale:
         raise ValueError("--scaler-from and --no-scale contradict each other")

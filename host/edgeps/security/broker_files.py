@@ -45,7 +45,11 @@ class BrokerFiles:
 
 
 def default_run_as() -> str:
-    """Whom a root-started mosquitto should drop to: its own user when it exists."""
+    """Whom a root-started mosquitto should drop to: its own user when it exists.
+
+    "root" when there is none, which `mosquitto_conf` refuses: a broker on
+    the network never runs as root.
+    """
     if os.geteuid() == 0:
         try:
             pwd.getpwnam("mosquitto")
@@ -66,6 +70,7 @@ def write_broker_config(
     hasher: str = "auto",
     force: bool = False,
     sensors: int | None = None,
+    tls: tuple[Path, Path] | None = None,
 ) -> BrokerFiles:
     """Write the whole setup under ``out``; FileExistsError unless ``force``.
 
@@ -75,6 +80,7 @@ def write_broker_config(
     handed to that user; the credentials stay with the caller. ``sensors``
     sizes the host's queue limits for that many sensors
     (`edgeps.transport.broker_tuning`); None keeps the small defaults.
+    ``tls``: the listener's (certificate, key), copied in (`install_server_tls`).
     """
     check_user(host_user)
     run_as = default_run_as() if run_as is None else check_user(run_as)
@@ -99,10 +105,29 @@ def write_broker_config(
     queue = (
         QUEUE_SETTINGS if sensors is None else mosquitto_lines(sensors, private=False)
     )
-    conf = mosquitto_conf(listen, out, run_as=run_as, job=job, queue_settings=queue)
+    served = None if tls is None else install_server_tls(out, tls, run_as)
+    conf = mosquitto_conf(
+        listen, out, run_as=run_as, job=job, queue_settings=queue, tls=served
+    )
     write_private_file(conf_path, conf, force=True)
     if os.geteuid() == 0 and run_as != "root":
         entry = pwd.getpwnam(run_as)
         for path in (out, passwd_path, acl_path):
             os.chown(path, entry.pw_uid, entry.pw_gid)
     return BrokerFiles(conf_path, passwd_path, acl_path, credentials, hashed_by)
+
+
+def install_server_tls(
+    out: Path, tls: tuple[Path, Path], run_as: str | None
+) -> tuple[Path, Path]:
+    """Copy the listener's certificate and key into ``out`` (the key 0600), owned
+    by ``run_as`` when root: mosquitto reads them after dropping to that user."""
+    cert = out / "server.pem"
+    key = write_private_file(out / "server.key", Path(tls[1]).read_text(), force=True)
+    cert.write_text(Path(tls[0]).read_text())
+    cert.chmod(0o644)
+    if os.geteuid() == 0 and run_as not in (None, "root"):
+        entry = pwd.getpwnam(str(run_as))
+        for path in (cert, key):
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+    return cert, key

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import ipaddress
 import os
 import re
 import secrets
@@ -65,6 +66,17 @@ def parse_listen(text: str) -> Listen:
     return Listen(host, int(port_text))
 
 
+def _loopback(host: str) -> bool:
+    """A listener only this machine reaches (an empty host is every interface)."""
+    name = host.strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
 def check_user(name: str) -> str:
     """An MQTT user name for the host: 1..64 of [A-Za-z0-9_.-]."""
     if not _USER_RE.match(name):
@@ -108,18 +120,31 @@ def mosquitto_conf(
     run_as: str | None,
     job: str,
     queue_settings: Sequence[str] = QUEUE_SETTINGS,
+    tls: tuple[Path, Path] | None = None,
 ) -> str:
     """The ``mosquitto.conf`` text; file paths are absolute under ``out_dir``.
 
     ``queue_settings``: the host's queue limits (`broker-config --sensors`
-    passes ones sized by `edgeps.transport.broker_tuning`).
+    passes ones sized by `edgeps.transport.broker_tuning`). ``tls``: the
+    listener's (certificate, key) PEM files; None: plain TCP.
     """
+    if run_as == "root" and not _loopback(listen.host):
+        raise ValueError(
+            f"mosquitto would run as root on {listen.host or '*'}:{listen.port}, "
+            "which other machines reach: create its system user (`useradd "
+            "--system mosquitto`; it drops to it) or name another with --run-as"
+        )
     d = out_dir.resolve()
     lines = [
         f"# edgeps broker for job {job} (mosquitto 2.x), written by "
         "edgeps broker-config",
         "per_listener_settings false",
         f"listener {listen.port} {listen.host}".rstrip(),
+        *(
+            [f"certfile {tls[0].resolve()}", f"keyfile {tls[1].resolve()}"]
+            if tls is not None
+            else []
+        ),
         "allow_anonymous false",
         f"password_file {d}/passwd",
         f"acl_file {d}/acl",

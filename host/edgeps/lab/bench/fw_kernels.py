@@ -42,11 +42,11 @@ ALLOC_HEAP = "64M"
 SCRIPT = """
 import gc, time
 from array import array
-from edgeps_worker.kernels import Model
+from edgeps_worker.kernels import net
 
 
 def inputs(spec, batch):
-    m = Model(spec)
+    m = net(spec)
     p = array("f", [((i * 37) % 11 - 5) / 100.0 for i in range(m.n_params)])
     X = array("f", [((i * 13) % 7 - 3) / 3.0 for i in range(m.n_features * batch)])
     k = m.n_outputs if m.n_outputs > 1 else 2

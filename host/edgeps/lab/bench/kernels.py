@@ -37,30 +37,33 @@ class Row:
         return self.numpy_us / self.c_us if self.c_us > 0 else float("nan")
 
 
-def _burst(fn: Callable[[], object]) -> int:
+def _burst(fn: Callable[[], object], clock: Callable[[], float]) -> int:
     """Calls per sample so that one sample takes about half a millisecond."""
-    t0 = time.perf_counter()
+    t0 = clock()
     fn()
-    one = max(time.perf_counter() - t0, 1e-7)
+    one = max(clock() - t0, 1e-7)
     return max(1, min(1000, int(5e-4 / one)))
 
 
 def _compare(
-    fns: dict[str, Callable[[], object]], repeat: int, warmup: int
+    fns: dict[str, Callable[[], object]],
+    repeat: int,
+    warmup: int,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, float]:
     """Median microseconds per call for each named function, interleaved."""
     for fn in fns.values():
         for _ in range(warmup):
             fn()
-    bursts = {k: _burst(fn) for k, fn in fns.items()}
+    bursts = {k: _burst(fn, clock) for k, fn in fns.items()}
     samples: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(repeat):
         for k, fn in fns.items():
             n = bursts[k]
-            t0 = time.perf_counter()
+            t0 = clock()
             for _ in range(n):
                 fn()
-            samples[k].append((time.perf_counter() - t0) / n * 1e6)
+            samples[k].append((clock() - t0) / n * 1e6)
     return {k: statistics.median(v) for k, v in samples.items()}
 
 
