@@ -19,7 +19,6 @@ from typing import Any
 
 from edgeps.lab.bench.policies_broker import _stop, _tail
 
-
 LR = 0.003  # the server's Adam: SGD's default 0.1 diverges on the conv nets
 
 
