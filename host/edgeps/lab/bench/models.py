@@ -41,12 +41,10 @@ class Plan:
 
 
 PLANS = {
-    "mnist1d": Plan({"logistic": 10, "mlp": 10, "conv": 10}),
+    "mnist1d": Plan({"logistic": 20, "mlp": 20, "conv": 20}),
     "basicmotions": Plan({"logistic": 30, "mlp": 30, "conv": 30}),
-    "mnist": Plan({"logistic": 5, "mlp": 5, "conv": 4}, mlp="mlp:64"),
-    "fashion-mnist": Plan(
-        {"logistic": 3, "mlp": 3, "conv": 2}, train_limit=5000, mlp="mlp:64"
-    ),
+    "mnist": Plan({"logistic": 10, "mlp": 10, "conv": 10}, mlp="mlp:64"),
+    "fashion-mnist": Plan({"logistic": 5, "mlp": 5, "conv": 5}, mlp="mlp:64"),
 }
 QUICK = {"train": 256, "test": 200, "epochs": 1}
 BATCH = 32
@@ -155,7 +153,9 @@ def dataset_rows(name: str, args: Any, progress: Any = None) -> list[ModelRow]:
         t0 = time.monotonic()
         p = train(spec, X, y, epochs, plan.lr)
         row.train_seconds = round(time.monotonic() - t0, 1)
-        row.accuracy = get_backend("numpy").accuracy(spec, p, X_te, y_te)
+        row.accuracy = (_backend("c") or get_backend("numpy")).accuracy(
+            spec, p, X_te, y_te
+        )
         row.c_ms = step_ms("c", spec, X, y, args.repeat)
         row.numpy_ms = step_ms("numpy", spec, X, y, args.repeat)
         if not args.no_board:

@@ -3,11 +3,14 @@
 Each model's loss + gradient step of ``edgeps_worker.kernels`` runs under
 the real MicroPython unix binary twice: in the board's heap (``-X
 heapsize=96K``, collector on, as a worker runs it), where a MemoryError
-means the model does not fit and otherwise the median step time is taken;
+means the model does not fit (its step is then timed in the big heap) and
+otherwise the median step time is taken;
 and in a 16 MB heap with the collector off for one step, whose
 ``gc.mem_alloc()`` is the peak heap: code, model, parameters, gradient, a
-batch and one step's allocations. The unix port is 64-bit: a board's
-figures are smaller.
+batch and one step's allocations. The firmware is imported from source,
+not as the ``.mpy`` files `edgeps flash --mpy` writes, so the code takes more
+heap here than on a flashed board. The unix port is 64-bit: a board's figures
+are smaller.
 """
 
 from __future__ import annotations
@@ -28,11 +31,11 @@ import gc, sys, time
 from array import array
 gc.collect()
 base = gc.mem_alloc()
-from edgeps_worker.kernels import Model
+from edgeps_worker.kernels import net
 
 
 def main(spec, batch, repeat, mode):
-    m = Model(spec)
+    m = net(spec, batch)
     # filled in place: a list of boxed floats would need more heap than the step
     p = array("f", bytes(4 * m.n_params))
     for i in range(m.n_params):
@@ -92,15 +95,24 @@ def board_step(spec: str, batch: int, repeat: int) -> dict[str, Any]:
             return out
         out["peak"] = int(line.split()[1])
         code, text = _run(spec, batch, repeat, "time", BOARD_HEAP)
+        line = next((x for x in text.splitlines() if x.startswith("time ")), "")
+        if code != 0 or not line:
+            if "MemoryError" not in text:
+                out["note"] = f"failed in a {BOARD_HEAP} heap: {_last_error(text)}"
+                return out
+            # timed in a big heap, so the per-FLOP goal still has its figure
+            needs = f"{out['peak'] / 1024:.0f}K"
+            out["note"] = (
+                f"does not fit a {BOARD_HEAP} heap (peak {needs}, batch {batch}); "
+                f"step timed in a {PEAK_HEAP} heap"
+            )
+            code, text = _run(spec, batch, repeat, "time", PEAK_HEAP)
+            line = next((x for x in text.splitlines() if x.startswith("time ")), "")
+            if code != 0 or not line:
+                out["note"] = f"failed in a {PEAK_HEAP} heap: {_last_error(text)}"
+                return out
     except (OSError, subprocess.TimeoutExpired) as exc:
         out["note"] = f"micropython failed: {exc}"
-        return out
-    line = next((x for x in text.splitlines() if x.startswith("time ")), "")
-    if code != 0 or not line:
-        needs = f"{out['peak'] / 1024:.0f}K" if out["peak"] else "?"
-        out["note"] = f"does not fit a {BOARD_HEAP} heap (peak {needs}, batch {batch})"
-        if "MemoryError" not in text:
-            out["note"] = f"failed in a {BOARD_HEAP} heap: {_last_error(text)}"
         return out
     out["ms"] = statistics.median(int(v) for v in line.split()[1:]) / 1e3
     return out

@@ -161,10 +161,9 @@ def _num(value: float | int | None, fmt: str) -> str:
 
 
 def _board(r: ModelRow) -> tuple[str, str]:
-    if r.board_ms is None:
-        return "-", r.board_note or "-"
+    ms = "-" if r.board_ms is None else f"{r.board_ms:.1f}"
     peak = "-" if r.board_peak is None else f"{r.board_peak / 1024:.0f}K"
-    return f"{r.board_ms:.1f}", peak
+    return ms, peak
 
 
 HEADER = (
@@ -181,8 +180,8 @@ def table(rows: list[ModelRow]) -> str:
     for r in rows:
         ratio = r.numpy_ms / r.c_ms if r.c_ms and r.numpy_ms else None
         board_ms, heap = _board(r)
-        if r.board_ms is None and r.board_note:
-            heap = f"[{len(notes) + 1}]"
+        if r.board_note:
+            heap = f"{'' if heap == '-' else heap}[{len(notes) + 1}]"
             notes.append(f"[{len(notes) + 1}] {r.dataset} {r.model}: {r.board_note}")
         sensors = _num(r.sensors_accuracy, ".3f")
         if r.sensors_accuracy is None and r.sensors_note:
