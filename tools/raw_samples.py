@@ -8,6 +8,12 @@ recordings to ``raw_test.csv``: the files `edgeps serve --test-data` and
 `edgeps worker --data` cut into windows (``--window 50 --stride 25
 --group recording``).
 
+``windows_test.csv`` holds the test recordings already cut (50 samples
+every 25, one row of 6 x 50 values, channel first, then the activity): the
+rows a board in inference mode predicts from a data file, as ``board.json``
+(a board config) says: the default conv1d `--model conv1d` picks for these
+windows, read from ``model.bin``.
+
 Usage: python tools/raw_samples.py [--out DIR]   (needs pip install '.[datasets]')
 """
 
@@ -15,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import sys
 from pathlib import Path
 
@@ -37,6 +44,36 @@ def write(path: Path, X, y, first_recording: int) -> int:
     return n
 
 
+def write_windows(path: Path, X, y, length: int = 50, stride: int = 25) -> int:
+    """Each recording cut into windows, one row each (channel first, then label)."""
+    n = 0
+    with path.open("w", newline="") as fh:
+        out = csv.writer(fh)
+        for window, label in zip(X, y, strict=True):
+            for start in range(0, window.shape[1] - length + 1, stride):
+                cut = window[:, start : start + length].reshape(-1)
+                out.writerow([f"{v:.5f}" for v in cut] + [str(label).lower()])
+                n += 1
+    return n
+
+
+def write_board_config(path: Path, n_channels: int, n_classes: int) -> None:
+    """An inference-mode board config predicting windows_test.csv with model.bin."""
+    from edgeps.kernels.layers import default_conv1d
+
+    cfg = {
+        "job": "motion",
+        "worker_id": "board-1",
+        "mode": "infer",
+        "model": default_conv1d((n_channels, 50), n_classes),
+        "model_file": "model.bin",
+        "data": "windows_test.csv",
+        "broker_host": "",
+        "verbose": True,
+    }
+    path.write_text(json.dumps(cfg, indent=1) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("."), help="directory")
@@ -54,6 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     n_te = write(args.out / "raw_test.csv", X_te, y_te, len(X_tr))
     print(f"{args.out / 'raw_train.csv'}: {n_tr} samples of {len(X_tr)} recordings")
     print(f"{args.out / 'raw_test.csv'}: {n_te} samples of {len(X_te)} recordings")
+    n_win = write_windows(args.out / "windows_test.csv", X_te, y_te)
+    print(f"{args.out / 'windows_test.csv'}: {n_win} windows of the test recordings")
+    write_board_config(args.out / "board.json", X_te.shape[1], len(set(y_te)))
+    print(f"{args.out / 'board.json'}: a board predicting them with model.bin")
     return 0
 
 
