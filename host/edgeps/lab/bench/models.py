@@ -115,7 +115,9 @@ def _backend(name: str) -> Any:
         return None
 
 
-def step_ms(name: str, spec: ModelSpec, X: np.ndarray, y: np.ndarray, repeat: int):
+def step_ms(
+    name: str, spec: ModelSpec, X: np.ndarray, y: np.ndarray, repeat: int
+) -> float | None:
     """Median ms of a loss + gradient at batch 32 on backend ``name`` (None: absent)."""
     K = _backend(name)
     if K is None:
