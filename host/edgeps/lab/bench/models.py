@@ -172,13 +172,22 @@ def dataset_rows(name: str, args: Any, progress: Any = None) -> list[ModelRow]:
 
 def sensors_columns(rows: list[ModelRow], args: Any, progress: Any = None) -> None:
     """Fill the sensors column of the rows of --sensors-datasets, one job each."""
+    chosen = [r for r in rows if r.dataset in _split(args.sensors_datasets)]
+    if not chosen:
+        return
+    try:
+        _sensor_jobs(chosen, args, progress)
+    except (OSError, RuntimeError) as exc:  # no mosquitto: the other columns stand
+        for r in chosen:
+            if r.sensors_accuracy is None and not r.sensors_note:
+                r.sensors_note = f"no broker: {exc}"
+
+
+def _sensor_jobs(chosen: list[ModelRow], args: Any, progress: Any) -> None:
     from edgeps.lab.bench.models_broker import note_of, sensors_run
     from edgeps.lab.bench.models_table import SENSORS_GOAL
     from edgeps.transport.broker import start_mosquitto
 
-    chosen = [r for r in rows if r.dataset in _split(args.sensors_datasets)]
-    if not chosen:
-        return
     with (
         tempfile.TemporaryDirectory(prefix="edgeps-bm-") as tmp,
         start_mosquitto() as b,
