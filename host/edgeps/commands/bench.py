@@ -80,6 +80,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "edgeps.lab.bench.paper",
         "the DSP paper's experiment: LeNet-5, real workers, one disturbed",
     ),
+    "models": (
+        "edgeps.lab.bench.models",
+        "logistic, MLP and conv on the packaged datasets: accuracy, cost, board",
+    ),
 }
 
 

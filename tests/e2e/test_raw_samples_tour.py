@@ -1,0 +1,96 @@
+"""README's tour 5, its commands as written: tools/raw_samples.py's BasicMotions
+CSVs, serve and two workers cutting them into windows for a conv1d on a real
+mosquitto, predict and export, and the board (MicroPython unix port) in
+inference mode predicting the windows as `edgeps predict` does.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.firmware]
+CUT = ["--window", "50", "--stride", "25", "--group", "recording"]
+
+
+def test_raw_samples_to_a_board_predicting_windows(
+    mosquitto,  # type: ignore[no-untyped-def]
+    micropython: str,
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("pyts")
+    # Prepare: the tool's files in a fresh directory
+    edgeps = [sys.executable, "-m", "edgeps"]
+    tool = str(REPO / "tools" / "raw_samples.py")
+    subprocess.run([sys.executable, tool, "--out", str(tmp_path)], check=True,
+                   capture_output=True, timeout=120)  # fmt: skip
+    serve = subprocess.Popen(
+        [*edgeps, "serve", "--broker", mosquitto.url, "--job", "motion",
+         "--test-data", "raw_test.csv", *CUT, "--model", "conv1d",
+         "--target-accuracy", "0.9", "--checkpoint", "motion.npz",
+         "--max-time", "150", "--json", "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    workers = [
+        subprocess.Popen(
+            [
+                *edgeps,
+                "worker",
+                "--broker",
+                mosquitto.url,
+                "--job",
+                "motion",
+                "--id",
+                f"w{i}",
+                "--data",
+                "raw_train.csv",
+                *CUT,
+                "--part",
+                f"{i}/2",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=tmp_path,
+        )  # fmt: skip
+        for i in range(2)
+    ]
+    try:
+        # Execute
+        out, err = serve.communicate(timeout=200)
+        for w in workers:
+            w.wait(timeout=30)
+        subprocess.run([*edgeps, "export", "motion.npz", "--format", "micropython",
+                        "--out", "model.bin"], check=True, capture_output=True,
+                       cwd=tmp_path, timeout=60)  # fmt: skip
+        host = subprocess.run(
+            [*edgeps, "predict", "motion.npz", "--data", "windows_test.csv"],
+            capture_output=True, text=True, cwd=tmp_path, timeout=60,
+        )  # fmt: skip
+        board = subprocess.run(
+            [micropython, str(REPO / "firmware" / "main.py"), "board.json"],
+            capture_output=True, text=True, cwd=tmp_path, timeout=120,
+        )  # fmt: skip
+    finally:
+        for p in (serve, *workers):
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=10)
+
+    # Assert: the job reached its target; the board predicts every window as
+    # the host does with the same model
+    assert serve.returncode == 0, err
+    assert json.loads(out)["stop_reason"] == "target_accuracy"
+    assert board.returncode == 0, board.stdout + board.stderr
+    on_board = [
+        json.loads(line.split(" ", 2)[2])["class"]
+        for line in board.stdout.splitlines()
+        if line.startswith("pred ")
+    ]
+    on_host = host.stdout.split()[:120]
+    assert len(on_board) == 120 and on_board == on_host
