@@ -80,7 +80,7 @@ class InProcessPS:
         self.down.model = payload
 
     def remember_other_process(self, instance: int) -> None:
-        """Another live process holds this worker id (just heard from in its session)."""
+        """Another live process holds this worker id (heard from in its session)."""
         now = time.monotonic()
         self.server.handle(Join(WID, 12345, instance=instance), now)
         self.server.handle(Heartbeat(WID, 0, session=12345), now)
