@@ -8,14 +8,15 @@ taken once and kept, in pieces of ``PIECE`` floats: a heap that training
 left fragmented has no hole for one n_params array), takes plain SGD steps
 at the job's lr on the trainer's own parameter buffer, and leaves
 ``anchor - params`` (what the PS applies as a pseudo-gradient) in the
-gradient buffer, where ``encode_grad`` finds it. ``set_scale`` puts a
-``Scaled`` source in front of the trainer's.
+gradient buffer, where ``encode_grad`` finds it. ``set_scale`` (from
+``scaled``) puts a ``Scaled`` source in front of the trainer's.
 """
 
 import gc
 from array import array
 
 from edgeps_worker import clock
+from edgeps_worker.scaled import Scaled, set_scale  # noqa: F401 (its API)
 
 PIECE = 256  # floats per piece of the anchor (1 KB)
 
@@ -137,41 +138,3 @@ def run(t, h, epochs, seconds, lr):
             break
     a.delta(p, g)
     return (total / samples if samples else float("nan")), samples, k, g
-
-
-class Scaled:
-    """A data source whose rows come out standardised by the job's scaler
-    (``s``: array('f') of n_features offsets, then as many inverse stds)."""
-
-    def __init__(self, source, s):
-        self.source, self.s = source, s
-        self.n_features = source.n_features
-        self.draw = source.draw
-        self.count = getattr(source, "count", None)
-
-    def rows(self, X, y, m):
-        got = self.source.rows(X, y, m)
-        s, nf = self.s, self.n_features
-        for r in range(m):
-            b = r * nf
-            for j in range(nf):
-                X[b + j] = (X[b + j] - s[j]) * s[nf + j]
-        return got
-
-
-def set_scale(t, data):
-    """A KernelTrainer's scaler from WELCOME bytes (None: raw features);
-    ValueError when it is not the model's size."""
-    src = getattr(t, "source", None)
-    if src is None:
-        if data is None:
-            return
-        raise ValueError("this trainer takes no scaler")
-    if isinstance(src, Scaled):
-        src = src.source
-    if data is None:
-        t.source = src
-        return
-    if len(data) != 8 * src.n_features:
-        raise ValueError("the job's scaler does not fit this model")
-    t.source = Scaled(src, array("f", data))

@@ -98,13 +98,18 @@ def _card(w, msg):
         w.count_bad("welcome")
         return False
     head = struct.unpack_from("<HfffHH", body, 0)
-    if (head[0] > 1 or head[1] or head[2] or len(body) > 18 + head[5]
+    end = 18 + head[5]  # the spec's end
+    if (head[0] > 1 or head[1] or head[2] or len(body) > end + 8 * head[4]
             or hasattr(t, "set_scale") or hasattr(w, "local")
-            or hasattr(w, "classes") or hasattr(t, "source")
-            and hasattr(t.source, "s")):  # fmt: skip
+            or hasattr(w, "classes")):  # fmt: skip
         from edgeps_worker import local_round
 
         return local_round.card(w, head, body[18:])
+    if len(body) > end or hasattr(t, "source") and hasattr(t.source, "s"):
+        # a scaler and nothing else: its small module only
+        from edgeps_worker import scaled
+
+        return scaled.card(w, head[4], body[end:])
     return True
 
 

@@ -67,6 +67,7 @@ BOARD_MODULES = (
     "predict",
     "release_round",
     "ring",
+    "scaled",
     "tlsconf",
     "trainer",
     "wifi",
