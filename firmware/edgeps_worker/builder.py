@@ -42,11 +42,6 @@ ONCE = (
 )  # fmt: skip
 
 
-# a WELCOME's bytes besides its scaler: frame, head, model spec, class
-# names, tag (PROTOCOL.md)
-CARD_EXTRA = 768
-
-
 def mqtt_extra(cfg):
     """What MQTT adds to a message in a PUBLISH's remaining length: topic length
     and packet id (4 bytes) and the longest topic this worker sends or reads
@@ -136,7 +131,9 @@ def make_transport(cfg, buffers, n_features=0):
         payload_views=True,
         buffers=buffers,
     )
-    card = 8 * n_features + CARD_EXTRA
+    # a WELCOME's bytes besides its scaler: frame, head, model spec, class
+    # names, tag (PROTOCOL.md): 256
+    card = 8 * n_features + 256
     if card > cfg["max_chunk"]:
         t.keep_over = card
     return t

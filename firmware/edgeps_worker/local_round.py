@@ -16,7 +16,6 @@ import gc
 from array import array
 
 from edgeps_worker import clock
-from edgeps_worker.scaled import Scaled, set_scale  # noqa: F401 (its API)
 
 PIECE = 256  # floats per piece of the anchor (1 KB)
 
@@ -63,7 +62,7 @@ def card(w, head, body):
         scale = bytes(body[sl : sl + 8 * ns]) if ns else None
         if hasattr(t, "set_scale"):  # CPython trainers
             t.set_scale(scale)
-        else:
+        elif scale is not None or hasattr(getattr(t, "source", None), "s"):
             set_scale(t, scale)
     except ValueError as x:
         w.note("job scaler: " + str(x))
@@ -138,3 +137,10 @@ def run(t, h, epochs, seconds, lr):
             break
     a.delta(p, g)
     return (total / samples if samples else float("nan")), samples, k, g
+
+
+def set_scale(t, data):
+    """``scaled.set_scale``: that module loads only for a job with a scaler."""
+    from edgeps_worker import scaled
+
+    scaled.set_scale(t, data)

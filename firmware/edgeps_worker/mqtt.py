@@ -50,12 +50,10 @@ class MQTTClient:
     buffers: (send, receive) bytearrays a board allocated early, else the
         client allocates them; receive must hold ``max_packet + 5`` bytes.
 
-    ``keep_over`` (an attribute, 0 unless set): a PUBLISH longer than
+    ``keep_over`` (an attribute a client may be given): a PUBLISH longer than
     max_packet whose payload is at most this many bytes is handed on whole,
     in a bytearray taken for it (dropped as above when the heap has none).
     """
-
-    keep_over = 0
 
     def __init__(
         self,
@@ -112,7 +110,6 @@ class MQTTClient:
         self._last_send = 0
         self._ping_sent = None
         self._skip = 0  # bytes of an oversized PUBLISH still to discard
-        self._big = None  # or to read into this (keep_over)
         self.dropped = 0
         self.resent = 0
         self.violations = 0
@@ -377,8 +374,13 @@ class MQTTClient:
             return
         topic, payload, qos, pid = msg
         if self._skip:  # oversized: acked and dropped, only its topic is handed
-            # on, or read whole when it fits keep_over (mqtt_open.whole)
-            payload = self._rare("whole") if self._big is not None else None
+            # on, or read whole when it fits keep_over
+            payload = None
+            if hasattr(self, "keep_over"):
+                from edgeps_worker import mqtt_whole
+
+                payload = mqtt_whole.read(self)
+                unload("mqtt_whole")
         if qos == 1:
             self._send(memoryview(_p.puback_packet(pid)))
         if early is not None and payload is not None:

@@ -202,25 +202,14 @@ def oversized(c, off, rl, t0, timeout_ms):
     if not c._fill(off + n, t0, timeout_ms):
         return None  # nothing consumed: the next read starts at its header again
     c._skip = rl - n
-    c._big = None
-    if c._skip <= c.keep_over:
-        try:
-            c._big = bytearray(c._skip)
-        except MemoryError:
-            pass  # dropped, as any other oversized message
     return n
 
 
 def drain(c, t0, timeout_ms):
-    """Discard the rest of an oversized PUBLISH a buffer at a time (or copy
-    it into ``c._big``); False at the deadline (what is left stays in
-    ``c._skip`` for the next read)."""
+    """Discard the rest of an oversized PUBLISH a buffer at a time; False at
+    the deadline (what is left stays in ``c._skip`` for the next read)."""
     while c._skip:
         n = min(c._skip, c._r1 - c._r0)
-        big = c._big
-        if big is not None:
-            at = len(big) - c._skip
-            big[at : at + n] = c._rmv[c._r0 : c._r0 + n]
         c._skip -= n
         c._r0 += n
         if c._r0 == c._r1:
@@ -228,12 +217,3 @@ def drain(c, t0, timeout_ms):
         if c._skip and not c._fill(min(c._skip, len(c._rbuf)), t0, timeout_ms):
             return False
     return True
-
-
-def whole(c):
-    """The payload of the oversized PUBLISH just read, read on into
-    ``c._big`` within ``timeout_ms``; None (the rest dropped) past it."""
-    t0 = _l.ticks_ms()
-    done = drain(c, t0, c.timeout_ms)
-    big, c._big = c._big, None
-    return big if done else None

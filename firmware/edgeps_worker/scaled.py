@@ -1,9 +1,9 @@
 """The job's scaler on a board: a ``Scaled`` source in front of the trainer's.
 
 Its own small module: a board whose WELCOME carries a scaler and nothing
-else of ``local_round`` (local rounds, class names) loads only this, and
-keeps only this while it trains (a window model's first connect is its
-tightest moment in the heap).
+else of ``local_round`` (local rounds, class names) loads only this
+(``card``), and keeps only this while it trains (a window model's first
+connect is its tightest moment in the heap).
 """
 
 from array import array
@@ -37,7 +37,7 @@ def set_scale(t, data):
         if data is None:
             return
         raise ValueError("this trainer takes no scaler")
-    if isinstance(src, Scaled):
+    if hasattr(src, "s"):  # a Scaled (maybe of an earlier load of this module)
         src = src.source
     if data is None:
         t.source = src
@@ -47,15 +47,25 @@ def set_scale(t, data):
     t.source = Scaled(src, array("f", data))
 
 
-def card(w, ns, body):
-    """Adopt a WELCOME card that holds the model spec and a scaler of ``ns``
-    features and nothing else (``body``: its scaler's bytes); False, with a
-    stop reason, when this worker cannot train the job with it."""
-    if len(body) != 8 * ns:
+def card(w, head, body):
+    """Adopt a WELCOME's card (``head``: its body head; ``body``: the rest)
+    for worker ``w``: a scaler alone here, anything more in ``local_round``
+    (this module then unloaded). False, with a stop reason, when this
+    worker cannot train the job."""
+    ns, sl = head[4], head[5]
+    t = w.trainer
+    if (head[0] > 1 or head[1] or head[2] or len(body) > sl + 8 * ns
+            or hasattr(t, "set_scale") or hasattr(w, "local")
+            or hasattr(w, "classes")):  # fmt: skip
+        from edgeps_worker import local_round, unload
+
+        unload("scaled")  # local_round loads it again for a scaler
+        return local_round.card(w, head, body)
+    if len(body) != sl + 8 * ns:
         w.count_bad("welcome")
         return False
     try:
-        set_scale(w.trainer, bytes(body) if ns else None)
+        set_scale(t, bytes(body[sl:]) if ns else None)
     except ValueError as x:
         w.note("job scaler: " + str(x))
         w.stop_reason = "model_mismatch"

@@ -92,24 +92,20 @@ def _card(w, msg):
     # WELCOME's body (PROTOCOL.md): a head (local_steps u16, local_epochs,
     # local_time, lr f32, n_scale, spec_len u16) | model spec | scaler |
     # class names. A job with nothing but the model (and a worker that never
-    # had more) needs none of local_round's code. False: not this job's worker.
+    # had more) needs none of its code (scaled, local_round). False: not this
+    # job's worker.
     body, t = msg.data, w.trainer
     if len(body) < 18:
         w.count_bad("welcome")
         return False
     head = struct.unpack_from("<HfffHH", body, 0)
-    end = 18 + head[5]  # the spec's end
-    if (head[0] > 1 or head[1] or head[2] or len(body) > end + 8 * head[4]
+    if (head[0] > 1 or head[1] or head[2] or len(body) > 18 + head[5]
             or hasattr(t, "set_scale") or hasattr(w, "local")
-            or hasattr(w, "classes")):  # fmt: skip
-        from edgeps_worker import local_round
+            or hasattr(w, "classes") or hasattr(t, "source")
+            and hasattr(t.source, "s")):  # fmt: skip
+        from edgeps_worker import scaled  # local_round's, when it needs more
 
-        return local_round.card(w, head, body[18:])
-    if len(body) > end or hasattr(t, "source") and hasattr(t.source, "s"):
-        # a scaler and nothing else: its small module only
-        from edgeps_worker import scaled
-
-        return scaled.card(w, head[4], body[end:])
+        return scaled.card(w, head, body[18:])
     return True
 
 

@@ -63,6 +63,7 @@ BOARD_MODULES = (
     "mqtt_link",
     "mqtt_open",
     "mqtt_packets",
+    "mqtt_whole",
     "params_sink",
     "predict",
     "release_round",
