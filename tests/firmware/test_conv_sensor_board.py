@@ -1,5 +1,5 @@
 """End to end: a MicroPython board whose sensor gives one 3-axis sample a read
-trains the default conv1d next to `edgeps serve` on a real mosquitto (the job
+trains an 8-filter conv1d next to `edgeps serve` on a real mosquitto (the job
 scaled: its WELCOME's card, 1.5 KB, is longer than the board's 1 KB chunk
 and comes whole), keeps the model
 on flash when the job is done, goes on predicting a window per stride (in
@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from edgeps.kernels.layers import default_conv1d
 from edgeps.model import mpy_export
 from edgeps.workloads.datasets import sensor_signals
 from edgeps_worker import datafile
@@ -27,7 +26,7 @@ from tests.firmware.test_train_with_serve import MPY_ENV
 from tests.helpers.fw_host import Started, write_worker_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.firmware]
-SPEC = default_conv1d((3, 64), 6)
+SPEC = "conv1d:3x64-c8k5p2-m2-c8k5p2-m2-c8k5p2-m2-6"
 N_STREAM = 240  # windows the sensor replays, 64 samples each
 
 SENSOR = '''\
