@@ -95,10 +95,13 @@ def build_source(cfg, n_features, label_kind):
     return src
 
 
-def make_transport(cfg, buffers):
+def make_transport(cfg, buffers, n_features=0):
     """The firmware MQTT client; on an ESP32 it brings Wi-Fi back on connect.
 
     ``buffers``: its (send, receive) buffers, from ``mqtt_buffers``.
+    ``n_features``: the model's; a WELCOME whose card may be longer than a
+    chunk (a scaler is 8 bytes a feature: 1.5 KB for 3 x 64 windows) is
+    then read whole, in a block taken only for it.
     """
     if sys.platform == "esp32":
         from edgeps_worker.wifi import mqtt_client_class
@@ -111,7 +114,7 @@ def make_transport(cfg, buffers):
         from edgeps_worker.tlsconf import tls_context  # only then: code is heap
 
         ctx = tls_context(cfg["tls_ca"])
-    return cls(
+    t = cls(
         # an unguessable suffix per start, so no client can aim a takeover
         cfg["worker_id"] + "-" + hexlify(os.urandom(6)).decode(),
         cfg["broker_host"],  # one host, or a cluster's (host, port) nodes
@@ -126,6 +129,12 @@ def make_transport(cfg, buffers):
         payload_views=True,
         buffers=buffers,
     )
+    # a WELCOME's bytes besides its scaler: frame, head, model spec, class
+    # names, tag (PROTOCOL.md): 256
+    card = 8 * n_features + 256
+    if card > cfg["max_chunk"]:
+        t.keep_over = card
+    return t
 
 
 def mqtt_buffers(cfg):
@@ -244,7 +253,7 @@ def build(path, stop=None):
         log=print if cfg["verbose"] else None,
     )
     shed(("worker", "params_sink", "wire", "app"))
-    w.t = make_transport(cfg, mqtt_bufs)  # pyright: ignore[reportAttributeAccessIssue]
+    w.t = make_transport(cfg, mqtt_bufs, n_features)  # pyright: ignore[reportAttributeAccessIssue]
     shed(("mqtt", "mqtt_packets"))
     if cfg["step_heartbeats"]:
         # steps longer than the host's liveness timeout: beat during them

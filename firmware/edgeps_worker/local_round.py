@@ -8,8 +8,8 @@ taken once and kept, in pieces of ``PIECE`` floats: a heap that training
 left fragmented has no hole for one n_params array), takes plain SGD steps
 at the job's lr on the trainer's own parameter buffer, and leaves
 ``anchor - params`` (what the PS applies as a pseudo-gradient) in the
-gradient buffer, where ``encode_grad`` finds it. ``set_scale`` puts a
-``Scaled`` source in front of the trainer's.
+gradient buffer, where ``encode_grad`` finds it. ``set_scale`` (from
+``scaled``) puts a ``Scaled`` source in front of the trainer's.
 """
 
 import gc
@@ -62,7 +62,7 @@ def card(w, head, body):
         scale = bytes(body[sl : sl + 8 * ns]) if ns else None
         if hasattr(t, "set_scale"):  # CPython trainers
             t.set_scale(scale)
-        else:
+        elif scale is not None or hasattr(getattr(t, "source", None), "s"):
             set_scale(t, scale)
     except ValueError as x:
         w.note("job scaler: " + str(x))
@@ -139,39 +139,8 @@ def run(t, h, epochs, seconds, lr):
     return (total / samples if samples else float("nan")), samples, k, g
 
 
-class Scaled:
-    """A data source whose rows come out standardised by the job's scaler
-    (``s``: array('f') of n_features offsets, then as many inverse stds)."""
-
-    def __init__(self, source, s):
-        self.source, self.s = source, s
-        self.n_features = source.n_features
-        self.draw = source.draw
-        self.count = getattr(source, "count", None)
-
-    def rows(self, X, y, m):
-        got = self.source.rows(X, y, m)
-        s, nf = self.s, self.n_features
-        for r in range(m):
-            b = r * nf
-            for j in range(nf):
-                X[b + j] = (X[b + j] - s[j]) * s[nf + j]
-        return got
-
-
 def set_scale(t, data):
-    """A KernelTrainer's scaler from WELCOME bytes (None: raw features);
-    ValueError when it is not the model's size."""
-    src = getattr(t, "source", None)
-    if src is None:
-        if data is None:
-            return
-        raise ValueError("this trainer takes no scaler")
-    if isinstance(src, Scaled):
-        src = src.source
-    if data is None:
-        t.source = src
-        return
-    if len(data) != 8 * src.n_features:
-        raise ValueError("the job's scaler does not fit this model")
-    t.source = Scaled(src, array("f", data))
+    """``scaled.set_scale``: that module loads only for a job with a scaler."""
+    from edgeps_worker import scaled
+
+    scaled.set_scale(t, data)

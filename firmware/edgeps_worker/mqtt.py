@@ -11,7 +11,9 @@ caller reconnects. The QoS 2 flow is not implemented (the worker subscribes
 at QoS 1). A PUBLISH whose framing is sound but whose topic or packet id is
 malformed is counted in ``dropped`` and skipped; one longer than
 ``max_packet`` is acked, drained off the socket a buffer at a time and handed
-on as ``(topic, None)``, the link kept. Packet building and parsing
+on as ``(topic, None)``, the link kept, unless its payload fits
+``keep_over``: then it is read whole into a block of its own (a job's card
+larger than a board's chunk). Packet building and parsing
 are pure functions (``mqtt_packets``); the socket sits behind a small link
 object. The caller owns reconnection (the worker loop rejoins its job).
 """
@@ -47,6 +49,10 @@ class MQTTClient:
         queue keeps a copy only when it returns False.
     buffers: (send, receive) bytearrays a board allocated early, else the
         client allocates them; receive must hold ``max_packet + 5`` bytes.
+
+    ``keep_over`` (an attribute a client may be given): a PUBLISH longer than
+    max_packet whose payload is at most this many bytes is handed on whole,
+    in a bytearray taken for it (dropped as above when the heap has none).
     """
 
     def __init__(
@@ -367,8 +373,14 @@ class MQTTClient:
             self.dropped += 1
             return
         topic, payload, qos, pid = msg
-        if self._skip:  # oversized: acked and dropped, only its topic is handed on
+        if self._skip:  # oversized: acked and dropped, only its topic is handed
+            # on, or read whole when it fits keep_over
             payload = None
+            if hasattr(self, "keep_over"):
+                from edgeps_worker import mqtt_whole
+
+                payload = mqtt_whole.read(self)
+                unload("mqtt_whole")
         if qos == 1:
             self._send(memoryview(_p.puback_packet(pid)))
         if early is not None and payload is not None:

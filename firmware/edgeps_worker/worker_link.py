@@ -92,7 +92,8 @@ def _card(w, msg):
     # WELCOME's body (PROTOCOL.md): a head (local_steps u16, local_epochs,
     # local_time, lr f32, n_scale, spec_len u16) | model spec | scaler |
     # class names. A job with nothing but the model (and a worker that never
-    # had more) needs none of local_round's code. False: not this job's worker.
+    # had more) needs none of its code (scaled, local_round). False: not this
+    # job's worker.
     body, t = msg.data, w.trainer
     if len(body) < 18:
         w.count_bad("welcome")
@@ -102,9 +103,9 @@ def _card(w, msg):
             or hasattr(t, "set_scale") or hasattr(w, "local")
             or hasattr(w, "classes") or hasattr(t, "source")
             and hasattr(t.source, "s")):  # fmt: skip
-        from edgeps_worker import local_round
+        from edgeps_worker import scaled  # local_round's, when it needs more
 
-        return local_round.card(w, head, body[18:])
+        return scaled.card(w, head, body[18:])
     return True
 
 

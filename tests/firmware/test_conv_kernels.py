@@ -20,8 +20,9 @@ from edgeps_worker import conv, kernels
 from tests.conftest import REPO, run_micropython
 
 SCRIPT = str(REPO / "tests" / "helpers" / "mpy" / "fw_conv.py")
-# the default for MNIST-1D; 3 channels with a dense hidden layer and an
-# average pool after a conv that follows a conv (the ReLU mask kept aside);
+# three 16-filter conv+pool stages on MNIST-1D windows; 3 channels with a
+# dense hidden layer and an average pool after a conv that follows a conv
+# (the ReLU mask kept aside);
 # strides and overlapping max pools; a pool first and gaps between windows
 CASES = [
     ("conv1d:1x40-c16k5p2-m2-c16k5p2-m2-c16k5p2-m2-10", 6),

@@ -86,3 +86,42 @@ def test_a_topic_longer_than_max_packet_still_drops_the_link() -> None:
     with pytest.raises(OSError):
         c.poll(100)
     assert not c.connected
+
+
+def test_an_oversized_publish_within_keep_over_arrives_whole() -> None:
+    # Prepare: a 1,600-byte card against a 256-byte buffer, 100 bytes per
+    # read; then one past keep_over, then a small one
+    link = FakeBrokerLink(chunk=100)
+    c = _client(link, max_packet=256)
+    c.keep_over = 2000
+    card = bytes(range(200)) * 8
+    link.inbox += mp.publish_packet("down", card, qos=1, pid=7)
+    link.inbox += mp.publish_packet("down", bytes(2001), qos=1, pid=8)
+    link.inbox += mp.publish_packet("down", b"after", qos=1, pid=9)
+
+    # Execute
+    got = [c.poll(1000), c.poll(1000), c.poll(1000)]
+
+    # Assert
+    assert got[0] == ("down", card)
+    assert got[1:] == [("down", None), ("down", b"after")]
+    assert mp.puback_packet(7) in link.packets and mp.puback_packet(8) in link.packets
+    assert c.connected and c.violations == 0
+
+
+def test_a_kept_publish_cut_off_at_the_deadline_is_dropped_and_drained() -> None:
+    # Prepare: only the first 600 of about 1,600 bytes arrive in time
+    link = FakeBrokerLink()
+    c = _client(link, max_packet=256, timeout_ms=50)
+    c.keep_over = 2000
+    pkt = mp.publish_packet("down", bytes(1600), qos=1, pid=5)
+    link.inbox += pkt[:600]
+
+    # Execute
+    first = c.poll(0)
+    link.inbox += pkt[600:] + mp.publish_packet("down", b"next", qos=1, pid=6)
+    last = c.poll(0)
+
+    # Assert: the rest was discarded, never parsed as packets
+    assert first == ("down", None) and last == ("down", b"next")
+    assert c.connected and c.violations == 0

@@ -129,7 +129,7 @@ def test_training_lowers_the_loss() -> None:
 @pytest.mark.parametrize(
     "text, shape, classes, want",
     [
-        ("conv1d", (1, 40), 10, "conv1d:1x40-c16k5p2-m2-c16k5p2-m2-c16k5p2-m2-10"),
+        ("conv1d", (1, 40), 10, "conv1d:1x40-c12k5p2-m2-c12k5p2-m2-c12k5p2-m2-10"),
         ("conv1d:c8k3-m2", (3, 100), 4, "conv1d:3x100-c8k3-m2-4"),
         ("lenet5", (1, 28, 28), 10, "conv2d:1x28x28-c6k5p2-m2-c16k5-m2-d120-d84-10"),
         ("lenet5", (1, 32, 32), 10, "conv2d:1x32x32-c6k5-m2-c16k5-m2-d120-d84-10"),
