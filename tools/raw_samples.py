@@ -12,7 +12,10 @@ recordings to ``raw_test.csv``: the files `edgeps serve --test-data` and
 every 25, one row of 6 x 50 values, channel first, then the activity): the
 rows a board in inference mode predicts from a data file, as ``board.json``
 (a board config) says: the default conv1d `--model conv1d` picks for these
-windows, read from ``model.bin``.
+windows, read from ``model.bin``. ``windows_train.csv`` holds the training
+recordings cut the same way: the rows a board trains on next to the
+CPython workers, as ``board_train.json`` says (train mode, job motion,
+worker b0, the broker at 127.0.0.1:1883: set it to serve's HOST:PORT).
 
 Usage: python tools/raw_samples.py [--out DIR]   (needs pip install '.[datasets]')
 """
@@ -74,6 +77,23 @@ def write_board_config(path: Path, n_channels: int, n_classes: int) -> None:
     path.write_text(json.dumps(cfg, indent=1) + "\n")
 
 
+def write_board_train_config(path: Path, n_channels: int, n_classes: int) -> None:
+    """A training board config: worker b0 of job motion learning windows_train.csv."""
+    from edgeps.kernels.layers import default_conv1d
+
+    cfg = {
+        "job": "motion",
+        "worker_id": "b0",
+        "mode": "train",
+        "model": default_conv1d((n_channels, 50), n_classes),
+        "data": "windows_train.csv",
+        "broker_host": "127.0.0.1:1883",
+        "on_done": "stop",
+        "verbose": True,
+    }
+    path.write_text(json.dumps(cfg, indent=1) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("."), help="directory")
@@ -95,6 +115,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.out / 'windows_test.csv'}: {n_win} windows of the test recordings")
     write_board_config(args.out / "board.json", X_te.shape[1], len(set(y_te)))
     print(f"{args.out / 'board.json'}: a board predicting them with model.bin")
+    n_win = write_windows(args.out / "windows_train.csv", X_tr, y_tr)
+    print(
+        f"{args.out / 'windows_train.csv'}: {n_win} windows of the training recordings"
+    )
+    write_board_train_config(
+        args.out / "board_train.json", X_tr.shape[1], len(set(y_tr))
+    )
+    print(
+        f"{args.out / 'board_train.json'}: a board training on them in job motion"
+        " (set its broker_host to serve's HOST:PORT)"
+    )
     return 0
 
 

@@ -1,7 +1,8 @@
 """README's tour 5, its commands as written: tools/raw_samples.py's BasicMotions
-CSVs, serve and two workers cutting them into windows for a conv1d on a real
-mosquitto, predict and export, and the board (MicroPython unix port) in
-inference mode predicting the windows as `edgeps predict` does.
+CSVs, serve, two workers cutting them into windows and a board (MicroPython unix
+port) training on windows_train.csv for a conv1d on a real mosquitto, predict
+and export, and the board in inference mode predicting the windows as
+`edgeps predict` does.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.firmware]
 CUT = ["--window", "50", "--stride", "25", "--group", "recording"]
 
 
-def test_raw_samples_to_a_board_predicting_windows(
+def test_raw_samples_to_a_board_training_then_predicting_windows(
     mosquitto,  # type: ignore[no-untyped-def]
     micropython: str,
     tmp_path: Path,
@@ -30,12 +31,22 @@ def test_raw_samples_to_a_board_predicting_windows(
     tool = str(REPO / "tools" / "raw_samples.py")
     subprocess.run([sys.executable, tool, "--out", str(tmp_path)], check=True,
                    capture_output=True, timeout=120)  # fmt: skip
+    # the board's config names serve's broker, as README says to set it
+    board_train = tmp_path / "board_train.json"
+    cfg = json.loads(board_train.read_text())
+    cfg["broker_host"] = f"127.0.0.1:{mosquitto.port}"
+    board_train.write_text(json.dumps(cfg))
     serve = subprocess.Popen(
         [*edgeps, "serve", "--broker", mosquitto.url, "--job", "motion",
          "--test-data", "raw_test.csv", *CUT, "--model", "conv1d",
          "--target-accuracy", "0.9", "--checkpoint", "motion.npz",
          "--max-time", "150", "--json", "--quiet"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    board_log = (tmp_path / "board_train.log").open("w")
+    trainer = subprocess.Popen(
+        [micropython, str(REPO / "firmware" / "main.py"), "board_train.json"],
+        stdout=board_log, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
     )  # fmt: skip
     workers = [
         subprocess.Popen(
@@ -65,6 +76,7 @@ def test_raw_samples_to_a_board_predicting_windows(
         out, err = serve.communicate(timeout=200)
         for w in workers:
             w.wait(timeout=30)
+        trainer.wait(timeout=60)
         subprocess.run([*edgeps, "export", "motion.npz", "--format", "micropython",
                         "--out", "model.bin"], check=True, capture_output=True,
                        cwd=tmp_path, timeout=60)  # fmt: skip
@@ -77,15 +89,24 @@ def test_raw_samples_to_a_board_predicting_windows(
             capture_output=True, text=True, cwd=tmp_path, timeout=120,
         )  # fmt: skip
     finally:
-        for p in (serve, *workers):
+        for p in (serve, *workers, trainer):
             if p.poll() is None:
                 p.kill()
                 p.wait(timeout=10)
+        board_log.close()
 
-    # Assert: the job reached its target; the board predicts every window as
-    # the host does with the same model
+    # Assert: the job reached its target with the board's pushes accepted;
+    # the board predicts every window as the host does with the same model
     assert serve.returncode == 0, err
-    assert json.loads(out)["stop_reason"] == "target_accuracy"
+    summary = json.loads(out)
+    assert summary["stop_reason"] == "target_accuracy"
+    trained = (tmp_path / "board_train.log").read_text()
+    assert trainer.returncode == 0, trained
+    assert "Traceback" not in trained
+    stats = json.loads(trained.split("stopped: done ", 1)[1].splitlines()[0])
+    assert stats["pushes"] > 0, trained
+    b0 = summary["workers"]["b0"]
+    assert b0["accepted"] > 0 and b0["rejected"] == 0, summary["workers"]
     assert board.returncode == 0, board.stdout + board.stderr
     on_board = [
         json.loads(line.split(" ", 2)[2])["class"]

@@ -15,7 +15,9 @@ from edgeps.model.table import read_samples
 from tests.conftest import REPO
 
 
-def test_the_raw_csvs_cut_into_the_windows_the_board_predicts(tmp_path: Path) -> None:
+def test_the_raw_csvs_cut_into_the_windows_the_board_trains_on_and_predicts(
+    tmp_path: Path,
+) -> None:
     pytest.importorskip("pyts")
     # Execute
     tool = str(REPO / "tools" / "raw_samples.py")
@@ -36,3 +38,18 @@ def test_the_raw_csvs_cut_into_the_windows_the_board_predicts(tmp_path: Path) ->
     assert list(rows[:, -1]) == names
     cfg = json.loads((tmp_path / "board.json").read_text())
     assert cfg["model"] == default_conv1d((6, 50), 4) and cfg["mode"] == "infer"
+    # windows_train.csv is the cut of raw_train.csv, the rows board_train.json
+    # trains on in job motion with the job's model
+    train = read_samples(
+        tmp_path / "raw_train.csv", window=50, stride=25, group="recording"
+    )
+    rows = np.loadtxt(tmp_path / "windows_train.csv", delimiter=",", dtype=str)
+    np.testing.assert_allclose(rows[:, :-1].astype(np.float32), train.X, rtol=1e-6)
+    assert list(rows[:, -1]) == [train.classes[int(i)] for i in train.y]
+    cfg = json.loads((tmp_path / "board_train.json").read_text())
+    assert cfg["model"] == default_conv1d((6, 50), 4) and cfg["mode"] == "train"
+    assert (cfg["job"], cfg["worker_id"], cfg["data"]) == (
+        "motion",
+        "b0",
+        "windows_train.csv",
+    )
