@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,15 @@ from tests.conftest import REPO
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.firmware]
 CUT = ["--window", "50", "--stride", "25", "--group", "recording"]
+
+
+def until_connected(log: Path, timeout: float) -> None:
+    """Wait (bounded) for the board's log to say it reached the broker."""
+    end = time.monotonic() + timeout
+    while "b0: connected" not in log.read_text():
+        if time.monotonic() > end:
+            pytest.fail("the board did not connect: " + log.read_text())
+        time.sleep(0.1)
 
 
 def test_raw_samples_to_a_board_training_then_predicting_windows(
@@ -48,30 +58,32 @@ def test_raw_samples_to_a_board_training_then_predicting_windows(
         [micropython, str(REPO / "firmware" / "main.py"), "board_train.json"],
         stdout=board_log, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
     )  # fmt: skip
-    workers = [
-        subprocess.Popen(
-            [
-                *edgeps,
-                "worker",
-                "--broker",
-                mosquitto.url,
-                "--job",
-                "motion",
-                "--id",
-                f"w{i}",
-                "--data",
-                "raw_train.csv",
-                *CUT,
-                "--part",
-                f"{i}/2",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            cwd=tmp_path,
-        )  # fmt: skip
-        for i in range(2)
-    ]
+    workers: list[subprocess.Popen[bytes]] = []
     try:
+        until_connected(tmp_path / "board_train.log", timeout=60)
+        workers += [
+            subprocess.Popen(
+                [
+                    *edgeps,
+                    "worker",
+                    "--broker",
+                    mosquitto.url,
+                    "--job",
+                    "motion",
+                    "--id",
+                    f"w{i}",
+                    "--data",
+                    "raw_train.csv",
+                    *CUT,
+                    "--part",
+                    f"{i}/2",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                cwd=tmp_path,
+            )  # fmt: skip
+            for i in range(2)
+        ]
         # Execute
         out, err = serve.communicate(timeout=200)
         for w in workers:
