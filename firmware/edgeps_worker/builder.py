@@ -133,7 +133,7 @@ def make_transport(cfg, buffers, n_features=0):
     # names, tag (PROTOCOL.md): 256
     card = 8 * n_features + 256
     if card > cfg["max_chunk"]:
-        t.keep_over = card
+        t.keep_over = card  # pyright: ignore[reportAttributeAccessIssue]
     return t
 
 

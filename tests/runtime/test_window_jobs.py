@@ -139,7 +139,7 @@ def test_the_scaler_gate_pools_workers_moments_per_channel() -> None:
     rng = np.random.default_rng(0)
     a = rng.normal(size=(30, 2, 5)) + np.array([0.0, 10.0])[None, :, None]
     b = rng.normal(size=(20, 2, 5)) * 2 + np.array([1.0, 12.0])[None, :, None]
-    gate = ScalerGate(10, workers=2, shape=(2, 5))
+    gate = ScalerGate(10, workers=2, grace=0.0, shape=(2, 5))
     for wid, part in (("a", a), ("b", b)):
         X = part.reshape(len(part), 10)
         join = Join(worker_id=wid, nonce=1)

@@ -97,9 +97,11 @@ def test_sleeping_at_the_barrier_saves_energy_under_bsp() -> None:
 @pytest.mark.parametrize(
     ("policy", "extra", "max_time"),
     [
-        # FedAvg: first 384 of 512 each round, or whoever is in after 2 s
-        ("fedavg:k=384,deadline=2", {"local_steps": 8}, 25.0),
-        ("fedbuff:k=64", {"local_steps": 8}, 6.0),
+        # FedAvg: first 384 of 512 each round, or whoever is in after 2 s; the
+        # sample-weighted mean (the robust default, trim:0.25, reaches 0.887-0.892
+        # here in the same time: host/BENCHMARKS.md "Workers that lie")
+        ("fedavg:k=384,deadline=2,agg=mean", {"local_steps": 8}, 25.0),
+        ("fedbuff:k=64,agg=mean", {"local_steps": 8}, 6.0),
     ],
 )
 def test_512_mixed_boards_reach_the_target(

@@ -121,7 +121,7 @@ class Disturbance:
         if self.pid is not None and self._affinity is not None:
             # the worker may be gone: nothing to give back then
             with contextlib.suppress(OSError):
-                os.sched_setaffinity(self.pid, self._affinity)
+                _pin(self.pid, self._affinity)
             self._affinity = None
 
     def __enter__(self) -> Disturbance:
@@ -129,6 +129,19 @@ class Disturbance:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _pin(pid: int, cores: set[int]) -> None:
+    """Every thread of process ``pid`` on ``cores``: an affinity set by pid
+    binds only its main thread, and the worker computes in others too."""
+    os.sched_setaffinity(pid, cores)
+    try:
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return
+    for tid in tids:
+        with contextlib.suppress(OSError):  # a thread that has just ended
+            os.sched_setaffinity(tid, cores)
 
 
 def _nice_of(pid: int | None) -> int:
@@ -181,7 +194,7 @@ def start(
     old = None
     if pid is not None:
         old = allowed
-        os.sched_setaffinity(pid, {core})
+        _pin(pid, {core})
     # the burners' nice counts from the worker's own, and may only go up
     target = _nice_of(pid)
     delta = max(0, min(19, target + nice) - _nice_of(None))
