@@ -6,9 +6,11 @@ import json
 
 import pytest
 from edgeps.cli import main
+from edgeps.kernels import ModelSpec
 from edgeps.lab.bench.models_board import board_step
 from edgeps.lab.bench.models_broker import note_of
 from edgeps.lab.bench.models_table import ModelRow, goals, table
+from edgeps.runtime.model_forms import complete_model
 
 from tests.conftest import mosquitto_path
 
@@ -156,6 +158,8 @@ def test_quick_run_fills_every_column(capsys: pytest.CaptureFixture[str]) -> Non
         assert r["numpy_ms"] > 0 and r["flops"] > 0
         assert isinstance(r["sensors_accuracy"], float), r["sensors_note"]
     conv = out["rows"][2]
-    assert conv["spec"] == CONV1D and conv["params"] == 3498
+    default = complete_model("conv1d", 40, 10, (1, 40))  # what the dataset picks
+    assert conv["spec"] == default
+    assert conv["params"] == ModelSpec.parse(default).n_params
     assert conv["board_ms"] is not None or conv["board_note"]
     assert {g["name"].split(" ")[0] for g in out["goals"]} >= {"MNIST-1D", "board"}
