@@ -149,10 +149,6 @@ class ModelSpec:
             return sum(op.macs for op in self._ops)
         return sum(a * b for _, (a, b), _ in self._slices)
 
-    @property
-    def n_layers(self) -> int:
-        return len(self._ops) if self.is_conv else len(self._slices)
-
     def __hash__(self) -> int:
         return self._hash
 
