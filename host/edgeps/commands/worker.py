@@ -255,7 +255,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         _validate(args)
         if args.infer:
-            return _infer(args)
+            from edgeps.commands.worker_infer import run_infer
+
+            return run_infer(args)
         if args.data:
             data = load_local(args)
         else:
@@ -284,7 +286,7 @@ def run(args: argparse.Namespace) -> int:
         data.n_samples,
         data.source,
     )
-    why = _reach(args, stop)
+    why = reach(args, stop)
     if why is not None:
         log.error(
             "%s; gave up after %g s (--persist keeps retrying)", why, args.give_up
@@ -342,75 +344,12 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _reach(args: argparse.Namespace, stop: threading.Event) -> str | None:
+def reach(args: argparse.Namespace, stop: threading.Event) -> str | None:
     """Why the broker cannot be reached within --give-up (None: it can, or
     --persist, where a service keeps retrying with backoff)."""
     from edgeps.transport.reach import at_start
 
     return at_start(args.broker, args.give_up, persist=args.persist, stop=stop.is_set)
-
-
-def _infer(args: argparse.Namespace) -> int:
-    """``--infer``: predict each row of --data; publish each with --publish."""
-    from edgeps.pyworker import infer
-    from edgeps.pyworker.scaling import data_cut
-
-    job, wid = args.job, args.worker_id
-    link = None
-    try:
-        if args.fetch:
-            why = _reach(args, threading.Event())
-            if why is not None:
-                log.error("%s; gave up after %g s", why, args.give_up)
-                return EXIT_UNREACHABLE
-            if not _fetch(args):
-                return EXIT_CONFIG
-        if args.publish:
-            link = MqttLink(connection_options(args), wid)
-            link.connect()
-        n = infer.run(
-            args.model_file,
-            args.data,
-            job,
-            wid,
-            publish=(lambda t, p: link.publish(t, p, qos=0)) if link else None,
-            cut=data_cut(args),
-        )
-    except (OSError, ValueError) as exc:
-        log.error("%s", exc)
-        return EXIT_CONFIG
-    finally:
-        if link is not None:
-            link.close()
-    log.info("worker %s: %d predictions from %s", wid, n, args.model_file)
-    return EXIT_OK
-
-
-def _fetch(args: argparse.Namespace) -> bool:
-    """``--fetch``: the job's current model into --model-file (it joins the
-    job for one release, signed with its key, and leaves)."""
-    from edgeps.pyworker.keep import fetch
-
-    link = MqttLink(connection_options(args), args.worker_id)
-    reason = fetch(
-        link,
-        args.job,
-        args.worker_id,
-        args.model_file,
-        key=read_worker_key(args.hmac_key_file, args.worker_id),
-        max_chunk=args.max_chunk,
-        release_timeout_ms=max(1, round(args.release_timeout * 1000)),
-    )
-    if reason != "fetched":
-        log.error("job %s gave no model (%s)", args.job, reason)
-        return False
-    log.info("fetched job %s's model into %s", args.job, args.model_file)
-    if args.hmac_key_file is None:
-        log.warning(
-            "the model was fetched unsigned (no --hmac-key-file): anyone who "
-            "can publish on the broker could have sent it"
-        )
-    return True
 
 
 def local_dp(args: argparse.Namespace) -> Any:
