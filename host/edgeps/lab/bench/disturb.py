@@ -81,6 +81,7 @@ class Row:
     span_pred_x: float
     ratio: float
     load: float
+    mode: str = "fair"
 
 
 def _mean(values: list[float]) -> float:
@@ -189,6 +190,7 @@ def measure(
         int(got["steps"]), got["burst_x"], got["burst_pred_x"], got["between_x"],
         got["cpu_between"], got["rel_x"], got["rel_pred_x"],
         got["span_x"], got["span_pred_x"], got["ratio"], load,
+        handle.mode + ("+isolated" if isolate else ""),
     )  # fmt: skip
 
 
@@ -260,7 +262,7 @@ def run(args: argparse.Namespace) -> int:
         [
             f"{r.share:g}",
             f"{r.effective_share:.3f}",
-            f"{r.burners}+n{r.nice}",
+            f"{r.burners}+n{r.nice}" if r.mode == "fair" else f"1 {r.mode}",
             f"{r.base_ms:.2f}",
             str(r.steps),
             f"{r.burst_x:.2f}",
