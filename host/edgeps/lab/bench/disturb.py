@@ -81,6 +81,7 @@ class Row:
     span_pred_x: float
     ratio: float
     load: float
+    mode: str = "fair"
 
 
 def _mean(values: list[float]) -> float:
@@ -148,6 +149,8 @@ def measure(
     batch: int = 32,
     seed: int = 0,
     core: int | None = None,
+    mode: str = "auto",
+    isolate: bool = False,
 ) -> Row:
     """Run the worker alone for ``baseline`` s, then ``seconds`` s disturbed."""
     core = min(os.sched_getaffinity(0)) if core is None else core
@@ -167,6 +170,7 @@ def measure(
         schedule = Bursts.seeded(burst, period, share, seed)
         handle = disturb.start(
             worker.pid, core=core, schedule=schedule, limit=seconds + 30.0,
+            mode=mode, isolate=isolate,
         )  # fmt: skip
         out, _ = worker.communicate(timeout=seconds + 60.0)
         load = os.getloadavg()[0]
@@ -186,11 +190,12 @@ def measure(
         int(got["steps"]), got["burst_x"], got["burst_pred_x"], got["between_x"],
         got["cpu_between"], got["rel_x"], got["rel_pred_x"],
         got["span_x"], got["span_pred_x"], got["ratio"], load,
+        handle.mode + ("+isolated" if isolate else ""),
     )  # fmt: skip
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", default=LENET5, help="the worker's model")
+    parser.add_argument("--model", default=None, help="the worker's model")
     parser.add_argument("--shares", default="0.5,0.8", help="competitor shares")
     parser.add_argument("--burst", type=float, default=2.0, help="seconds on")
     parser.add_argument("--period", type=float, default=6.0, help="seconds apart")
@@ -198,14 +203,32 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seconds", type=float, default=18.0, help="seconds disturbed, per share"
     )
-    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument(
+        "--batch", type=int, default=None, help="32 (256 with --real-worker)"
+    )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--mode", choices=disturb.MODES, default="auto", help="how the share is taken"
+    )
+    parser.add_argument(
+        "--isolate", action="store_true", help="the worker real-time: its own core"
+    )
+    parser.add_argument(
+        "--real-worker", action="store_true",
+        help="an `edgeps worker` on a broker (bench paper's job): steps in/out",
+    )  # fmt: skip
     parser.add_argument("--json", action="store_true")
 
 
 def run(args: argparse.Namespace) -> int:
     from edgeps.observe.table import table
 
+    if args.real_worker:
+        from edgeps.lab.bench.disturb_worker import run_real
+
+        return run_real(args)
+    args.model = args.model or LENET5
+    args.batch = args.batch or 32
     try:
         shares = [float(s) for s in str(args.shares).split(",") if s.strip()]
         Bursts(args.burst, args.period, max(shares, default=0.0))
@@ -219,6 +242,8 @@ def run(args: argparse.Namespace) -> int:
                 seconds=args.seconds,
                 batch=args.batch,
                 seed=args.seed,
+                mode=args.mode,
+                isolate=args.isolate,
             )  # fmt: skip
             for s in shares
         ]
@@ -237,7 +262,7 @@ def run(args: argparse.Namespace) -> int:
         [
             f"{r.share:g}",
             f"{r.effective_share:.3f}",
-            f"{r.burners}+n{r.nice}",
+            f"{r.burners}+n{r.nice}" if r.mode == "fair" else f"1 {r.mode}",
             f"{r.base_ms:.2f}",
             str(r.steps),
             f"{r.burst_x:.2f}",
