@@ -145,8 +145,8 @@ def board(cfg, have):
         client.payload_views = True
         params = None
         for name in ("worker", "worker_link", "params_sink", "wire",
-                     "release_round", "codec_read", "local_round", "scaled",
-                     "keep"):  # fmt: skip
+                     "release_round", "codec_read", "local_round", "local_card",
+                     "scaled", "keep"):  # fmt: skip
             unload(name)
         gc.collect()
     if reason == FETCHED:
