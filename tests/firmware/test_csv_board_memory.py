@@ -16,7 +16,7 @@ from tests.firmware.test_memory import compile_firmware, start_serve, stop
 from tests.helpers.fw_host import write_worker_config
 
 # 96K until the long-card and conv code landed (host/BENCHMARKS.md)
-HEAP_ARG = "100K"
+HEAP_ARG = "96K"
 
 pytestmark = [pytest.mark.integration, pytest.mark.firmware, pytest.mark.slow]
 
