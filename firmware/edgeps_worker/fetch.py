@@ -124,6 +124,7 @@ def board(cfg, have):
     from edgeps_worker.infer import transport
 
     client = transport(cfg)
+    gc.collect()  # the builder's code gone before the worker's loads
     key = cfg["hmac_key"]
     probe = None
     if cfg["memory_probe"]:
