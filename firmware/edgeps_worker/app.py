@@ -7,8 +7,9 @@ differs between ports: on the ESP32 every (re)connect first makes sure
 Wi-Fi is up.
 
 A finished run (job done, max_iterations, a config error, out of memory)
-ends in ``finish``: an exit status where there is an operating system, the
-REPL on a board, which then stays idle until it is reset.
+says why and, at a job's end, keeps its model (``end``, loaded only then);
+it ends in ``finish``: an exit status where there is an operating system,
+the REPL on a board, which then stays idle until it is reset.
 """
 
 import gc
@@ -45,11 +46,14 @@ def build(path, stop=None):
     from edgeps_worker import builder, unload
 
     try:
-        return builder.build(path, stop)
+        w = builder.build(path, stop)
     finally:
         builder = None
         unload("builder")
         gc.collect()
+    if w is None:  # inference mode, built with the builder's code off the heap
+        w = __import__("edgeps_worker.infer", None, None, ("build",)).build(path)
+    return w
 
 
 def main(argv):
@@ -74,11 +78,9 @@ def main(argv):
         close = getattr(w.trainer, "close", None)  # alive.StepHeartbeat's thread
         if close is not None:
             close()
-    # what follows (why it ended, at done the job's model kept on flash and
-    # maybe predicting with it) is code loaded only now; in a list, so that
-    # nothing holds the worker once keep took it
+    # why it stopped and, at a job's end, its model kept: code loaded only
+    # now (``end``); in a list, so that nothing here holds the worker
     w = [w]
-    w[0].trainer.codec = None  # no push follows: its residual makes room
-    from edgeps_worker import keep
+    from edgeps_worker import end
 
-    return keep.finish(w, argv, reason)
+    return end.run(w, argv, reason)

@@ -172,7 +172,9 @@ def _drop(obj, cls, name):
 
 
 def build(path, stop=None):
-    """A ready Worker (not yet connected) for the config file at ``path``."""
+    """A ready Worker (not yet connected) for the config file at ``path``;
+    None for a board that predicts (``app.build`` then builds it with
+    ``edgeps_worker.infer`` once this module's code is off the heap)."""
     from edgeps_worker import app
 
     try:
@@ -197,7 +199,7 @@ def build(path, stop=None):
     # (edgeps_worker.keep); the names are bytes and long strings, which are
     # not interned: a training board's heap keeps no trace of inference mode
     if done or isinstance(mode, str) and mode.encode() != b"train":
-        return __import__("edgeps_worker.infer", None, None, ("build",)).build(path)
+        return None
     buffers = None
     if isinstance(model, str) and model:
         from edgeps_worker import kernels, trainer

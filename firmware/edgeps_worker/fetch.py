@@ -124,6 +124,7 @@ def board(cfg, have):
     from edgeps_worker.infer import transport
 
     client = transport(cfg)
+    gc.collect()  # the builder's code gone before the worker's loads
     key = cfg["hmac_key"]
     probe = None
     if cfg["memory_probe"]:
@@ -145,8 +146,8 @@ def board(cfg, have):
         client.payload_views = True
         params = None
         for name in ("worker", "worker_link", "params_sink", "wire",
-                     "release_round", "codec_read", "local_round", "scaled",
-                     "keep"):  # fmt: skip
+                     "release_round", "codec_read", "local_round", "local_card",
+                     "scaled", "keep"):  # fmt: skip
             unload(name)
         gc.collect()
     if reason == FETCHED:

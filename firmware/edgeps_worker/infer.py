@@ -1,6 +1,6 @@
 """The board's inference mode: config ``"mode": "infer"``, no host needed.
 
-``builder.build`` hands a config in this mode here. The model comes from
+``app.build`` hands a config in this mode here. The model comes from
 flash (``model_file``, written by ``edgeps export --format micropython``);
 each reading of the config's sensor module (the ``read(xbuf)`` the trainer
 uses; a reading whose read returns None is skipped), or each row of an EPSD

@@ -126,27 +126,23 @@ def settings(argv):
     return on, raw.get("model_file", "model.bin"), raw.get("sensor", "")
 
 
-def finish(ws, argv, reason):
-    """The end of ``app.main``'s run that stopped for ``reason``: say why; at
-    a job's end (done) keep its model as the config's on_done says, and
-    maybe predict with it from now on. ``ws``: a list holding the Worker
-    (or inference runner), emptied here, so that nothing holds it (nor its
-    code) once the board predicts. The exit status."""
-    status, on = end(ws.pop(), argv, reason)
-    return predict(argv) if on else status
+def finish(ws, argv):
+    """The end of ``app.main``'s run at its job's end (done): keep its model
+    as the config's on_done says, and maybe predict with it from now on.
+    ``ws``: a list holding the Worker (or inference runner), emptied here,
+    so that nothing holds it (nor its code) once the board predicts. The
+    exit status."""
+    return predict(argv) if end(ws.pop(), argv) else 0
 
 
-def end(w, argv, reason):
-    """(exit status, True when the board goes on predicting) for worker ``w``."""
-    if reason == "memory":
-        print("edgeps worker: out of memory; try a smaller max_chunk, batch or model")
-    print("stopped: " + reason + " " + json.dumps(w.stats))
-    status = 0 if reason in ("done", "iterations", "stopped") else 1
-    if reason != "done" or getattr(w, "sink", None) is None:
-        return status, False
+def end(w, argv):
+    """True when the board goes on predicting, after worker ``w``'s job's
+    model was kept (app.main said why it stopped)."""
+    if getattr(w, "sink", None) is None:  # an inference runner's end
+        return False
     on, path, sensor = settings(argv)
     if on not in ON_DONE or on == ON_DONE[2]:
-        return status, False
+        return False
     spec, names, scale, params = model_of(w)
     if params is None:
         print("edgeps worker: no complete release to keep; " + path + " unchanged")
@@ -157,7 +153,7 @@ def end(w, argv, reason):
             print("edgeps worker: kept the job's model in " + path)
         except OSError as exc:  # a full flash: the board still did its job
             print("edgeps worker: cannot write " + path + ": " + str(exc))
-    return status, on == ON_DONE[0] and bool(sensor) and exists(path)
+    return on == ON_DONE[0] and bool(sensor) and exists(path)
 
 
 def predict(argv):

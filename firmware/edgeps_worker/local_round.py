@@ -1,15 +1,15 @@
-"""A worker's part of the job's WELCOME: local rounds, the scaler, the classes.
+"""A worker's local rounds: steps on its own parameters, the delta pushed.
 
-Loaded only by a job whose WELCOME carries them (PROTOCOL.md, "WELCOME"),
-so a board of a job without them carries none of this code. ``card``
-takes them from the WELCOME. ``run`` keeps
+Loaded only by a job whose WELCOME asks for them (PROTOCOL.md, "WELCOME"),
+so a board of a job without them carries none of this code; the WELCOME's
+card (local rounds, scaler, classes) is read by ``local_card``, off the
+heap again before the first round. ``run`` keeps
 the released parameters in one more parameter-sized buffer (the *anchor*,
 taken once and kept, in pieces of ``PIECE`` floats: a heap that training
 left fragmented has no hole for one n_params array), takes plain SGD steps
 at the job's lr on the trainer's own parameter buffer, and leaves
 ``anchor - params`` (what the PS applies as a pseudo-gradient) in the
-gradient buffer, where ``encode_grad`` finds it. ``set_scale`` (from
-``scaled``) puts a ``Scaled`` source in front of the trainer's.
+gradient buffer, where ``encode_grad`` finds it.
 """
 
 import gc
@@ -18,14 +18,27 @@ from array import array
 from edgeps_worker import clock
 
 PIECE = 256  # floats per piece of the anchor (1 KB)
+SMALLEST = 32  # floats of its smallest piece (128 B)
 
 
 class Anchor:
     """n float32 in pieces of ``PIECE`` (``parts``): a copy of the release."""
 
     def __init__(self, n):
-        self.parts = [array("f", bytes(4 * min(PIECE, n - o)))
-                      for o in range(0, n, PIECE)]  # fmt: skip
+        # each piece from a range (no temporary next to it); where no hole of
+        # PIECE floats is left, halves of it, down to SMALLEST: a heap
+        # training fragmented has room in holes smaller than a piece
+        parts, o, m = [], 0, PIECE
+        while o < n:
+            try:
+                parts.append(array("f", range(min(m, n - o))))
+            except MemoryError:
+                if m <= SMALLEST:
+                    raise
+                m //= 2
+                continue
+            o += len(parts[-1])
+        self.parts = parts
         self.n = n
 
     def __len__(self):
@@ -46,45 +59,6 @@ class Anchor:
             for i in range(len(part)):
                 g[o + i] = part[i] - p[o + i]
             o += len(part)
-
-
-def card(w, head, body):
-    """Adopt a WELCOME's local rounds, scaler and class names for worker ``w``
-    (``head``: its body head; ``body``: the rest). False, with a stop reason,
-    when this worker cannot train the job as it asks."""
-    h, e, s, lr, ns, sl = head
-    t = w.trainer
-    if sl + 8 * ns > len(body) or not (e >= 0 and s >= 0 and lr >= 0):
-        w.count_bad("welcome")
-        return False
-    local = h > 1 or e > 0 or s > 0
-    try:
-        scale = bytes(body[sl : sl + 8 * ns]) if ns else None
-        if hasattr(t, "set_scale"):  # CPython trainers
-            t.set_scale(scale)
-        elif scale is not None or hasattr(getattr(t, "source", None), "s"):
-            set_scale(t, scale)
-    except ValueError as x:
-        w.note("job scaler: " + str(x))
-        w.stop_reason = "model_mismatch"
-        return False
-    # instance attributes only once a job has them (Worker._release)
-    if local or hasattr(w, "local"):
-        w.local = (h, e, s, lr) if local else None
-        if local:
-            w.note("local rounds: " + str(h) + " steps, " + str(e) + " epochs, "
-                   + str(s) + " s at lr " + str(lr))  # fmt: skip
-    names = bytes(body[sl + 8 * ns :]) or None
-    if names or hasattr(w, "classes"):
-        w.classes = names  # the job's class names, one per line
-    if hasattr(t, "set_classes"):  # CPython workers reading text labels
-        try:
-            t.set_classes(names)
-        except ValueError as x:
-            w.note("job classes: " + str(x))
-            w.stop_reason = "model_mismatch"
-            return False
-    return True
 
 
 def round(t, local):
@@ -137,10 +111,3 @@ def run(t, h, epochs, seconds, lr):
             break
     a.delta(p, g)
     return (total / samples if samples else float("nan")), samples, k, g
-
-
-def set_scale(t, data):
-    """``scaled.set_scale``: that module loads only for a job with a scaler."""
-    from edgeps_worker import scaled
-
-    scaled.set_scale(t, data)

@@ -24,8 +24,11 @@ class RingBuffer:
         self.capacity = capacity
         self.n_features = n_features
         self.label_kind = label_kind
-        self.X = array("f", bytes(4 * capacity * n_features))
-        self.y = array("i" if label_kind == LABEL_INT else "f", bytes(4 * capacity))
+        # from a range, not from zero bytes: no temporary as large as the
+        # ring next to it (a CSV board's 15 KB ring needed two such holes);
+        # only the ``size`` rows written are ever read
+        self.X = array("f", range(capacity * n_features))
+        self.y = array("i" if label_kind == LABEL_INT else "f", range(capacity))
         self.head = 0  # next slot to write
         self.size = 0
         self.added = 0

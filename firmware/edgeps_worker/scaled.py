@@ -1,7 +1,7 @@
 """The job's scaler on a board: a ``Scaled`` source in front of the trainer's.
 
 Its own small module: a board whose WELCOME carries a scaler and nothing
-else of ``local_round`` (local rounds, class names) loads only this
+else of ``local_card`` (local rounds, class names) loads only this
 (``card``), and keeps only this while it trains (a window model's first
 connect is its tightest moment in the heap).
 """
@@ -49,7 +49,7 @@ def set_scale(t, data):
 
 def card(w, head, body):
     """Adopt a WELCOME's card (``head``: its body head; ``body``: the rest)
-    for worker ``w``: a scaler alone here, anything more in ``local_round``
+    for worker ``w``: a scaler alone here, anything more in ``local_card``
     (this module then unloaded). False, with a stop reason, when this
     worker cannot train the job."""
     ns, sl = head[4], head[5]
@@ -57,10 +57,14 @@ def card(w, head, body):
     if (head[0] > 1 or head[1] or head[2] or len(body) > sl + 8 * ns
             or hasattr(t, "set_scale") or hasattr(w, "local")
             or hasattr(w, "classes")):  # fmt: skip
-        from edgeps_worker import local_round, unload
+        from edgeps_worker import local_card, unload
 
-        unload("scaled")  # local_round loads it again for a scaler
-        return local_round.card(w, head, body)
+        unload("scaled")  # local_card loads it again for a scaler
+        try:
+            return local_card.card(w, head, body)
+        finally:
+            local_card = None
+            unload("local_card")
     if len(body) != sl + 8 * ns:
         w.count_bad("welcome")
         return False

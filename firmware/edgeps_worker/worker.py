@@ -41,7 +41,7 @@ same members on CPython, e.g. a numpy or C-kernel trainer)::
                                      # finds it); a board's is local_round.run
     trainer.set_scale(data)          # optional: the job's scaler (WELCOME), f32
                                      # offsets then inverse stds, bytes; None:
-                                     # raw; a board's is local_round.set_scale
+                                     # raw; a board's is local_card.set_scale
 
 ``trainer.model`` and ``trainer.codecs`` are announced in HELLO; the worker
 checks the WELCOME's n_params against ``trainer.n_params`` and its codec

@@ -132,8 +132,10 @@ def _run_board(model, heap_arg, micropython, mosquitto, tmp_path, extra=()):
 # local rounds (serve --local-steps 8) cost the board one more parameter-sized
 # buffer, the anchor: n_params x 4 B (9,640 B for the MLP), so the MLP needs a
 # larger heap than 96K; the others fit it. Taken in 1 KB pieces it fits the
-# MLP in 104K (one 9,640 B array needed 112K: 104K failed on it)
-LOCAL_HEAPS = {"mlp:64-32-10": "104K", "softmax:64x10": "96K", "logistic:30": "96K"}
+# MLP in 104K (one 9,640 B array needed 112K: 104K failed on it), in 100K
+# since the WELCOME's card code leaves the heap (local_card); in 96K the
+# anchor still finds no room (host/BENCHMARKS.md, "Board memory")
+LOCAL_HEAPS = {"mlp:64-32-10": "100K", "softmax:64x10": "96K", "logistic:30": "96K"}
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ prints "steps", "samples", "loss". Runs unchanged on CPython.
 
 import sys
 
-from edgeps_worker import local_round
+from edgeps_worker import local_card, local_round
 from edgeps_worker.data import FileSource
 from edgeps_worker.trainer import KernelTrainer
 
@@ -19,7 +19,7 @@ for i in range(t.n_params):
     t.params[i] = (i % 7) * 0.01 - 0.03
 if sys.argv[5] != "-":
     with open(sys.argv[5], "rb") as f:
-        local_round.set_scale(t, f.read())
+        local_card.set_scale(t, f.read())
 loss, samples, steps, delta = local_round.run(t, h, 0.0, 0.0, lr)
 with open(sys.argv[6], "wb") as f:
     f.write(delta)
