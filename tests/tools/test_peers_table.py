@@ -102,8 +102,28 @@ def test_table_marks_best_rows_and_shows_speedups(pt: ModuleType) -> None:
     ]
     text = pt.table(pt.compare(runs, ["stragglers"]))
     assert "| stragglers | flower | FedAvg/h8 * | 12.0 |" in text
-    assert "| stragglers | edgeps | dsp * | 4.0 | 0.910 | 1/1 | 3.00x vs best |" in text
+    assert (
+        "| stragglers | edgeps | dsp * | 4.0 | 0.910 | 1/1 | - | 3.00x vs best |"
+        in text
+    )
     assert "1.20x vs same H" in text
+
+
+def test_bytes_per_worker_is_the_median_of_the_runs_that_counted_them(
+    pt: ModuleType,
+) -> None:
+    # Prepare: three seeds, one of them without a byte count (a failed sniffer)
+    runs = _runs(pt, "edgeps", "dsp", [4.0, 5.0, 6.0])
+    for r, b in zip(runs, (1.0e6, None, 3.0e6), strict=True):
+        r.bytes_per_worker = b
+
+    # Act
+    (c,) = pt.compare(runs, ["stragglers"])
+
+    # Assert: the median of the two counted, in MB in the table
+    assert c.ours[0].bytes_per_worker == 2.0e6
+    assert c.to_dict()["edgeps"][0]["bytes_per_worker"] == 2.0e6
+    assert "| 3/3 | 2.00 |" in pt.table([c])
 
 
 def test_a_scenario_without_runs_has_no_speedups(pt: ModuleType) -> None:
