@@ -188,6 +188,19 @@ def test_job_lenet5_sets_both_sides_and_flags_override(compare: ModuleType) -> N
     assert compare.target_of(lenet) == 0.95
 
 
+def test_lenet5_rows_default_to_a_per_step_row_that_converges(
+    compare: ModuleType,
+) -> None:
+    parser = compare.argparse.ArgumentParser()
+    compare.configure(parser)
+    lenet = parser.parse_args(["--job", "lenet5"])
+    sensors = parser.parse_args([])
+    assert compare.rows_of(lenet) == ["fedavg/h8", "fedbuff:k=4/h8", "dsp@lr=0.02"]
+    assert compare.rows_of(sensors) == ["fedavg/h8", "fedbuff:k=4/h8", "dsp"]
+    assert compare.flower_steps(lenet) == [8]
+    assert compare.flower_steps(sensors) == [8, 1]
+
+
 def test_unknown_job_and_bad_lr_are_clear_errors(compare: ModuleType) -> None:
     code = compare.main(["--job", "cifar", "--no-flower", "--no-edgeps"])
     assert code == 2

@@ -109,6 +109,16 @@ def test_table_marks_best_rows_and_shows_speedups(pt: ModuleType) -> None:
     assert "1.20x vs same H" in text
 
 
+def test_a_row_may_carry_its_own_lr(pt: ModuleType) -> None:
+    assert pt.split_lr("dsp") == ("dsp", None)
+    assert pt.split_lr("dsp@lr=0.02") == ("dsp", 0.02)
+    assert pt.split_lr("fedbuff:k=4/h8@lr=0.1") == ("fedbuff:k=4/h8", 0.1)
+    assert pt.local_steps("fedbuff:k=4/h8@lr=0.1") == 8
+    for bad in ("dsp@lr=0", "dsp@lr=x", "dsp@mom=0.9", "@lr=0.1", "dsp@lr=nan"):
+        with pytest.raises(ValueError, match="bad row"):
+            pt.split_lr(bad)
+
+
 def test_bytes_per_worker_is_the_median_of_the_runs_that_counted_them(
     pt: ModuleType,
 ) -> None:

@@ -60,16 +60,24 @@ FLOWER_SLACK = 180.0  # s past --max-time: imports of N client processes, shutdo
 # a job: dataset, model (None: the dataset's), serve's lr (None: the policy
 # matrix's), target (None: the matrix's), base seconds per emulated step (None:
 # the scenario's); any of them overridden by its flag
+# the job; "per_step": edgeps' per-gradient row ("dsp" at lr 0.05 diverges on
+# LeNet-5: host/BENCHMARKS.md); "flower_h1": Flower at H = 1 too by default
 JOBS: dict[str, dict[str, Any]] = {
     "sensors": {"dataset": "sensors", "model": None, "lr": None, "target": None,
-                "compute_time": None},
+                "compute_time": None, "per_step": "dsp", "flower_h1": True},
     "lenet5": {"dataset": "mnist", "model": "lenet5", "lr": 0.05, "target": 0.95,
-               "compute_time": 0.01},
+               "compute_time": 0.01, "per_step": "dsp@lr=0.02", "flower_h1": False},
 }  # fmt: skip
 
 
-def default_rows(h: int) -> str:
-    return f"fedavg/h{h},fedbuff:k=4/h{h},dsp"
+def default_rows(args: Any) -> str:
+    h, per_step = args.local_steps, JOBS[args.job]["per_step"]
+    return f"fedavg/h{h},fedbuff:k=4/h{h},{per_step}"
+
+
+def rows_of(args: Any) -> list[str]:
+    """edgeps' rows: ``--rows``, else the job's defaults."""
+    return split(args.rows or default_rows(args))
 
 
 def job_settings(args: Any) -> dict[str, Any]:
@@ -125,14 +133,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--flower-steps",
         default=None,
-        help="H of each Flower row (default: --local-steps and 1); its best row "
+        help="H of each Flower row (default: --local-steps, and 1 for the sensors "
+        "job); its best row "
         "is the one edgeps' best is compared with",
     )
     parser.add_argument(
         "--rows",
         default=None,
         help="edgeps rows, POLICY/hH, each with @lr=X for an lr of its own "
-        "(default: fedavg/hH,fedbuff:k=4/hH,dsp)",
+        "(default: fedavg/hH,fedbuff:k=4/hH and the job's per-step row: dsp; "
+        "for lenet5 dsp@lr=0.02)",
     )
     parser.add_argument("--max-time", type=float, default=60.0, help="s per run")
     parser.add_argument("--target-accuracy", type=float, default=None)
@@ -165,6 +175,8 @@ def target_of(args: Any) -> float:
 
 def flower_steps(args: Any) -> list[int]:
     if args.flower_steps is None:
+        if not JOBS[args.job]["flower_h1"]:
+            return [args.local_steps]
         return sorted({args.local_steps, 1}, reverse=True)
     return [int(h) for h in split(args.flower_steps)]
 
@@ -311,7 +323,7 @@ def measure(args: Any, progress: Any = None) -> list[peer_table.PeerRun]:
     """Flower then every edgeps row, seed by seed, so drifting load hits both."""
     from edgeps.transport.broker import start_mosquitto
 
-    rows = split(args.rows or default_rows(args.local_steps))
+    rows = rows_of(args)
     runs: list[peer_table.PeerRun] = []
 
     def note(run: peer_table.PeerRun) -> None:
@@ -356,7 +368,7 @@ def _check(args: Any) -> None:
         raise ValueError("--lr must be > 0")
     if job["compute_time"] is not None and not job["compute_time"] > 0:
         raise ValueError("--compute-time must be > 0")
-    for row in split(args.rows or default_rows(args.local_steps)):
+    for row in rows_of(args):
         parse_policy(split_row(peer_table.split_lr(row)[0])[0])
     for s in split(args.scenarios):
         if s not in SCENARIOS:
@@ -406,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
         config = {
             k: v for k, v in vars(args).items() if k not in ("flower_results", "json")
         }
-        config["rows"] = split(args.rows or default_rows(args.local_steps))
+        config["rows"] = rows_of(args)
         config["flower_steps"] = flower_steps(args)
         config["target_accuracy"] = target_of(args)
         config["job_settings"] = job_settings(args)
