@@ -195,8 +195,9 @@ def test_lenet5_rows_default_to_a_per_step_row_that_converges(
     compare.configure(parser)
     lenet = parser.parse_args(["--job", "lenet5"])
     sensors = parser.parse_args([])
-    assert compare.rows_of(lenet) == ["fedavg/h8", "fedbuff:k=4/h8", "dsp@lr=0.02"]
-    assert compare.rows_of(sensors) == ["fedavg/h8", "fedbuff:k=4/h8", "dsp"]
+    mean = "fedavg:agg=mean/h8"  # Flower's FedAvg: McMahan's weighted mean
+    assert compare.rows_of(lenet) == [mean, "fedbuff:k=4/h8", "dsp@lr=0.02"]
+    assert compare.rows_of(sensors) == [mean, "fedbuff:k=4/h8", "dsp"]
     assert compare.flower_steps(lenet) == [8]
     assert compare.flower_steps(sensors) == [8, 1]
 

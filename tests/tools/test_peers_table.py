@@ -109,6 +109,24 @@ def test_table_marks_best_rows_and_shows_speedups(pt: ModuleType) -> None:
     assert "1.20x vs same H" in text
 
 
+def test_same_algorithm_prefers_fedavg_with_mcmahans_mean(pt: ModuleType) -> None:
+    # Prepare: edgeps' default fedavg (a trimmed mean) listed first
+    runs = [
+        *_runs(pt, "flower", "FedAvg/h8", [20.0]),
+        *_runs(pt, "edgeps", "fedavg/h8", [40.0]),
+        *_runs(pt, "edgeps", "fedavg:agg=mean/h8", [10.0]),
+    ]
+
+    # Act
+    (c,) = pt.compare(runs, ["stragglers"])
+
+    # Assert: the mean is the peer's algorithm; the trimmed mean a row of its own
+    assert c.equal().row == "fedavg:agg=mean/h8"
+    assert c.speedups()["equal"] == 2.0
+    (only,) = pt.compare(runs[:2], ["stragglers"])
+    assert only.equal().row == "fedavg/h8"
+
+
 def test_a_row_may_carry_its_own_lr(pt: ModuleType) -> None:
     assert pt.split_lr("dsp") == ("dsp", None)
     assert pt.split_lr("dsp@lr=0.02") == ("dsp", 0.02)

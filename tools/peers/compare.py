@@ -72,7 +72,9 @@ JOBS: dict[str, dict[str, Any]] = {
 
 def default_rows(args: Any) -> str:
     h, per_step = args.local_steps, JOBS[args.job]["per_step"]
-    return f"fedavg/h{h},fedbuff:k=4/h{h},{per_step}"
+    # fedavg:agg=mean: McMahan's mean, Flower's FedAvg (edgeps' default
+    # fedavg combines the deltas by a trimmed mean)
+    return f"fedavg:agg=mean/h{h},fedbuff:k=4/h{h},{per_step}"
 
 
 def rows_of(args: Any) -> list[str]:
@@ -141,7 +143,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--rows",
         default=None,
         help="edgeps rows, POLICY/hH, each with @lr=X for an lr of its own "
-        "(default: fedavg/hH,fedbuff:k=4/hH and the job's per-step row: dsp; "
+        "(default: fedavg:agg=mean/hH,fedbuff:k=4/hH and the job's per-step "
+        "row: dsp; "
         "for lenet5 dsp@lr=0.02)",
     )
     parser.add_argument("--max-time", type=float, default=60.0, help="s per run")

@@ -142,11 +142,11 @@ class Comparison:
     ours: list[RowSummary]
 
     def equal(self) -> RowSummary | None:
-        """edgeps' row of the peer's algorithm (fedavg, any H)."""
-        for r in self.ours:
-            if r.row.partition("/")[0].partition(":")[0] == EQUAL_ROW:
-                return r
-        return None
+        """edgeps' row of the peer's algorithm: fedavg at any H, McMahan's mean
+        (``fedavg:agg=mean``) first, as edgeps' own default is a trimmed mean."""
+        rows = [r for r in self.ours if _policy(r.row)[0] == EQUAL_ROW]
+        mean = [r for r in rows if "agg=mean" in _policy(r.row)[1].split(",")]
+        return (mean or rows or [None])[0]
 
     def peer_equal(self) -> RowSummary | None:
         """The peer's row at the H of edgeps' fedavg row."""
@@ -190,6 +190,15 @@ class Comparison:
             "met_equal": s["equal"] is not None and s["equal"] >= GOAL_EQUAL,
             "met_best": s["best"] is not None and s["best"] >= GOAL_BEST,
         }
+
+
+def _policy(row: str) -> tuple[str, str]:
+    """("fedavg", "agg=mean") of "fedavg:agg=mean/h8" (and of "...@lr=X")."""
+    spec = split_lr(row)[0]
+    if local_steps(spec) > 1 or spec.endswith("/h1"):
+        spec = spec.rpartition("/h")[0]
+    name, _, opts = spec.partition(":")
+    return name, opts
 
 
 def _t(r: RowSummary | None) -> float | None:
