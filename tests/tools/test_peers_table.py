@@ -102,8 +102,56 @@ def test_table_marks_best_rows_and_shows_speedups(pt: ModuleType) -> None:
     ]
     text = pt.table(pt.compare(runs, ["stragglers"]))
     assert "| stragglers | flower | FedAvg/h8 * | 12.0 |" in text
-    assert "| stragglers | edgeps | dsp * | 4.0 | 0.910 | 1/1 | 3.00x vs best |" in text
+    assert (
+        "| stragglers | edgeps | dsp * | 4.0 | 0.910 | 1/1 | - | 3.00x vs best |"
+        in text
+    )
     assert "1.20x vs same H" in text
+
+
+def test_same_algorithm_prefers_fedavg_with_mcmahans_mean(pt: ModuleType) -> None:
+    # Prepare: edgeps' default fedavg (a trimmed mean) listed first
+    runs = [
+        *_runs(pt, "flower", "FedAvg/h8", [20.0]),
+        *_runs(pt, "edgeps", "fedavg/h8", [40.0]),
+        *_runs(pt, "edgeps", "fedavg:agg=mean/h8", [10.0]),
+    ]
+
+    # Act
+    (c,) = pt.compare(runs, ["stragglers"])
+
+    # Assert: the mean is the peer's algorithm; the trimmed mean a row of its own
+    assert c.equal().row == "fedavg:agg=mean/h8"
+    assert c.speedups()["equal"] == 2.0
+    (only,) = pt.compare(runs[:2], ["stragglers"])
+    assert only.equal().row == "fedavg/h8"
+
+
+def test_a_row_may_carry_its_own_lr(pt: ModuleType) -> None:
+    assert pt.split_lr("dsp") == ("dsp", None)
+    assert pt.split_lr("dsp@lr=0.02") == ("dsp", 0.02)
+    assert pt.split_lr("fedbuff:k=4/h8@lr=0.1") == ("fedbuff:k=4/h8", 0.1)
+    assert pt.local_steps("fedbuff:k=4/h8@lr=0.1") == 8
+    for bad in ("dsp@lr=0", "dsp@lr=x", "dsp@mom=0.9", "@lr=0.1", "dsp@lr=nan"):
+        with pytest.raises(ValueError, match="bad row"):
+            pt.split_lr(bad)
+
+
+def test_bytes_per_worker_is_the_median_of_the_runs_that_counted_them(
+    pt: ModuleType,
+) -> None:
+    # Prepare: three seeds, one of them without a byte count (a failed sniffer)
+    runs = _runs(pt, "edgeps", "dsp", [4.0, 5.0, 6.0])
+    for r, b in zip(runs, (1.0e6, None, 3.0e6), strict=True):
+        r.bytes_per_worker = b
+
+    # Act
+    (c,) = pt.compare(runs, ["stragglers"])
+
+    # Assert: the median of the two counted, in MB in the table
+    assert c.ours[0].bytes_per_worker == 2.0e6
+    assert c.to_dict()["edgeps"][0]["bytes_per_worker"] == 2.0e6
+    assert "| 3/3 | 2.00 |" in pt.table([c])
 
 
 def test_a_scenario_without_runs_has_no_speedups(pt: ModuleType) -> None:

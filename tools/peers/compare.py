@@ -13,6 +13,11 @@ Runs in edgeps' environment. Per scenario and seed:
   timed by a client on the broker from the first HELLO to the MODEL "done"
   (`edgeps.lab.bench.policies_broker.run_once`).
 
+``--job lenet5`` runs the paper's job instead of the sensors one: LeNet-5 on
+the bundled MNIST subset (4,000 / 1,000 digits), lr 0.05, target 0.95, each
+emulated step 0.01 s x the model's FLOPs scale (``edgeps emulate
+--compute-time``), Flower's clients computing with edgeps' kernels.
+
 Flower runs at each H of ``--flower-steps`` (default: ``--local-steps`` and
 1). Prints the medians over ``--seeds`` runs, edgeps' speed-up for fedavg over
 Flower's FedAvg at the same H (same algorithm) and for its best row over
@@ -22,6 +27,7 @@ clients by its process group); every wait is bounded.
 
     .venv/bin/python tools/peers/compare.py [--scenarios homogeneous,stragglers]
         [--workers 8] [--seeds 3] [--local-steps 8] [--max-time 60] [--json]
+        [--job lenet5]
 """
 
 from __future__ import annotations
@@ -45,17 +51,33 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import export_job  # noqa: E402
 import peer_table  # noqa: E402
+from jobs import (  # noqa: E402
+    JOBS,
+    edgeps_flags,
+    job_settings,
+    rows_of,
+    split,
+)
 
 RUN_FLOWER = HERE / "flower" / "run_flower.py"
 FLOWER_PYTHON = HERE / "flower" / ".venv" / "bin" / "python"
 FLOWER_SLACK = 180.0  # s past --max-time: imports of N client processes, shutdown
 
 
-def default_rows(h: int) -> str:
-    return f"fedavg/h{h},fedbuff:k=4/h{h},dsp"
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--job", default="sensors", help=f"the job: {', '.join(JOBS)} (default sensors)"
+    )
+    parser.add_argument("--dataset", default=None, help="default: the job's")
+    parser.add_argument("--model", default=None, help="default: the job's")
+    parser.add_argument("--lr", type=float, default=None, help="default: the job's")
+    parser.add_argument(
+        "--compute-time",
+        type=float,
+        default=None,
+        metavar="S",
+        help="base seconds per emulated step (edgeps emulate --compute-time)",
+    )
     parser.add_argument("--scenarios", default="homogeneous,stragglers")
     parser.add_argument("--workers", type=int, default=8, help="sensors / clients")
     parser.add_argument("--seeds", type=int, default=3, help="runs per row (median)")
@@ -66,13 +88,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--flower-steps",
         default=None,
-        help="H of each Flower row (default: --local-steps and 1); its best row "
+        help="H of each Flower row (default: --local-steps, and 1 for the sensors "
+        "job); its best row "
         "is the one edgeps' best is compared with",
     )
     parser.add_argument(
         "--rows",
         default=None,
-        help="edgeps rows, POLICY/hH (default: fedavg/hH,fedbuff:k=4/hH,dsp)",
+        help="edgeps rows, POLICY/hH, each with @lr=X for an lr of its own "
+        "(default: fedavg:agg=mean/hH,fedbuff:k=4/hH and the job's per-step "
+        "row: dsp; "
+        "for lenet5 dsp@lr=0.02)",
     )
     parser.add_argument("--max-time", type=float, default=60.0, help="s per run")
     parser.add_argument("--target-accuracy", type=float, default=None)
@@ -87,13 +113,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true")
 
 
-def split(text: str) -> list[str]:
-    return [x.strip() for x in text.split(",") if x.strip()]
-
-
 def target_of(args: Any) -> float:
     from edgeps.lab.bench import policies_broker
 
+    job = job_settings(args)
+    if job["target"] is not None:
+        return float(job["target"])
     return float(policies_broker.target_of(args))
 
 
@@ -102,6 +127,8 @@ def target_of(args: Any) -> float:
 
 def flower_steps(args: Any) -> list[int]:
     if args.flower_steps is None:
+        if not JOBS[args.job]["flower_h1"]:
+            return [args.local_steps]
         return sorted({args.local_steps, 1}, reverse=True)
     return [int(h) for h in split(args.flower_steps)]
 
@@ -114,7 +141,12 @@ def run_flower(
 
     run = peer_table.PeerRun("flower", f"FedAvg/h{h}", scenario, seed)
     npz = workdir / f"flower-{scenario}-{seed}-h{h}.npz"
+    job = job_settings(args)
     arrays = export_job.job_arrays(
+        dataset=job["dataset"],
+        model=job["model"],
+        lr=job["lr"],
+        compute_time=job["compute_time"],
         n_workers=args.workers,
         scenario=scenario,
         seed=seed,
@@ -151,6 +183,11 @@ def run_flower(
             run.time_to_target = result.get("time_to_target")
             run.final_accuracy = result.get("final_accuracy")
             run.rounds = result.get("rounds")
+            carried = [
+                result.get(k) for k in ("payload_bytes_down", "payload_bytes_up")
+            ]
+            if all(isinstance(b, int) for b in carried):
+                run.bytes_per_worker = sum(carried) / args.workers
             args.flower_results.append(result)
     return run
 
@@ -188,24 +225,43 @@ def previous_flower(args: Any, scenario: str, seed: int) -> list[peer_table.Peer
 def run_edgeps(
     url: str, job: str, row: str, scenario: str, seed: int, args: Any, workdir: Path
 ) -> peer_table.PeerRun:
-    """One serve + emulate pair on the broker at ``url``, timed as the bench times."""
+    """One serve + emulate pair on the broker at ``url``, timed as the bench times.
+
+    A second passive client counts the job's payload bytes: every UPDATE the
+    sensors published and everything serve published, over the sensors.
+    """
     from edgeps.lab.bench import policies_broker
+    from edgeps.lab.bench.compression import Sniffer
     from edgeps.lab.bench.policies_table import BrokerRun
     from edgeps.lab.matrix.grid import split_row
 
-    policy, h = split_row(row)
+    name, lr = peer_table.split_lr(row)
+    policy, h = split_row(name)
+    settings = job_settings(args)
+    if lr is not None:  # the row's own lr, in place of the job's
+        settings["lr"] = lr
+    serve_more, emulate_more = edgeps_flags(settings)
+    local = "" if h == 1 else f"--local-steps {h}"
     bench_args = argparse.Namespace(
         workers=args.workers,
         max_time=args.max_time,
         target_accuracy=target_of(args),
-        serve_args="" if h == 1 else f"--local-steps {h}",
-        emulate_args="",
+        serve_args=f"{local} {serve_more}".strip(),
+        emulate_args=emulate_more,
     )
     broker_run = BrokerRun(policy, scenario, False, seed)
-    policies_broker.run_once(url, job, broker_run, bench_args, workdir)
+    counter = Sniffer(url, job)
+    try:
+        policies_broker.run_once(url, job, broker_run, bench_args, workdir)
+    finally:
+        counter.close()
     out = peer_table.PeerRun("edgeps", row, scenario, seed)
     out.time_to_target = broker_run.time_to_target
     out.final_accuracy = broker_run.final_accuracy
+    with counter.lock:
+        out.bytes_per_worker = (
+            counter.update_bytes + counter.host_bytes
+        ) / args.workers
     if broker_run.failed:
         tail = broker_run.stderr_tail.replace("\n", " | ")
         out.error = f"{broker_run.error}: {tail}"
@@ -219,7 +275,7 @@ def measure(args: Any, progress: Any = None) -> list[peer_table.PeerRun]:
     """Flower then every edgeps row, seed by seed, so drifting load hits both."""
     from edgeps.transport.broker import start_mosquitto
 
-    rows = split(args.rows or default_rows(args.local_steps))
+    rows = rows_of(args)
     runs: list[peer_table.PeerRun] = []
 
     def note(run: peer_table.PeerRun) -> None:
@@ -258,8 +314,14 @@ def _check(args: Any) -> None:
     from edgeps.policy import parse_policy
     from edgeps.workloads.scenarios import SCENARIOS
 
-    for row in split(args.rows or default_rows(args.local_steps)):
-        parse_policy(split_row(row)[0])
+    job = job_settings(args)
+    export_job.job_spec(job["dataset"], job["model"], args.seed)  # a clear error
+    if job["lr"] is not None and not job["lr"] > 0:
+        raise ValueError("--lr must be > 0")
+    if job["compute_time"] is not None and not job["compute_time"] > 0:
+        raise ValueError("--compute-time must be > 0")
+    for row in rows_of(args):
+        parse_policy(split_row(peer_table.split_lr(row)[0])[0])
     for s in split(args.scenarios):
         if s not in SCENARIOS:
             raise ValueError(f"unknown scenario {s!r}; known: {', '.join(SCENARIOS)}")
@@ -297,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _check(args)
         runs = measure(args, progress=_note)
-    except (ValueError, OSError, RuntimeError) as exc:
+    except (ValueError, KeyError, OSError, RuntimeError) as exc:
         print(f"compare: {exc}", file=sys.stderr)
         return 2
     comparisons = peer_table.compare(runs, split(args.scenarios))
@@ -308,9 +370,11 @@ def main(argv: list[str] | None = None) -> int:
         config = {
             k: v for k, v in vars(args).items() if k not in ("flower_results", "json")
         }
-        config["rows"] = split(args.rows or default_rows(args.local_steps))
+        config["rows"] = rows_of(args)
         config["flower_steps"] = flower_steps(args)
         config["target_accuracy"] = target_of(args)
+        config["job_settings"] = job_settings(args)
+        config["load"] = os.getloadavg()
         out = {
             "date": date,
             "flwr_version": flwr_version,
@@ -322,8 +386,14 @@ def main(argv: list[str] | None = None) -> int:
         }
         print(json.dumps(out))
         return 0
+    job = job_settings(args)
+    what = (
+        job["dataset"]
+        if job["model"] is None
+        else f"{job['model']} on {job['dataset']}"
+    )
     print(
-        f"sensors, {args.workers} emulated sensors / Flower clients, seconds to "
+        f"{what}, {args.workers} emulated sensors / Flower clients, seconds to "
         f"accuracy {target_of(args):g} (max {args.max_time:g} s), medians of "
         f"{args.seeds} seeds; Flower {flwr_version or '-'}; * = edgeps' best row; "
         f"{date}"
@@ -334,7 +404,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in runs:
         if r.failed:
             print(f"FAILED {r.scenario} seed {r.seed} {r.side} {r.row}: {r.error}")
-    print(f"\n{len(runs)} runs in {time.monotonic() - started:.0f} s wall")
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"\n{len(runs)} runs in {time.monotonic() - started:.0f} s wall, load {load}")
     return 0
 
 

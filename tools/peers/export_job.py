@@ -6,17 +6,20 @@ would use for that seed: each sensor's shard (`load_emulated`, the emulator's
 IID split), the held-out rows serve evaluates on, the model spec and the
 initial weights serve starts from (`ModelSpec.init_params(seed)`), the job's
 lr and batch, and each sensor's emulated compute time from the scenario's
-profile, with the seeds of its minibatch order and of its compute draws.
-The peer (tools/peers/flower/run_flower.py) reads the .npz this writes with
-numpy alone.
+profile (with `edgeps emulate --compute-time` where given, scaled for a conv
+model as the emulator scales it), with the seeds of its minibatch order and of
+its compute draws. The peer (tools/peers/flower/run_flower.py) reads the .npz
+this writes with numpy alone (an MLP) or with edgeps' kernels (any other model).
 
     python tools/peers/export_job.py OUT.npz [--workers 8] [--scenario S] [--seed K]
+        [--dataset mnist --model lenet5 --lr 0.05 --compute-time 0.01]
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -24,6 +27,7 @@ from edgeps.core.defaults import JOB
 from edgeps.kernels import ModelSpec
 from edgeps.lab.matrix import grid as matrix
 from edgeps.pyworker.localdata import load_emulated
+from edgeps.runtime.model_forms import complete_model
 from edgeps.workloads import datasets
 from edgeps.workloads.scenarios import make_scenario
 
@@ -42,35 +46,70 @@ def shards(
     return out
 
 
+def job_spec(dataset: str, model: str | None, seed: int) -> ModelSpec:
+    """The model serve trains: ``--model`` completed for the dataset, or its own."""
+    ds = datasets.load_dataset(dataset, seed)
+    if model is None:
+        return ModelSpec.parse(ds.model_spec)
+    own = ModelSpec.parse(ds.model_spec)
+    full = complete_model(model, own.n_features, max(2, own.n_classes), ds.shape)
+    return ModelSpec.parse(full)
+
+
+def profiles_of(
+    scenario: str,
+    n_workers: int,
+    seed: int,
+    spec: ModelSpec,
+    compute_time: float | None,
+) -> list[Any]:
+    """Each sensor's profile as `edgeps emulate` runs it: the scenario's, the
+    base time ``compute_time`` where given, scaled for the model's FLOPs."""
+    out = []
+    for p in make_scenario(scenario, n_workers, seed).profiles.values():
+        if compute_time is not None:
+            if not compute_time > 0:
+                raise ValueError("compute_time must be > 0 seconds")
+            p = replace(p, compute_time=compute_time)
+        out.append(p.for_model(spec.macs, spec.n_params))
+    return out
+
+
 def job_arrays(
     *,
     dataset: str = DATASET,
+    model: str | None = None,
     n_workers: int = 8,
     scenario: str = "homogeneous",
     seed: int = 0,
     local_steps: int = 8,
     target: float | None = None,
+    lr: float | None = None,
+    compute_time: float | None = None,
 ) -> dict[str, Any]:
     """Everything a peer needs to run the same job, as named numpy arrays."""
     if local_steps < 1 or n_workers < 1:
         raise ValueError("need local_steps >= 1 and n_workers >= 1")
+    if (lr is None or target is None) and dataset not in matrix.DATASETS:
+        raise ValueError(f"{dataset}: give the lr and the target accuracy")
     ds = datasets.load_dataset(dataset, seed)
-    spec = ModelSpec.parse(ds.model_spec)
-    if spec.kind != "mlp":
-        raise ValueError(f"the peer side trains MLPs only, not {spec}")
-    profiles = list(make_scenario(scenario, n_workers, seed).profiles.values())
-    cell = matrix.Cell(dataset, n_workers, scenario, False)
+    spec = job_spec(dataset, model, seed)
+    profiles = profiles_of(scenario, n_workers, seed, spec, compute_time)
+    if lr is None:
+        # the lr `edgeps bench policies-broker` gives serve (the matrix's)
+        cell = matrix.Cell(dataset, n_workers, scenario, False)
+        lr = matrix.config(cell, "fedavg", seed, 60.0).lr
     out: dict[str, Any] = {
         "dataset": np.array(dataset),
         "scenario": np.array(scenario),
         "model": np.array(str(spec)),
-        "sizes": np.array(spec.layer_sizes, dtype=np.int64),
-        "activation": np.array(spec.activation),
+        "kind": np.array(spec.kind),
+        "sizes": np.array(spec.layer_sizes if spec.kind == "mlp" else (), np.int64),
+        "activation": np.array(spec.activation if spec.kind == "mlp" else ""),
         "init": spec.init_params(seed),
         "X_test": ds.X_test,
         "y_test": ds.y_test,
-        # the lr `edgeps bench policies-broker` gives serve (the matrix's)
-        "lr": np.float64(matrix.config(cell, "fedavg", seed, 60.0).lr),
+        "lr": np.float64(lr),
         "batch": np.int64(JOB.batch),
         "local_steps": np.int64(local_steps),
         "target": np.float64(matrix.DATASETS[dataset][1] if target is None else target),
@@ -95,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", help="the .npz to write")
     parser.add_argument("--dataset", default=DATASET)
+    parser.add_argument("--model", default=None, help="default: the dataset's")
+    parser.add_argument("--lr", type=float, default=None)
+    parser.add_argument("--compute-time", type=float, default=None, metavar="S")
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--scenario", default="homogeneous")
     parser.add_argument("--seed", type=int, default=0)
@@ -104,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         arrays = job_arrays(
             dataset=args.dataset,
+            model=args.model,
+            lr=args.lr,
+            compute_time=args.compute_time,
             n_workers=args.workers,
             scenario=args.scenario,
             seed=args.seed,

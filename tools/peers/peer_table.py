@@ -32,6 +32,7 @@ class PeerRun:
     time_to_target: float | None = None  # seconds, None: missed the target
     final_accuracy: float | None = None
     rounds: int | None = None  # the peer's rounds (edgeps: None)
+    bytes_per_worker: float | None = None  # payload bytes one worker's share
     error: str = ""
 
     @property
@@ -74,6 +75,7 @@ class RowSummary:
     row: str
     times: list[float | None] = field(default_factory=list)
     accuracies: list[float] = field(default_factory=list)
+    byte_counts: list[float] = field(default_factory=list)
     failures: list[PeerRun] = field(default_factory=list)
 
     @property
@@ -84,12 +86,18 @@ class RowSummary:
     def accuracy(self) -> float | None:
         return float(statistics.median(self.accuracies)) if self.accuracies else None
 
+    @property
+    def bytes_per_worker(self) -> float | None:
+        """Median payload bytes per worker over the runs that counted them."""
+        return float(statistics.median(self.byte_counts)) if self.byte_counts else None
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "side": self.side,
             "row": self.row,
             "time_to_target": self.time,
             "final_accuracy": self.accuracy,
+            "bytes_per_worker": self.bytes_per_worker,
             "reached": sum(t is not None for t in self.times),
             "runs": len(self.times),
             "failed": len(self.failures),
@@ -97,9 +105,24 @@ class RowSummary:
         }
 
 
+def split_lr(row: str) -> tuple[str, float | None]:
+    """A row's own lr, if it names one: "dsp@lr=0.01" -> ("dsp", 0.01)."""
+    name, at, extra = row.partition("@")
+    if not at:
+        return row, None
+    key, eq, value = extra.partition("=")
+    try:
+        lr = float(value) if key == "lr" and eq else math.nan
+    except ValueError:
+        lr = math.nan
+    if not (math.isfinite(lr) and lr > 0) or not name:
+        raise ValueError(f"bad row {row!r}: expected ROW or ROW@lr=X, X > 0")
+    return name, lr
+
+
 def local_steps(row: str) -> int:
-    """H of a row name: "fedavg/h8" -> 8, "dsp" -> 1."""
-    _, slash, h = row.rpartition("/h")
+    """H of a row name: "fedavg/h8" -> 8, "dsp" -> 1, "fedbuff/h4@lr=0.1" -> 4."""
+    _, slash, h = row.partition("@")[0].rpartition("/h")
     return int(h) if slash and h.isdigit() else 1
 
 
@@ -119,11 +142,11 @@ class Comparison:
     ours: list[RowSummary]
 
     def equal(self) -> RowSummary | None:
-        """edgeps' row of the peer's algorithm (fedavg, any H)."""
-        for r in self.ours:
-            if r.row.partition("/")[0].partition(":")[0] == EQUAL_ROW:
-                return r
-        return None
+        """edgeps' row of the peer's algorithm: fedavg at any H, McMahan's mean
+        (``fedavg:agg=mean``) first, as edgeps' own default is a trimmed mean."""
+        rows = [r for r in self.ours if _policy(r.row)[0] == EQUAL_ROW]
+        mean = [r for r in rows if "agg=mean" in _policy(r.row)[1].split(",")]
+        return (mean or rows or [None])[0]
 
     def peer_equal(self) -> RowSummary | None:
         """The peer's row at the H of edgeps' fedavg row."""
@@ -169,6 +192,15 @@ class Comparison:
         }
 
 
+def _policy(row: str) -> tuple[str, str]:
+    """("fedavg", "agg=mean") of "fedavg:agg=mean/h8" (and of "...@lr=X")."""
+    spec = split_lr(row)[0]
+    if local_steps(spec) > 1 or spec.endswith("/h1"):
+        spec = spec.rpartition("/h")[0]
+    name, _, opts = spec.partition(":")
+    return name, opts
+
+
 def _t(r: RowSummary | None) -> float | None:
     return None if r is None else r.time
 
@@ -192,6 +224,8 @@ def compare(runs: list[PeerRun], scenarios: list[str]) -> list[Comparison]:
             s.times.append(r.time_to_target)
             if r.final_accuracy is not None:
                 s.accuracies.append(r.final_accuracy)
+            if r.bytes_per_worker is not None:
+                s.byte_counts.append(r.bytes_per_worker)
         peers = [s for (side, _), s in rows.items() if side != "edgeps"]
         ours = [s for (side, _), s in rows.items() if side == "edgeps"]
         out.append(Comparison(scenario, peers, ours))
@@ -202,15 +236,23 @@ def _secs(t: float | None) -> str:
     return "-" if t is None else f"{t:.1f}"
 
 
+def _mb(b: float | None) -> str:
+    return "-" if b is None else f"{b / 1e6:.2f}"
+
+
 def _x(v: float | None) -> str:
     return "-" if v is None else f"{v:.2f}x"
 
 
 def table(comparisons: list[Comparison]) -> str:
     """A markdown table: each row's median seconds and accuracy; edgeps' rows with
-    their speed-up over the peer's row at the same H (fedavg) or its best row."""
-    head = "| scenario | side | row | s to target | final acc | reached | speed-up |"
-    lines = [head, "|---|---|---|---:|---:|---:|---:|"]
+    their speed-up over the peer's row at the same H (fedavg) or its best row;
+    MB per worker: the median payload megabytes one worker sent and received."""
+    head = (
+        "| scenario | side | row | s to target | final acc | reached | "
+        "MB/worker | speed-up |"
+    )
+    lines = [head, "|---|---|---|---:|---:|---:|---:|---:|"]
     for c in comparisons:
         best, pbest, eq = c.best(), c.peer_best(), c.equal()
         for r in c.peers + c.ours:
@@ -226,7 +268,7 @@ def table(comparisons: list[Comparison]) -> str:
             lines.append(
                 f"| {c.scenario} | {r.side} | {r.row}{mark} | {_secs(r.time)} | "
                 f"{acc} | {sum(t is not None for t in r.times)}/{len(r.times)}"
-                f"{failed} | {ratio} |"
+                f"{failed} | {_mb(r.bytes_per_worker)} | {ratio} |"
             )
     return "\n".join(lines)
 

@@ -7,8 +7,10 @@ server is Flower's legacy gRPC server (`flwr.server.start_server`, in this
 process) with Flower's `FedAvg` strategy and a server-side evaluation of the
 global model on the job's test rows after every round; each client is a
 process of its own running `flwr.client.start_client` with a `NumPyClient`
-that trains H local SGD steps in numpy (flower_numpy.py), sleeping each step
-up to its emulated time. All of it on 127.0.0.1 at the port given.
+that trains H local SGD steps, sleeping each step up to its emulated time: an
+MLP in numpy (flower_numpy.py), any other model (LeNet-5) with edgeps' own
+kernels imported from this checkout (edgeps_model.py). All of it on
+127.0.0.1 at the port given.
 
 Clients load and import first, then all connect at once, so no client's
 start-up counts. The clock starts when the first client registers with the
@@ -54,8 +56,19 @@ def load_job(path: str) -> dict[str, Any]:
         return {k: z[k] for k in z.files}
 
 
-def model_of(job: dict[str, Any]) -> Mlp:
-    return Mlp(tuple(int(s) for s in job["sizes"]), str(job["activation"]))
+def model_of(job: dict[str, Any]) -> Any:
+    """The job's model: the numpy MLP, or edgeps' kernels for any other kind."""
+    if str(job.get("kind", "mlp")) == "mlp":
+        return Mlp(tuple(int(s) for s in job["sizes"]), str(job["activation"]))
+    from edgeps_model import KernelModel
+
+    return KernelModel(str(job["model"]))
+
+
+def gradient_code(model: Any) -> str:
+    """Which code computes the clients' gradients, for the JSON line."""
+    backend = getattr(model, "backend", None)
+    return "numpy (flower_numpy.Mlp)" if backend is None else f"edgeps {backend}"
 
 
 # -- a client process --
@@ -230,6 +243,8 @@ def run_server(job: dict[str, Any], port: int, max_time: float, npz: str) -> dic
         "framework": "flower",
         "flwr_version": flwr.__version__,
         "strategy": "FedAvg",
+        "model": str(job["model"]),
+        "gradient": gradient_code(model),
         "clients": n,
         "client_processes": True,
         "local_steps": int(job["local_steps"]),
