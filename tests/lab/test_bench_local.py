@@ -22,6 +22,7 @@ from edgeps.lab.bench.local_table import (
     run_from_dict,
     sim_goal,
     table,
+    training_time,
 )
 from edgeps.lab.bench.policies_table import BrokerRun
 
@@ -193,6 +194,23 @@ def test_the_simulator_must_be_within_a_fifth_on_every_cell() -> None:
     assert sim_goal(cells).met is True
 
 
+def test_training_time_runs_from_the_first_update_and_joins_are_spanned() -> None:
+    runs = [_run("dsp", 3.0), _run("dsp", 5.0, seed=1), _run("dsp", None, seed=2)]
+    runs[0].broker.first_update, runs[0].broker.joins = 0.5, [0.0, 0.1, 0.4]
+    runs[1].broker.first_update, runs[1].broker.joins = 1.0, [0.0, 0.2]
+    runs[2].broker.first_update = 0.2  # missed: no training time
+
+    (cell,) = _cells(runs)
+
+    assert training_time(runs[0].broker) == 2.5
+    assert training_time(runs[2].broker) is None
+    assert training_time(_run("dsp", 4.0).broker) is None  # no UPDATE seen
+    assert cell.train_time == 4.0  # 2.5, 4.0 and a miss: the miss is slowest
+    assert cell.join_span == pytest.approx(0.3)
+    assert cell.to_dict()["train_time"] == 4.0
+    assert run_from_dict(runs[0].to_dict()) == runs[0]
+
+
 def test_the_table_and_goal_lines_carry_every_column() -> None:
     runs = [_run("dsp", 10.0, up=30000, down=31000, acc=0.925, joules=4.5),
             _run("fedbuff:k=4/h8", 4.0, up=5000, down=5000, joules=1.25)]  # fmt: skip
@@ -203,10 +221,11 @@ def test_the_table_and_goal_lines_carry_every_column() -> None:
     lines = goals(cells, 60.0)
 
     head, _, dsp, fedbuff = text.splitlines()
-    for col in ("up B/board", "down B/board", "s", "final acc", "J/board", "sim s"):
+    for col in ("up B/board", "down B/board", "s", "train s", "final acc", "J/board",
+                "sim s"):  # fmt: skip
         assert col in head
     assert dsp.split() == ["8", "slowlinks", "dsp/h1", "30000", "31000", "10.0",
-                           "0.925", "4.50", "1/1", "8.0", "1.25"]  # fmt: skip
+                           "-", "0.925", "4.50", "1/1", "8.0", "1.25"]  # fmt: skip
     assert fedbuff.split()[-2:] == ["-", "-"]
     assert [g.name.split(",")[0] for g in lines] == [
         "local rounds vs dsp/h1", "simulator within 20% of the broker",

@@ -166,6 +166,8 @@ class _Seen:
 
         self.lock = threading.Lock()
         self.first_hello, self.done_at = 1.0, 4.5
+        self.hellos = {"w01": 1.25, "w00": 1.0}
+        self.first_update = 1.75
 
 
 @pytest.mark.parametrize("acc", [None, "0.9", float("nan")])
@@ -184,4 +186,5 @@ def test_a_run_that_reached_its_target_times_from_the_first_hello() -> None:
     _fill(run, summary, _Seen())
     assert not run.failed
     assert run.time_to_target == pytest.approx(3.5)
+    assert run.joins == [0.0, 0.25] and run.first_update == pytest.approx(0.75)
     assert run.final_accuracy == pytest.approx(0.915)

@@ -68,6 +68,7 @@ class Sniffer:
         self.releases: set[tuple[str, int, int, int]] = set()
         self.first_hello: float | None = None
         self.hellos: dict[str, float] = {}  # first HELLO per worker
+        self.first_update: float | None = None  # the first UPDATE of the job
         self.done_at: float | None = None
         self.bad = 0
         self.release_msgs = 0  # RELEASEs: a worker's part of a shared round
@@ -97,6 +98,7 @@ class Sniffer:
                 self.done_at = self.done_at or time.monotonic()
             elif msg.type == self.wire.UPDATE:
                 self.update_bytes += len(payload)
+                self.first_update = self.first_update or time.monotonic()
                 self.updates.add((msg.wid, msg.session, msg.seq))
             elif msg.type == self.wire.PARAMS:
                 # a shared copy (no worker id, session 0) is one message for all
