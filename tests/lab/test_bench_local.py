@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from edgeps.lab.bench.local import from_logs, per_board, run_args
+from edgeps.lab.bench.local import from_logs, link_flags, links_of, per_board, run_args
 from edgeps.lab.bench.local_table import (
     LocalRun,
     Row,
@@ -83,6 +83,25 @@ def test_a_run_gets_the_rows_flags_and_the_energy_model() -> None:
     assert got.workers == 64 and got.max_time == 30.0
     assert got.serve_args == "--local-steps 8 --quiet"
     assert got.emulate_args == "--board pi --sleep-at-barrier"
+
+
+def test_link_flags_reach_emulate_as_emulate_parses_them() -> None:
+    from edgeps.netem.units import parse_duration, parse_loss, parse_rate
+
+    args = argparse.Namespace(max_time=30.0, target_accuracy=None, board="esp32",
+                              sleep_at_barrier=False, serve_args="",
+                              emulate_args="", link_rate=64000.0, link_delay=0.02,
+                              link_loss=None)  # fmt: skip
+
+    got = run_args(args, Row("dsp"), 8).emulate_args.split()
+
+    assert links_of(args) == {"link_rate": 64000.0, "link_delay": 0.02}
+    assert got == ["--board", "esp32", "--link-rate", "64000bit",
+                   "--link-delay", "0.02s"]  # fmt: skip
+    assert parse_rate(got[3]) == 64000.0 and parse_duration(got[5]) == 0.02
+    assert link_flags({"link_loss": 0.01}) == ["--link-loss", "0.01"]
+    assert parse_loss("0.01") == 0.01
+    assert links_of(argparse.Namespace()) == {}
 
 
 def test_per_board_reads_emulates_json_or_nothing(tmp_path: Path) -> None:

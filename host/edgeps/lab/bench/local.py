@@ -40,6 +40,7 @@ from edgeps.lab.bench.local_table import (
 )
 from edgeps.lab.bench.policies_table import BrokerRun
 from edgeps.lab.matrix import grid as matrix
+from edgeps.netem.flags import add_link_flags
 
 ROWS = "dsp fedavg/h8 fedbuff:k=4/h8 dsp/h8 dsp/h8/int8/int8 fedbuff:k=4/h8/int8/int8"
 SIZES = "8,64"
@@ -71,6 +72,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="the energy model counts a board waiting for its release as asleep",
     )
+    add_link_flags(parser)
     parser.add_argument("--serve-args", default="", help="more flags for every serve")
     parser.add_argument("--emulate-args", default="", help="more flags for emulate")
     parser.add_argument("--no-sim", action="store_true", help="skip the simulator")
@@ -105,10 +107,23 @@ def sizes_of(args: Any) -> list[int]:
     return sizes
 
 
+def links_of(args: Any) -> dict[str, float]:
+    """The --link-* flags given (they override the scenario's links), by field."""
+    names = ("link_rate", "link_delay", "link_loss")
+    return {k: float(v) for k in names if (v := getattr(args, k, None)) is not None}
+
+
+def link_flags(links: dict[str, float]) -> list[str]:
+    """Emulate's flags for ``links_of``: bits/s, seconds, a chance."""
+    units = {"link_rate": "bit", "link_delay": "s", "link_loss": ""}
+    return [x for k, v in links.items()
+            for x in (f"--{k.replace('_', '-')}", f"{v:g}{units[k]}")]  # fmt: skip
+
+
 def run_args(args: Any, row: Row, workers: int) -> argparse.Namespace:
     """What `policies_broker.run_once` reads, for one row at one size."""
-    emulate = ["--board", args.board, *(["--sleep-at-barrier"]
-               if args.sleep_at_barrier else [])]  # fmt: skip
+    asleep = ["--sleep-at-barrier"] if args.sleep_at_barrier else []
+    emulate = ["--board", args.board, *asleep, *link_flags(links_of(args))]
     return argparse.Namespace(
         workers=workers,
         max_time=args.max_time,
@@ -165,6 +180,7 @@ def add_sim(cells: list[LocalCell], rows: list[Row], args: Any) -> None:
                 "compress_down": row.compress_down,
                 "board": args.board,
                 "sleep_at_barrier": args.sleep_at_barrier,
+                **links_of(args),
             },
             jobs=1,
         )
