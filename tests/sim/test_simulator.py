@@ -128,3 +128,21 @@ def test_lossy_links_never_stall_a_barrier() -> None:
     result = run_sim(policy="bsp", scenario="lossy", max_time=6.0)
     assert result.rejected.get("duplicate", 0) > 0  # the links did lose messages
     assert result.applied > 50  # it stalled at 14 with the bug
+
+
+def test_a_run_that_stops_at_the_target_is_the_same_run_cut_short() -> None:
+    # Prepare: a job that reaches a modest target well inside its time
+    cfg = dataclasses.replace(SMALL, policy="asp", scenario="homogeneous",
+                              target_accuracy=0.6)  # fmt: skip
+    # Execute
+    full = simulate(cfg)
+    cut = simulate(cfg, stop_at_target=True)
+    # Assert: the same time to the target and bytes there, and nothing after it
+    assert full.time_to_target is not None
+    assert cut.time_to_target == full.time_to_target
+    assert cut.trace == full.trace[: len(cut.trace)] and cut.trace[-1][0] == (
+        cut.time_to_target
+    )
+    assert cut.bytes_up_per_board == full.bytes_up_per_board
+    assert cut.stop_reason == "target_accuracy" and full.stop_reason == "max_time"
+    assert 0 < cut.applied < full.applied

@@ -243,6 +243,9 @@ class Simulator:
         self.trace.append((round(self.loop.now, 6), acc))
         if self._usage is None and acc >= self.config.target_accuracy:
             self._usage = self._board_usage(self.loop.now)
+            if self.config.stop_at_target:
+                self.stop_reason = "target_accuracy"
+                self.loop.stop()
         self.watch.steer(
             self.server.model,
             params,
@@ -411,7 +414,7 @@ class Simulator:
 
     def _result(self) -> SimResult:
         cfg = self.config
-        end = cfg.max_time
+        end = self.loop.now if self.stop_reason == "target_accuracy" else cfg.max_time
         idle = []
         for w in self.workers.values():
             alive = w.alive_time + (
@@ -431,7 +434,7 @@ class Simulator:
             seed=cfg.seed,
             time_to_target=reached[0] if reached else None,
             final_accuracy=final,
-            updates_per_s=self.applied / end,
+            updates_per_s=self.applied / end if end > 0 else 0.0,
             idle_fraction=float(np.mean(idle)) if idle else 0.0,
             max_staleness=int(self.server.max_staleness_seen),
             applied=self.applied,

@@ -40,6 +40,7 @@ class SimConfig:
     balance_eager: bool | None = None
     target_accuracy: float = 0.91
     max_time: float = 60.0  # virtual seconds
+    stop_at_target: bool = False  # end at the first evaluation at the target, as serve
     eval_interval: float = JOB.eval_interval
     liveness_timeout: float = 3.0
     heartbeat_interval: float = 0.5
@@ -138,7 +139,7 @@ class SimResult:
     joules_per_board: float = 0.0
     # --dp: {epsilon, delta, sigma, clip, steps, mode, budget} at the end
     privacy: dict[str, Any] = field(default_factory=dict)
-    stop_reason: str = "max_time"  # or "privacy_budget"
+    stop_reason: str = "max_time"  # or "privacy_budget", "target_accuracy"
 
     def to_dict(self, *, with_trace: bool = True) -> dict[str, Any]:
         out = asdict(self)

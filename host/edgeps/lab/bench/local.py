@@ -180,6 +180,7 @@ def add_sim(cells: list[LocalCell], rows: list[Row], args: Any) -> None:
                 "compress_down": row.compress_down,
                 "board": args.board,
                 "sleep_at_barrier": args.sleep_at_barrier,
+                "stop_at_target": True,  # as serve: nothing past it is read
                 **links_of(args),
             },
             jobs=1,
