@@ -7,7 +7,15 @@ import json
 from pathlib import Path
 
 import pytest
-from edgeps.lab.bench.local import from_logs, link_flags, links_of, per_board, run_args
+from edgeps.lab.bench.local import (
+    add_sim,
+    from_logs,
+    link_flags,
+    links_of,
+    per_board,
+    run_args,
+    sim_overrides,
+)
 from edgeps.lab.bench.local_table import (
     LocalRun,
     Row,
@@ -102,6 +110,28 @@ def test_link_flags_reach_emulate_as_emulate_parses_them() -> None:
     assert link_flags({"link_loss": 0.01}) == ["--link-loss", "0.01"]
     assert parse_loss("0.01") == 0.01
     assert links_of(argparse.Namespace()) == {}
+
+
+def test_the_simulator_follows_each_broker_run_its_seed_and_join_times() -> None:
+    # Prepare: one cell, two runs; the second's sensors joined over 1.5 s
+    args = argparse.Namespace(target_accuracy=None, board="esp32", seed=0, seeds=2,
+                              sleep_at_barrier=False, max_time=20.0,
+                              link_rate=None)  # fmt: skip
+    runs = [_run("dsp", 3.0, scenario="homogeneous"),
+            _run("dsp", 3.0, scenario="homogeneous", seed=1)]  # fmt: skip
+    runs[1].broker.joins = [0.0] * 4 + [1.5] * 4
+    (cell,) = _cells(runs)
+
+    # Execute
+    over = sim_overrides(args, parse_row("fedbuff:k=4/h8/int8/int8"), [0.0, 0.5])
+    add_sim([cell], [parse_row("dsp")], args)
+
+    # Assert: the row's codecs, the run's joins, and a stop at the target
+    assert over["compress"] == over["compress_down"] == "int8"
+    assert over["join_times"] == (0.0, 0.5) and over["stop_at_target"] is True
+    assert "link_rate" not in over
+    assert cell.sim_time is not None and 0 < cell.sim_time <= 20.0
+    assert cell.sim_bytes_up is not None and cell.sim_bytes_up > 0
 
 
 def test_per_board_reads_emulates_json_or_nothing(tmp_path: Path) -> None:

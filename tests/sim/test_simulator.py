@@ -146,3 +146,24 @@ def test_a_run_that_stops_at_the_target_is_the_same_run_cut_short() -> None:
     assert cut.bytes_up_per_board == full.bytes_up_per_board
     assert cut.stop_reason == "target_accuracy" and full.stop_reason == "max_time"
     assert 0 < cut.applied < full.applied
+
+
+def test_boards_join_at_their_join_times_and_none_given_is_every_board_at_zero() -> (
+    None
+):
+    # Prepare: boards 2 and 3 of 4 join 2 s in; board 0's time 0 is the start
+    cfg = dataclasses.replace(SMALL, policy="asp", scenario="homogeneous",
+                              max_time=4.0)  # fmt: skip
+    late = dataclasses.replace(cfg, join_times=(0.0, 0.0, 2.0, 2.0))
+    # Execute
+    base, zeros = Simulator(cfg), Simulator(dataclasses.replace(cfg, join_times=(0,)))
+    sim = Simulator(late)
+    a, b, r = base.run(), zeros.run(), sim.run()
+    # Assert: nothing from a late board before it joined; the others at once
+    ids = list(sim.workers)
+    first = {w: min(t for t, x in sim.applied_at if x == w) for w in ids}
+    assert first[ids[2]] > 2.0 and first[ids[3]] > 2.0
+    assert first[ids[0]] < 1.0 and first[ids[1]] < 1.0
+    assert r.applied < a.applied and a.trace == b.trace
+    with pytest.raises(ValueError, match="join_times"):
+        SimConfig(join_times=(0.0, -1.0))

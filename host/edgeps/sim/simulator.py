@@ -378,8 +378,13 @@ class Simulator:
     # -- the run -----------------------------------------------------------
     def run(self) -> SimResult:
         cfg = self.config
-        for w in self.workers.values():
-            self._start(w)
+        joins = cfg.join_times
+        for i, w in enumerate(self.workers.values()):
+            if i < len(joins) and joins[i] > 0:
+                w.alive, w.alive_since = False, None  # not yet started
+                self.loop.at(joins[i], self._start, w)
+            else:
+                self._start(w)
             if w.profile.crash_at is not None:
                 self.loop.at(w.profile.crash_at, self._crash, w)
                 if w.profile.rejoin_at is not None:

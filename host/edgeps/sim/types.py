@@ -41,6 +41,9 @@ class SimConfig:
     target_accuracy: float = 0.91
     max_time: float = 60.0  # virtual seconds
     stop_at_target: bool = False  # end at the first evaluation at the target, as serve
+    # seconds at which board i (in the scenario's order) first says HELLO, as a
+    # real run's sensors join one by one; a board past the end starts at 0
+    join_times: tuple[float, ...] = ()
     eval_interval: float = JOB.eval_interval
     liveness_timeout: float = 3.0
     heartbeat_interval: float = 0.5
@@ -110,6 +113,8 @@ class SimConfig:
         check_dp(self.dp, self.dp_clip, self.dp_noise)
         if not 0 < self.dp_delta < 1 or not self.dp_epsilon_budget >= 0:
             raise ValueError("dp_delta must be in (0, 1), dp_epsilon_budget >= 0")
+        if not all(math.isfinite(t) and t >= 0 for t in self.join_times):
+            raise ValueError("join_times must be finite seconds >= 0")
         if self.heartbeat_interval >= self.liveness_timeout:
             raise ValueError("heartbeat_interval must be shorter than liveness_timeout")
 

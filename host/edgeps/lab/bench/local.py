@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import tempfile
 import time
@@ -33,6 +34,7 @@ from edgeps.lab.bench.local_table import (
     build_cells,
     failure_lines,
     goals,
+    median_time,
     parse_row,
     parse_rows,
     run_from_dict,
@@ -159,36 +161,52 @@ def run_cell_once(
     return run
 
 
-def add_sim(cells: list[LocalCell], rows: list[Row], args: Any) -> None:
-    """The simulator's medians for every cell, the same job in virtual time."""
+def sim_overrides(args: Any, row: Row, joins: list[float]) -> dict[str, Any]:
+    """The simulator's config for a row: the bench's target, codecs, board, links,
+    the emulator's CPU on the host, and the boards joining when the run's did."""
     from edgeps.sim.types import EMULATOR_CPU_US
 
+    return {
+        "target_accuracy": pb.target_of(args),
+        "emulator_cpu_us": EMULATOR_CPU_US,
+        "compress": row.compress,
+        "compress_down": row.compress_down,
+        "board": args.board,
+        "sleep_at_barrier": args.sleep_at_barrier,
+        "stop_at_target": True,  # as serve: nothing past it is read
+        "join_times": tuple(joins),
+        **links_of(args),
+    }
+
+
+def add_sim(cells: list[LocalCell], rows: list[Row], args: Any) -> None:
+    """The simulator's medians for every cell: the same job in virtual time, one
+    simulated run per broker run (its seed, its sensors' join times)."""
     by_name = {r.name: r for r in rows}
     for c in cells:
         row = by_name[c.row]
-        (result,) = matrix.run_matrix(
-            [matrix.Cell(pb.DATASET, c.workers, c.scenario, False)],
-            [row.policy],
-            seeds=args.seeds,
-            first_seed=args.seed,
-            max_time=max(args.max_time, matrix.MAX_TIME),
-            local_steps=(row.local_steps,),
-            overrides={
-                "target_accuracy": pb.target_of(args),
-                "emulator_cpu_us": EMULATOR_CPU_US,
-                "compress": row.compress,
-                "compress_down": row.compress_down,
-                "board": args.board,
-                "sleep_at_barrier": args.sleep_at_barrier,
-                "stop_at_target": True,  # as serve: nothing past it is read
-                **links_of(args),
-            },
-            jobs=1,
-        )
-        (entry,) = result.entries.values()
-        c.sim_time = entry.time
-        c.sim_bytes_up = entry.to_dict()["bytes_up_per_board"]
-        c.sim_joules = entry.to_dict()["joules_per_board"]
+        runs = [(r.broker.seed, r.broker.joins) for r in c.ok]
+        if not runs:  # no broker run to follow: the bench's seeds, all at 0
+            runs = [(s, []) for s in range(args.seed, args.seed + args.seeds)]
+        times, ups, joules = [], [], []
+        for seed, joins in runs:
+            (result,) = matrix.run_matrix(
+                [matrix.Cell(pb.DATASET, c.workers, c.scenario, False)],
+                [row.policy],
+                seeds=1,
+                first_seed=seed,
+                max_time=max(args.max_time, matrix.MAX_TIME),
+                local_steps=(row.local_steps,),
+                overrides=sim_overrides(args, row, joins),
+                jobs=1,
+            )
+            (entry,) = result.entries.values()
+            times += entry.times
+            ups += entry.bytes_up
+            joules += entry.joules
+        c.sim_time = median_time(times)
+        c.sim_bytes_up = statistics.median(ups) if ups else None
+        c.sim_joules = statistics.median(joules) if joules else None
 
 
 def measure(
