@@ -260,6 +260,18 @@ def test_training_time_runs_from_the_first_update_and_joins_are_spanned() -> Non
     assert run_from_dict(runs[0].to_dict()) == runs[0]
 
 
+def test_bytes_per_board_stop_at_the_target_without_the_closing_messages() -> None:
+    runs = [_run("dsp", 3.0, up=1000, down=9000), _run("dsp", 4.0, seed=1)]
+    runs[0].broker.closing_up, runs[0].broker.closing_down = 40.0, 5240.0
+
+    (cell,) = _cells(runs)
+
+    assert runs[0].up_to_target == 960.0 and runs[0].down_to_target == 3760.0
+    assert runs[1].up_to_target == 1000.0  # nothing seen past done: as reported
+    assert cell.bytes_up == 980.0 and cell.bytes_total == (4720.0 + 2000.0) / 2
+    assert run_from_dict(runs[0].to_dict()) == runs[0]
+
+
 def test_the_table_and_goal_lines_carry_every_column() -> None:
     runs = [_run("dsp", 10.0, up=30000, down=31000, acc=0.925, joules=4.5),
             _run("fedbuff:k=4/h8", 4.0, up=5000, down=5000, joules=1.25)]  # fmt: skip

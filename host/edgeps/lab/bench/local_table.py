@@ -93,6 +93,20 @@ class LocalRun:
     def failed(self) -> bool:
         return self.broker.failed
 
+    @property
+    def up_to_target(self) -> float | None:
+        """Bytes up per board less the closing messages past serve's done."""
+        if self.bytes_up is None:
+            return None
+        return max(0.0, self.bytes_up - (self.broker.closing_up or 0.0))
+
+    @property
+    def down_to_target(self) -> float | None:
+        """Bytes down per board less the closing messages (the final model, STOP)."""
+        if self.bytes_down is None:
+            return None
+        return max(0.0, self.bytes_down - (self.broker.closing_down or 0.0))
+
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self.broker)
         out.update(workers=self.workers, scenario=self.scenario, row=self.row,
@@ -174,18 +188,19 @@ class LocalCell:
 
     @property
     def bytes_up(self) -> float | None:
-        return _median([r.bytes_up for r in self.ok])
+        return _median([r.up_to_target for r in self.ok])
 
     @property
     def bytes_down(self) -> float | None:
-        return _median([r.bytes_down for r in self.ok])
+        return _median([r.down_to_target for r in self.ok])
 
     @property
     def bytes_total(self) -> float | None:
         both = [
-            r.bytes_up + r.bytes_down
+            up + down
             for r in self.ok
-            if r.bytes_up is not None and r.bytes_down is not None
+            if (up := r.up_to_target) is not None
+            and (down := r.down_to_target) is not None
         ]
         return _median(list(both))
 

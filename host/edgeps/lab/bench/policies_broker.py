@@ -197,6 +197,10 @@ def _fill(run: BrokerRun, summary: dict[str, Any], sniff: Any) -> None:
     with sniff.lock:
         t0, done = sniff.first_hello, sniff.done_at
         hellos, first_update = sorted(sniff.hellos.values()), sniff.first_update
+        closing = dict(getattr(sniff, "closing", {}))
+    if hellos and closing:
+        run.closing_up = closing["up"] / len(hellos)
+        run.closing_down = closing["down"] / len(hellos) + closing["shared"]
     if t0 is not None:
         run.joins = [round(t - t0, 4) for t in hellos]
         if first_update is not None:

@@ -40,6 +40,10 @@ class BrokerRun:
     # first UPDATE the broker carried
     joins: list[float] = field(default_factory=list)
     first_update: float | None = None
+    # per sensor, payload bytes each way after serve's MODEL done (closing
+    # messages: the final model, STOP, BYE), as the broker carried them
+    closing_up: float | None = None
+    closing_down: float | None = None
     stderr_tail: str = ""
 
     @property
