@@ -24,6 +24,7 @@ import numpy as np
 
 from edgeps import kernels
 from edgeps.codecs import F32, GradEncoder, decode_update, parse_compress
+from edgeps.core.admission import Admission
 from edgeps.core.balance import Balancer
 from edgeps.core.defaults import JOB
 from edgeps.core.divergence import DivergenceWatch
@@ -123,6 +124,7 @@ class Simulator:
             server_opt=cfg.server_opt,
             server_lr=cfg.server_lr,
             dp=self.dp,
+            admission=Admission(on_first_push=cfg.admit_on_first_push),
         )
         self.power = board_power(cfg.board)
         shards = partition(self.data.y_train, cfg.n_workers, cfg.partition, cfg.seed)

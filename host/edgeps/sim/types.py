@@ -44,6 +44,9 @@ class SimConfig:
     # seconds at which board i (in the scenario's order) first says HELLO, as a
     # real run's sensors join one by one; a board past the end starts at 0
     join_times: tuple[float, ...] = ()
+    # serve's rule (edgeps.core.admission): a newcomer holds no barrier until
+    # its first push; False: from its join, as the policy matrix has it
+    admit_on_first_push: bool = False
     eval_interval: float = JOB.eval_interval
     liveness_timeout: float = 3.0
     heartbeat_interval: float = 0.5

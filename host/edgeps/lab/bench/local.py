@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from edgeps.emulate.common import EmulationConfig
 from edgeps.lab.bench import policies_broker as pb
 from edgeps.lab.bench.local_table import (
     LocalCell,
@@ -43,7 +44,10 @@ from edgeps.lab.bench.local_table import (
 from edgeps.lab.bench.policies_table import BrokerRun
 from edgeps.lab.matrix import grid as matrix
 from edgeps.netem.flags import add_link_flags
+from edgeps.runtime.config import ServeConfig
 
+SERVE_LIVENESS = ServeConfig.liveness_timeout  # s, serve's default
+EMULATE_HEARTBEAT = EmulationConfig.heartbeat_ms / 1000  # s, emulate's default
 ROWS = "dsp fedavg/h8 fedbuff:k=4/h8 dsp/h8 dsp/h8/int8/int8 fedbuff:k=4/h8/int8/int8"
 SIZES = "8,64"
 SCENARIOS = "stragglers,slowlinks"
@@ -175,6 +179,11 @@ def sim_overrides(args: Any, row: Row, joins: list[float]) -> dict[str, Any]:
         "sleep_at_barrier": args.sleep_at_barrier,
         "stop_at_target": True,  # as serve: nothing past it is read
         "join_times": tuple(joins),
+        # as serve and emulate: a newcomer holds no barrier until its first
+        # push; serve's liveness timeout, emulate's heartbeat period
+        "admit_on_first_push": True,
+        "liveness_timeout": SERVE_LIVENESS,
+        "heartbeat_interval": EMULATE_HEARTBEAT,
         **links_of(args),
     }
 
