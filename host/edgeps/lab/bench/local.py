@@ -8,11 +8,15 @@ run_once`: a passive client times each run from the first HELLO to the MODEL
 ``done`` serve publishes at the target). Bytes and joules per board are what
 emulate reports (`edgeps.emulate.usage`): the mean over sensors of the MQTT
 payload bytes each sent and received, and the energy model of its bytes,
-computing and waiting time at its link rate, up to the end of its run (serve
-stops the job at the target, so a few closing messages past it are
-counted). Next to each cell: the simulator's seconds for the same policy, H,
-scenario and codecs (`edgeps.lab.matrix.grid.run_matrix`, in-process, the
-emulator's CPU charged to the host). Under the table: the goals, met or not.
+computing and waiting time at its link rate, up to the end of its run; the
+bytes less what the broker carried on each sensor's topics after serve's
+MODEL ``done`` (the final model, STOP, an UPDATE in flight), so they stop at
+the target. Next to each cell: the simulator's seconds for the same policy,
+H, scenario and codecs (`edgeps.lab.matrix.grid.run_matrix`, in-process, the
+emulator's CPU charged to the host), one simulated run per broker run with
+its seed and its sensors' join times, serve's admission rule and liveness
+timeout and emulate's heartbeat period. Under the table: the goals, met or
+not.
 """
 
 from __future__ import annotations
