@@ -7,7 +7,15 @@ import json
 from pathlib import Path
 
 import pytest
-from edgeps.lab.bench.local import from_logs, per_board, run_args
+from edgeps.lab.bench.local import (
+    add_sim,
+    from_logs,
+    link_flags,
+    links_of,
+    per_board,
+    run_args,
+    sim_overrides,
+)
 from edgeps.lab.bench.local_table import (
     LocalRun,
     Row,
@@ -22,6 +30,7 @@ from edgeps.lab.bench.local_table import (
     run_from_dict,
     sim_goal,
     table,
+    training_time,
 )
 from edgeps.lab.bench.policies_table import BrokerRun
 
@@ -82,6 +91,47 @@ def test_a_run_gets_the_rows_flags_and_the_energy_model() -> None:
     assert got.workers == 64 and got.max_time == 30.0
     assert got.serve_args == "--local-steps 8 --quiet"
     assert got.emulate_args == "--board pi --sleep-at-barrier"
+
+
+def test_link_flags_reach_emulate_as_emulate_parses_them() -> None:
+    from edgeps.netem.units import parse_duration, parse_loss, parse_rate
+
+    args = argparse.Namespace(max_time=30.0, target_accuracy=None, board="esp32",
+                              sleep_at_barrier=False, serve_args="",
+                              emulate_args="", link_rate=64000.0, link_delay=0.02,
+                              link_loss=None)  # fmt: skip
+
+    got = run_args(args, Row("dsp"), 8).emulate_args.split()
+
+    assert links_of(args) == {"link_rate": 64000.0, "link_delay": 0.02}
+    assert got == ["--board", "esp32", "--link-rate", "64000bit",
+                   "--link-delay", "0.02s"]  # fmt: skip
+    assert parse_rate(got[3]) == 64000.0 and parse_duration(got[5]) == 0.02
+    assert link_flags({"link_loss": 0.01}) == ["--link-loss", "0.01"]
+    assert parse_loss("0.01") == 0.01
+    assert links_of(argparse.Namespace()) == {}
+
+
+def test_the_simulator_follows_each_broker_run_its_seed_and_join_times() -> None:
+    # Prepare: one cell, two runs; the second's sensors joined over 1.5 s
+    args = argparse.Namespace(target_accuracy=None, board="esp32", seed=0, seeds=2,
+                              sleep_at_barrier=False, max_time=20.0,
+                              link_rate=None)  # fmt: skip
+    runs = [_run("dsp", 3.0, scenario="homogeneous"),
+            _run("dsp", 3.0, scenario="homogeneous", seed=1)]  # fmt: skip
+    runs[1].broker.joins = [0.0] * 4 + [1.5] * 4
+    (cell,) = _cells(runs)
+
+    # Execute
+    over = sim_overrides(args, parse_row("fedbuff:k=4/h8/int8/int8"), [0.0, 0.5])
+    add_sim([cell], [parse_row("dsp")], args)
+
+    # Assert: the row's codecs, the run's joins, and a stop at the target
+    assert over["compress"] == over["compress_down"] == "int8"
+    assert over["join_times"] == (0.0, 0.5) and over["stop_at_target"] is True
+    assert "link_rate" not in over
+    assert cell.sim_time is not None and 0 < cell.sim_time <= 20.0
+    assert cell.sim_bytes_up is not None and cell.sim_bytes_up > 0
 
 
 def test_per_board_reads_emulates_json_or_nothing(tmp_path: Path) -> None:
@@ -193,6 +243,35 @@ def test_the_simulator_must_be_within_a_fifth_on_every_cell() -> None:
     assert sim_goal(cells).met is True
 
 
+def test_training_time_runs_from_the_first_update_and_joins_are_spanned() -> None:
+    runs = [_run("dsp", 3.0), _run("dsp", 5.0, seed=1), _run("dsp", None, seed=2)]
+    runs[0].broker.first_update, runs[0].broker.joins = 0.5, [0.0, 0.1, 0.4]
+    runs[1].broker.first_update, runs[1].broker.joins = 1.0, [0.0, 0.2]
+    runs[2].broker.first_update = 0.2  # missed: no training time
+
+    (cell,) = _cells(runs)
+
+    assert training_time(runs[0].broker) == 2.5
+    assert training_time(runs[2].broker) is None
+    assert training_time(_run("dsp", 4.0).broker) is None  # no UPDATE seen
+    assert cell.train_time == 4.0  # 2.5, 4.0 and a miss: the miss is slowest
+    assert cell.join_span == pytest.approx(0.3)
+    assert cell.to_dict()["train_time"] == 4.0
+    assert run_from_dict(runs[0].to_dict()) == runs[0]
+
+
+def test_bytes_per_board_stop_at_the_target_without_the_closing_messages() -> None:
+    runs = [_run("dsp", 3.0, up=1000, down=9000), _run("dsp", 4.0, seed=1)]
+    runs[0].broker.closing_up, runs[0].broker.closing_down = 40.0, 5240.0
+
+    (cell,) = _cells(runs)
+
+    assert runs[0].up_to_target == 960.0 and runs[0].down_to_target == 3760.0
+    assert runs[1].up_to_target == 1000.0  # nothing seen past done: as reported
+    assert cell.bytes_up == 980.0 and cell.bytes_total == (4720.0 + 2000.0) / 2
+    assert run_from_dict(runs[0].to_dict()) == runs[0]
+
+
 def test_the_table_and_goal_lines_carry_every_column() -> None:
     runs = [_run("dsp", 10.0, up=30000, down=31000, acc=0.925, joules=4.5),
             _run("fedbuff:k=4/h8", 4.0, up=5000, down=5000, joules=1.25)]  # fmt: skip
@@ -203,10 +282,11 @@ def test_the_table_and_goal_lines_carry_every_column() -> None:
     lines = goals(cells, 60.0)
 
     head, _, dsp, fedbuff = text.splitlines()
-    for col in ("up B/board", "down B/board", "s", "final acc", "J/board", "sim s"):
+    for col in ("up B/board", "down B/board", "s", "train s", "final acc", "J/board",
+                "sim s"):  # fmt: skip
         assert col in head
     assert dsp.split() == ["8", "slowlinks", "dsp/h1", "30000", "31000", "10.0",
-                           "0.925", "4.50", "1/1", "8.0", "1.25"]  # fmt: skip
+                           "-", "0.925", "4.50", "1/1", "8.0", "1.25"]  # fmt: skip
     assert fedbuff.split()[-2:] == ["-", "-"]
     assert [g.name.split(",")[0] for g in lines] == [
         "local rounds vs dsp/h1", "simulator within 20% of the broker",

@@ -166,6 +166,8 @@ class _Seen:
 
         self.lock = threading.Lock()
         self.first_hello, self.done_at = 1.0, 4.5
+        self.hellos = {"w01": 1.25, "w00": 1.0}
+        self.first_update = 1.75
 
 
 @pytest.mark.parametrize("acc", [None, "0.9", float("nan")])
@@ -184,4 +186,44 @@ def test_a_run_that_reached_its_target_times_from_the_first_hello() -> None:
     _fill(run, summary, _Seen())
     assert not run.failed
     assert run.time_to_target == pytest.approx(3.5)
+    assert run.joins == [0.0, 0.25] and run.first_update == pytest.approx(0.75)
     assert run.final_accuracy == pytest.approx(0.915)
+
+
+def test_the_closing_messages_past_done_are_counted_per_sensor() -> None:
+    import threading
+    from types import SimpleNamespace
+
+    from edgeps.lab.bench.compression import Sniffer
+    from edgeps_worker import wire_host as wire
+
+    # Prepare: a sniffer's state without its client, and the job's real messages
+    sniff = Sniffer.__new__(Sniffer)
+    sniff.wire, sniff.lock, sniff.bad = wire, threading.Lock(), 0
+    sniff.host_bytes = sniff.update_bytes = sniff.params_bytes = 0
+    sniff.release_msgs, sniff.updates, sniff.releases = 0, set(), set()
+    sniff.first_hello = sniff.done_at = sniff.first_update = None
+    sniff.hellos, sniff.closing = {}, {"up": 0, "down": 0, "shared": 0}
+    params = wire.encode_params("j", "w0", 1, 1, 2, bytes(400), max_chunk=1 << 16)[0]
+    msgs = [
+        ("edgeps/j/up/w0", wire.encode_hello("j", "w0", 1, 1)),
+        ("edgeps/j/up/w1", wire.encode_hello("j", "w1", 1, 1)),
+        ("edgeps/j/down/w0", params),  # before done: training traffic
+        ("edgeps/j/model", wire.encode_model("j", 1, "done", "m", 3, 100)),
+        ("edgeps/j/host", wire.encode_model("j", 1, "done", "m", 3, 100)),
+        ("edgeps/j/down/w0", params),  # the final model, then STOP
+        ("edgeps/j/down/w1", wire.encode_stop("j", "w1", 1, 1, "done")),
+    ]
+
+    # Execute
+    for topic, payload in msgs:
+        sniff._on_message(None, None, SimpleNamespace(topic=topic, payload=payload))
+    run = _run("asp", None)
+    summary = {"accuracy": 0.915, "stop_reason": "target_accuracy", "updates": 9}
+    _fill(run, summary, sniff)
+
+    # Assert: after done, per sensor: the shared MODEL each, the down topics halved
+    model, stop = len(msgs[3][1]), len(msgs[6][1])
+    assert sniff.closing == {"up": 0, "down": len(params) + stop, "shared": model}
+    assert run.closing_up == 0.0
+    assert run.closing_down == pytest.approx((len(params) + stop) / 2 + model)

@@ -128,3 +128,66 @@ def test_lossy_links_never_stall_a_barrier() -> None:
     result = run_sim(policy="bsp", scenario="lossy", max_time=6.0)
     assert result.rejected.get("duplicate", 0) > 0  # the links did lose messages
     assert result.applied > 50  # it stalled at 14 with the bug
+
+
+def test_a_run_that_stops_at_the_target_is_the_same_run_cut_short() -> None:
+    # Prepare: a job that reaches a modest target well inside its time
+    cfg = dataclasses.replace(SMALL, policy="asp", scenario="homogeneous",
+                              target_accuracy=0.6)  # fmt: skip
+    # Execute
+    full = simulate(cfg)
+    cut = simulate(cfg, stop_at_target=True)
+    # Assert: the same time to the target and bytes there, and nothing after it
+    assert full.time_to_target is not None
+    assert cut.time_to_target == full.time_to_target
+    assert cut.trace == full.trace[: len(cut.trace)] and cut.trace[-1][0] == (
+        cut.time_to_target
+    )
+    assert cut.bytes_up_per_board == full.bytes_up_per_board
+    assert cut.stop_reason == "target_accuracy" and full.stop_reason == "max_time"
+    assert 0 < cut.applied < full.applied
+
+
+def test_boards_join_at_their_join_times_and_none_given_is_every_board_at_zero() -> (
+    None
+):
+    # Prepare: boards 2 and 3 of 4 join 2 s in; board 0's time 0 is the start
+    cfg = dataclasses.replace(SMALL, policy="asp", scenario="homogeneous",
+                              max_time=4.0)  # fmt: skip
+    late = dataclasses.replace(cfg, join_times=(0.0, 0.0, 2.0, 2.0))
+    # Execute
+    base, zeros = Simulator(cfg), Simulator(dataclasses.replace(cfg, join_times=(0,)))
+    sim = Simulator(late)
+    a, b, r = base.run(), zeros.run(), sim.run()
+    # Assert: nothing from a late board before it joined; the others at once
+    ids = list(sim.workers)
+    first = {w: min(t for t, x in sim.applied_at if x == w) for w in ids}
+    assert first[ids[2]] > 2.0 and first[ids[3]] > 2.0
+    assert first[ids[0]] < 1.0 and first[ids[1]] < 1.0
+    assert r.applied < a.applied and a.trace == b.trace
+    with pytest.raises(ValueError, match="join_times"):
+        SimConfig(join_times=(0.0, -1.0))
+
+
+def test_admitted_on_first_push_a_straggler_holds_no_round_before_it_pushes() -> None:
+    # Prepare: FedAvg rounds of 8 local steps; a quarter of the boards 4x slower
+    cfg = SimConfig(policy="fedavg", scenario="stragglers", n_workers=8,
+                    local_steps=8, max_time=3.0, target_accuracy=1.0)  # fmt: skip
+    # Execute
+    old, new = (
+        Simulator(cfg),
+        Simulator(dataclasses.replace(cfg, admit_on_first_push=True)),
+    )
+    old.run()
+    new.run()
+
+    # Assert: from its join, the first round waits for the stragglers (about
+    # 3.2 s); as serve admits, the fast boards go on without them meanwhile
+    def per_worker(sim: Simulator) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for _, w in sim.applied_at:
+            out[w] = out.get(w, 0) + 1
+        return out
+
+    assert max(per_worker(old).values()) == 1
+    assert max(per_worker(new).values()) >= 2

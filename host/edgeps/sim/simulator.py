@@ -24,6 +24,7 @@ import numpy as np
 
 from edgeps import kernels
 from edgeps.codecs import F32, GradEncoder, decode_update, parse_compress
+from edgeps.core.admission import Admission
 from edgeps.core.balance import Balancer
 from edgeps.core.defaults import JOB
 from edgeps.core.divergence import DivergenceWatch
@@ -123,6 +124,7 @@ class Simulator:
             server_opt=cfg.server_opt,
             server_lr=cfg.server_lr,
             dp=self.dp,
+            admission=Admission(on_first_push=cfg.admit_on_first_push),
         )
         self.power = board_power(cfg.board)
         shards = partition(self.data.y_train, cfg.n_workers, cfg.partition, cfg.seed)
@@ -243,6 +245,9 @@ class Simulator:
         self.trace.append((round(self.loop.now, 6), acc))
         if self._usage is None and acc >= self.config.target_accuracy:
             self._usage = self._board_usage(self.loop.now)
+            if self.config.stop_at_target:
+                self.stop_reason = "target_accuracy"
+                self.loop.stop()
         self.watch.steer(
             self.server.model,
             params,
@@ -375,8 +380,13 @@ class Simulator:
     # -- the run -----------------------------------------------------------
     def run(self) -> SimResult:
         cfg = self.config
-        for w in self.workers.values():
-            self._start(w)
+        joins = cfg.join_times
+        for i, w in enumerate(self.workers.values()):
+            if i < len(joins) and joins[i] > 0:
+                w.alive, w.alive_since = False, None  # not yet started
+                self.loop.at(joins[i], self._start, w)
+            else:
+                self._start(w)
             if w.profile.crash_at is not None:
                 self.loop.at(w.profile.crash_at, self._crash, w)
                 if w.profile.rejoin_at is not None:
@@ -411,7 +421,7 @@ class Simulator:
 
     def _result(self) -> SimResult:
         cfg = self.config
-        end = cfg.max_time
+        end = self.loop.now if self.stop_reason == "target_accuracy" else cfg.max_time
         idle = []
         for w in self.workers.values():
             alive = w.alive_time + (
@@ -431,7 +441,7 @@ class Simulator:
             seed=cfg.seed,
             time_to_target=reached[0] if reached else None,
             final_accuracy=final,
-            updates_per_s=self.applied / end,
+            updates_per_s=self.applied / end if end > 0 else 0.0,
             idle_fraction=float(np.mean(idle)) if idle else 0.0,
             max_staleness=int(self.server.max_staleness_seen),
             applied=self.applied,

@@ -40,6 +40,13 @@ class SimConfig:
     balance_eager: bool | None = None
     target_accuracy: float = 0.91
     max_time: float = 60.0  # virtual seconds
+    stop_at_target: bool = False  # end at the first evaluation at the target, as serve
+    # seconds at which board i (in the scenario's order) first says HELLO, as a
+    # real run's sensors join one by one; a board past the end starts at 0
+    join_times: tuple[float, ...] = ()
+    # serve's rule (edgeps.core.admission): a newcomer holds no barrier until
+    # its first push; False: from its join, as the policy matrix has it
+    admit_on_first_push: bool = False
     eval_interval: float = JOB.eval_interval
     liveness_timeout: float = 3.0
     heartbeat_interval: float = 0.5
@@ -109,6 +116,8 @@ class SimConfig:
         check_dp(self.dp, self.dp_clip, self.dp_noise)
         if not 0 < self.dp_delta < 1 or not self.dp_epsilon_budget >= 0:
             raise ValueError("dp_delta must be in (0, 1), dp_epsilon_budget >= 0")
+        if not all(math.isfinite(t) and t >= 0 for t in self.join_times):
+            raise ValueError("join_times must be finite seconds >= 0")
         if self.heartbeat_interval >= self.liveness_timeout:
             raise ValueError("heartbeat_interval must be shorter than liveness_timeout")
 
@@ -138,7 +147,7 @@ class SimResult:
     joules_per_board: float = 0.0
     # --dp: {epsilon, delta, sigma, clip, steps, mode, budget} at the end
     privacy: dict[str, Any] = field(default_factory=dict)
-    stop_reason: str = "max_time"  # or "privacy_budget"
+    stop_reason: str = "max_time"  # or "privacy_budget", "target_accuracy"
 
     def to_dict(self, *, with_trace: bool = True) -> dict[str, Any]:
         out = asdict(self)

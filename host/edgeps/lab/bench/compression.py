@@ -68,6 +68,10 @@ class Sniffer:
         self.releases: set[tuple[str, int, int, int]] = set()
         self.first_hello: float | None = None
         self.hellos: dict[str, float] = {}  # first HELLO per worker
+        self.first_update: float | None = None  # the first UPDATE of the job
+        # payload bytes after the MODEL done: on the sensors' own up and down
+        # topics (summed over sensors), and on shared topics (each sensor's copy)
+        self.closing = {"up": 0, "down": 0, "shared": 0}
         self.done_at: float | None = None
         self.bad = 0
         self.release_msgs = 0  # RELEASEs: a worker's part of a shared round
@@ -90,6 +94,13 @@ class Sniffer:
         with self.lock:
             if "/up/" not in message.topic:
                 self.host_bytes += len(payload)
+            if msg.type == self.wire.MODEL and msg.state == "done":
+                self.done_at = self.done_at or time.monotonic()
+            if self.done_at is not None:
+                part = (message.topic.split("/") + ["", "", ""])[2]
+                if part != "host":  # the host's own status reaches no sensor
+                    where = part if part in ("up", "down") else "shared"
+                    self.closing[where] += len(payload)
             if msg.type == self.wire.HELLO:
                 self.first_hello = self.first_hello or time.monotonic()
                 self.hellos.setdefault(msg.wid, time.monotonic())
@@ -97,6 +108,7 @@ class Sniffer:
                 self.done_at = self.done_at or time.monotonic()
             elif msg.type == self.wire.UPDATE:
                 self.update_bytes += len(payload)
+                self.first_update = self.first_update or time.monotonic()
                 self.updates.add((msg.wid, msg.session, msg.seq))
             elif msg.type == self.wire.PARAMS:
                 # a shared copy (no worker id, session 0) is one message for all

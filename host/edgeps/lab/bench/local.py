@@ -8,23 +8,29 @@ run_once`: a passive client times each run from the first HELLO to the MODEL
 ``done`` serve publishes at the target). Bytes and joules per board are what
 emulate reports (`edgeps.emulate.usage`): the mean over sensors of the MQTT
 payload bytes each sent and received, and the energy model of its bytes,
-computing and waiting time at its link rate, up to the end of its run (serve
-stops the job at the target, so a few closing messages past it are
-counted). Next to each cell: the simulator's seconds for the same policy, H,
-scenario and codecs (`edgeps.lab.matrix.grid.run_matrix`, in-process, the
-emulator's CPU charged to the host). Under the table: the goals, met or not.
+computing and waiting time at its link rate, up to the end of its run; the
+bytes less what the broker carried on each sensor's topics after serve's
+MODEL ``done`` (the final model, STOP, an UPDATE in flight), so they stop at
+the target. Next to each cell: the simulator's seconds for the same policy,
+H, scenario and codecs (`edgeps.lab.matrix.grid.run_matrix`, in-process, the
+emulator's CPU charged to the host), one simulated run per broker run with
+its seed and its sensors' join times, serve's admission rule and liveness
+timeout and emulate's heartbeat period. Under the table: the goals, met or
+not.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from edgeps.emulate.common import EmulationConfig
 from edgeps.lab.bench import policies_broker as pb
 from edgeps.lab.bench.local_table import (
     LocalCell,
@@ -33,6 +39,7 @@ from edgeps.lab.bench.local_table import (
     build_cells,
     failure_lines,
     goals,
+    median_time,
     parse_row,
     parse_rows,
     run_from_dict,
@@ -40,7 +47,11 @@ from edgeps.lab.bench.local_table import (
 )
 from edgeps.lab.bench.policies_table import BrokerRun
 from edgeps.lab.matrix import grid as matrix
+from edgeps.netem.flags import add_link_flags
+from edgeps.runtime.config import ServeConfig
 
+SERVE_LIVENESS = ServeConfig.liveness_timeout  # s, serve's default
+EMULATE_HEARTBEAT = EmulationConfig.heartbeat_ms / 1000  # s, emulate's default
 ROWS = "dsp fedavg/h8 fedbuff:k=4/h8 dsp/h8 dsp/h8/int8/int8 fedbuff:k=4/h8/int8/int8"
 SIZES = "8,64"
 SCENARIOS = "stragglers,slowlinks"
@@ -71,6 +82,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="the energy model counts a board waiting for its release as asleep",
     )
+    add_link_flags(parser)
     parser.add_argument("--serve-args", default="", help="more flags for every serve")
     parser.add_argument("--emulate-args", default="", help="more flags for emulate")
     parser.add_argument("--no-sim", action="store_true", help="skip the simulator")
@@ -105,10 +117,23 @@ def sizes_of(args: Any) -> list[int]:
     return sizes
 
 
+def links_of(args: Any) -> dict[str, float]:
+    """The --link-* flags given (they override the scenario's links), by field."""
+    names = ("link_rate", "link_delay", "link_loss")
+    return {k: float(v) for k in names if (v := getattr(args, k, None)) is not None}
+
+
+def link_flags(links: dict[str, float]) -> list[str]:
+    """Emulate's flags for ``links_of``: bits/s, seconds, a chance."""
+    units = {"link_rate": "bit", "link_delay": "s", "link_loss": ""}
+    return [x for k, v in links.items()
+            for x in (f"--{k.replace('_', '-')}", f"{v:g}{units[k]}")]  # fmt: skip
+
+
 def run_args(args: Any, row: Row, workers: int) -> argparse.Namespace:
     """What `policies_broker.run_once` reads, for one row at one size."""
-    emulate = ["--board", args.board, *(["--sleep-at-barrier"]
-               if args.sleep_at_barrier else [])]  # fmt: skip
+    asleep = ["--sleep-at-barrier"] if args.sleep_at_barrier else []
+    emulate = ["--board", args.board, *asleep, *link_flags(links_of(args))]
     return argparse.Namespace(
         workers=workers,
         max_time=args.max_time,
@@ -144,34 +169,57 @@ def run_cell_once(
     return run
 
 
-def add_sim(cells: list[LocalCell], rows: list[Row], args: Any) -> None:
-    """The simulator's medians for every cell, the same job in virtual time."""
+def sim_overrides(args: Any, row: Row, joins: list[float]) -> dict[str, Any]:
+    """The simulator's config for a row: the bench's target, codecs, board, links,
+    the emulator's CPU on the host, and the boards joining when the run's did."""
     from edgeps.sim.types import EMULATOR_CPU_US
 
+    return {
+        "target_accuracy": pb.target_of(args),
+        "emulator_cpu_us": EMULATOR_CPU_US,
+        "compress": row.compress,
+        "compress_down": row.compress_down,
+        "board": args.board,
+        "sleep_at_barrier": args.sleep_at_barrier,
+        "stop_at_target": True,  # as serve: nothing past it is read
+        "join_times": tuple(joins),
+        # as serve and emulate: a newcomer holds no barrier until its first
+        # push; serve's liveness timeout, emulate's heartbeat period
+        "admit_on_first_push": True,
+        "liveness_timeout": SERVE_LIVENESS,
+        "heartbeat_interval": EMULATE_HEARTBEAT,
+        **links_of(args),
+    }
+
+
+def add_sim(cells: list[LocalCell], rows: list[Row], args: Any) -> None:
+    """The simulator's medians for every cell: the same job in virtual time, one
+    simulated run per broker run (its seed, its sensors' join times)."""
     by_name = {r.name: r for r in rows}
     for c in cells:
         row = by_name[c.row]
-        (result,) = matrix.run_matrix(
-            [matrix.Cell(pb.DATASET, c.workers, c.scenario, False)],
-            [row.policy],
-            seeds=args.seeds,
-            first_seed=args.seed,
-            max_time=max(args.max_time, matrix.MAX_TIME),
-            local_steps=(row.local_steps,),
-            overrides={
-                "target_accuracy": pb.target_of(args),
-                "emulator_cpu_us": EMULATOR_CPU_US,
-                "compress": row.compress,
-                "compress_down": row.compress_down,
-                "board": args.board,
-                "sleep_at_barrier": args.sleep_at_barrier,
-            },
-            jobs=1,
-        )
-        (entry,) = result.entries.values()
-        c.sim_time = entry.time
-        c.sim_bytes_up = entry.to_dict()["bytes_up_per_board"]
-        c.sim_joules = entry.to_dict()["joules_per_board"]
+        runs = [(r.broker.seed, r.broker.joins) for r in c.ok]
+        if not runs:  # no broker run to follow: the bench's seeds, all at 0
+            runs = [(s, []) for s in range(args.seed, args.seed + args.seeds)]
+        times, ups, joules = [], [], []
+        for seed, joins in runs:
+            (result,) = matrix.run_matrix(
+                [matrix.Cell(pb.DATASET, c.workers, c.scenario, False)],
+                [row.policy],
+                seeds=1,
+                first_seed=seed,
+                max_time=max(args.max_time, matrix.MAX_TIME),
+                local_steps=(row.local_steps,),
+                overrides=sim_overrides(args, row, joins),
+                jobs=1,
+            )
+            (entry,) = result.entries.values()
+            times += entry.times
+            ups += entry.bytes_up
+            joules += entry.joules
+        c.sim_time = median_time(times)
+        c.sim_bytes_up = statistics.median(ups) if ups else None
+        c.sim_joules = statistics.median(joules) if joules else None
 
 
 def measure(

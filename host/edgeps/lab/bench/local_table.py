@@ -93,6 +93,20 @@ class LocalRun:
     def failed(self) -> bool:
         return self.broker.failed
 
+    @property
+    def up_to_target(self) -> float | None:
+        """Bytes up per board less the closing messages past serve's done."""
+        if self.bytes_up is None:
+            return None
+        return max(0.0, self.bytes_up - (self.broker.closing_up or 0.0))
+
+    @property
+    def down_to_target(self) -> float | None:
+        """Bytes down per board less the closing messages (the final model, STOP)."""
+        if self.bytes_down is None:
+            return None
+        return max(0.0, self.bytes_down - (self.broker.closing_down or 0.0))
+
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self.broker)
         out.update(workers=self.workers, scenario=self.scenario, row=self.row,
@@ -115,6 +129,13 @@ def median_time(times: list[float | None]) -> float | None:
         return None
     med = statistics.median(math.inf if t is None else t for t in times)
     return None if math.isinf(med) else float(med)
+
+
+def training_time(run: BrokerRun) -> float | None:
+    """Seconds from the run's first UPDATE to the target; None: missed or unseen."""
+    if run.time_to_target is None or run.first_update is None:
+        return None
+    return max(0.0, run.time_to_target - run.first_update)
 
 
 def _median(xs: list[float | None]) -> float | None:
@@ -147,6 +168,17 @@ class LocalCell:
         return median_time([r.broker.time_to_target for r in self.ok])
 
     @property
+    def train_time(self) -> float | None:
+        """Median seconds from the first UPDATE the broker carried to the target."""
+        return median_time([training_time(r.broker) for r in self.ok])
+
+    @property
+    def join_span(self) -> float | None:
+        """Median seconds from the first sensor's HELLO to the last one's."""
+        return _median([r.broker.joins[-1] if r.broker.joins else None
+                        for r in self.ok])  # fmt: skip
+
+    @property
     def reached(self) -> int:
         return sum(r.broker.time_to_target is not None for r in self.ok)
 
@@ -156,18 +188,19 @@ class LocalCell:
 
     @property
     def bytes_up(self) -> float | None:
-        return _median([r.bytes_up for r in self.ok])
+        return _median([r.up_to_target for r in self.ok])
 
     @property
     def bytes_down(self) -> float | None:
-        return _median([r.bytes_down for r in self.ok])
+        return _median([r.down_to_target for r in self.ok])
 
     @property
     def bytes_total(self) -> float | None:
         both = [
-            r.bytes_up + r.bytes_down
+            up + down
             for r in self.ok
-            if r.bytes_up is not None and r.bytes_down is not None
+            if (up := r.up_to_target) is not None
+            and (down := r.down_to_target) is not None
         ]
         return _median(list(both))
 
@@ -189,6 +222,8 @@ class LocalCell:
             "bytes_up_per_board": self.bytes_up,
             "bytes_down_per_board": self.bytes_down,
             "time_to_target": self.time,
+            "train_time": self.train_time,
+            "join_span": self.join_span,
             "final_accuracy": self.accuracy,
             "joules_per_board": self.joules,
             "sim_time_to_target": self.sim_time,
@@ -222,7 +257,7 @@ def _num(v: float | None, spec: str) -> str:
 def table(cells: list[LocalCell], *, with_sim: bool = True) -> str:
     """One line per cell: bytes up/down and J per board, s, accuracy, sim s."""
     head = ["sensors", "scenario", "row", "up B/board", "down B/board", "s",
-            "final acc", "J/board", "runs"]  # fmt: skip
+            "train s", "final acc", "J/board", "runs"]  # fmt: skip
     if with_sim:
         head += ["sim s", "real/sim"]
     body = []
@@ -232,6 +267,7 @@ def table(cells: list[LocalCell], *, with_sim: bool = True) -> str:
             runs += f" f{len(c.failures)}"
         line = [str(c.workers), c.scenario, c.row, _num(c.bytes_up, ".0f"),
                 _num(c.bytes_down, ".0f"), _num(c.time, ".1f"),
+                _num(c.train_time, ".1f"),
                 _num(c.accuracy, ".3f"), _num(c.joules, ".2f"), runs]  # fmt: skip
         if with_sim:
             line += [_num(c.sim_time, ".1f"), _num(c.real_over_sim(), ".2f")]

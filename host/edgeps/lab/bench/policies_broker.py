@@ -196,6 +196,15 @@ def _fill(run: BrokerRun, summary: dict[str, Any], sniff: Any) -> None:
         return
     with sniff.lock:
         t0, done = sniff.first_hello, sniff.done_at
+        hellos, first_update = sorted(sniff.hellos.values()), sniff.first_update
+        closing = dict(getattr(sniff, "closing", {}))
+    if hellos and closing:
+        run.closing_up = closing["up"] / len(hellos)
+        run.closing_down = closing["down"] / len(hellos) + closing["shared"]
+    if t0 is not None:
+        run.joins = [round(t - t0, 4) for t in hellos]
+        if first_update is not None:
+            run.first_update = round(first_update - t0, 4)
     if run.stop_reason != "target_accuracy":
         return
     if t0 is None or done is None:

@@ -36,6 +36,14 @@ class BrokerRun:
     rejected: int = 0  # pushes serve refused, every worker's summed
     state: str = ""  # serve's job state at the end: learning, diverging, backed off
     error: str = ""  # empty: the run produced serve's JSON and both exited 0
+    # seconds after the first HELLO: each worker's first HELLO (sorted), the
+    # first UPDATE the broker carried
+    joins: list[float] = field(default_factory=list)
+    first_update: float | None = None
+    # per sensor, payload bytes each way after serve's MODEL done (closing
+    # messages: the final model, STOP, BYE), as the broker carried them
+    closing_up: float | None = None
+    closing_down: float | None = None
     stderr_tail: str = ""
 
     @property
