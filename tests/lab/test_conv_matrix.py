@@ -1,0 +1,68 @@
+"""`edgeps bench policies --matrix --conv`: the conv preset's cells and jobs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+from edgeps.cli import main
+from edgeps.lab.matrix import conv, grid
+from edgeps.lab.matrix.cli import _preset
+from edgeps.sim.simulator import Simulator
+
+
+def test_the_conv_preset_builds_every_cell_with_its_job() -> None:
+    pre = _preset(argparse.Namespace(conv=True))
+    assert pre["datasets"] == ("mnist1d", "basicmotions", "mnist")
+    cells = grid.cells(pre["datasets"], pre["sizes"], pre["scenarios"], (False,))
+    assert len(cells) == 3 * 3 * 4
+    assert {c.scenario for c in cells} == {"disturbed", "stragglers", "churn", "mixed"}
+    for c in cells:
+        cfg = grid.config(c, "dsp", 0, None)
+        job = conv.JOBS[c.dataset]
+        assert cfg.dataset == c.dataset and cfg.n_workers == c.workers
+        assert cfg.target_accuracy == job.target and cfg.optimizer == job.optimizer
+        assert cfg.max_time == pytest.approx(job.max_time_at(c.workers))
+        assert cfg.max_time <= job.max_time and not cfg.balance
+    # an explicit --max-time wins over the dataset's own
+    assert grid.config(cells[0], "asp", 0, 5.0).max_time == 5.0
+
+
+def test_conv_runs_are_shorter_with_more_workers() -> None:
+    job = conv.JOBS["mnist"]
+    times = [job.max_time_at(n) for n in (4, 8, 32, 64)]
+    assert times[0] == times[1] == job.max_time
+    assert times[1] > times[2] > times[3] > 0
+
+
+def test_each_conv_dataset_gets_its_default_conv_model() -> None:
+    for name in conv.JOBS:
+        sim = Simulator(
+            grid.config(grid.Cell(name, 2, "stragglers", False), "asp", 0, 1.0)
+        )
+        assert sim.spec.macs > sim.spec.n_params  # a conv model reuses its weights
+
+
+def test_without_conv_the_tabular_defaults_stay() -> None:
+    pre = _preset(argparse.Namespace(conv=False))
+    assert pre["datasets"] == tuple(grid.DATASETS) and pre["balance"] == "both"
+    cfg = grid.config(grid.Cell("sensors", 4, "mixed", False), "dsp", 0, None)
+    assert cfg.max_time == grid.MAX_TIME and cfg.optimizer == "sgd"
+
+
+def test_a_tiny_conv_matrix_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["bench", "policies", "--matrix", "--conv", "--datasets", "basicmotions"]
+    argv += ["--sizes", "2", "--scenarios", "stragglers", "--seeds", "1"]
+    argv += ["--max-time", "4", "--policies", "asp,dsp", "--jobs", "1", "--json"]
+    rc = main(argv)
+    data = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert data["config"]["datasets"]["basicmotions"]["optimizer"] == "adam"
+    (cell,) = data["cells"]
+    assert (cell["dataset"], cell["workers"], cell["balance"]) == (
+        "basicmotions",
+        2,
+        False,
+    )
+    assert [p["policy"] for p in cell["policies"]] == ["asp", "dsp"]
