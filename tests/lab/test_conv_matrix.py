@@ -9,6 +9,8 @@ import pytest
 from edgeps.cli import main
 from edgeps.lab.matrix import conv, grid
 from edgeps.lab.matrix.cli import _preset
+from edgeps.lab.matrix.grid import Cell, CellResult, Entry
+from edgeps.lab.matrix.readings import counts_table, reading_counts
 from edgeps.sim.simulator import Simulator
 
 
@@ -66,3 +68,42 @@ def test_a_tiny_conv_matrix_runs(capsys: pytest.CaptureFixture[str]) -> None:
         False,
     )
     assert [p["policy"] for p in cell["policies"]] == ["asp", "dsp"]
+
+
+def _cell(times: dict[str, float | None], accs: dict[str, float]) -> CellResult:
+    r = CellResult(Cell("mnist", 8, "mixed", False))
+    for p, t in times.items():
+        r.entries[p] = Entry(p, [t], [accs.get(p, 0.9)], [0])
+    return r
+
+
+def test_each_dsp_reading_is_counted_against_the_rows_that_are_not_dsp() -> None:
+    results = [
+        # dsp:damp=1 strictly fastest; dsp 4% behind asp; nobody counts dsp
+        # rows against each other
+        _cell({"asp": 10.0, "bsp": 20.0, "dsp": 10.4, "dsp:damp=1": 8.0}, {}),
+        # dsp 10% behind and 1 point less accurate; damp level with asp
+        _cell(
+            {"asp": 10.0, "dsp": 11.0, "dsp:damp=1": 10.0},
+            {"asp": 0.9, "dsp": 0.89},
+        ),
+        # nobody reached: counts for accuracy only
+        _cell({"asp": None, "dsp": None, "dsp:damp=1": None}, {}),
+        # only plain dsp reached: strictly fastest
+        _cell({"asp": None, "dsp": 30.0, "dsp:damp=1": None}, {}),
+    ]
+    plain, damp = reading_counts(results)
+    assert (plain.row, damp.row) == ("dsp", "dsp:damp=1")
+    assert (plain.cells, plain.reached, plain.within, plain.fastest) == (4, 3, 2, 1)
+    assert plain.accurate == 3 and plain.worst == pytest.approx(1.1)
+    assert plain.worst_at == "mnist/8/mixed/bal-off"
+    # the last cell is judged without other readings: damp and the rest missed
+    assert (damp.reached, damp.within, damp.fastest, damp.accurate) == (2, 2, 1, 4)
+    assert damp.worst == 1.0
+    assert "dsp:damp=1" in counts_table([plain, damp])
+
+
+def test_fedavg_rows_are_neither_peers_nor_readings() -> None:
+    r = _cell({"asp": 10.0, "dsp": 9.0, "fedavg": 1.0, "dsp/h8": 1.0}, {})
+    (plain,) = reading_counts([r])
+    assert (plain.within, plain.fastest) == (1, 1)

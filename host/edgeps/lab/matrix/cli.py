@@ -12,7 +12,14 @@ from typing import Any
 
 from edgeps.lab.matrix import conv
 from edgeps.lab.matrix import grid as matrix
-from edgeps.lab.matrix.report import check_goals, table, usage_table
+from edgeps.lab.matrix.readings import counts_table, reading_counts
+from edgeps.lab.matrix.report import (
+    DSP_ACC_POINTS,
+    DSP_TIME,
+    check_goals,
+    table,
+    usage_table,
+)
 from edgeps.policy import parse_policy
 from edgeps.sim.compare import split_policies
 
@@ -124,6 +131,7 @@ def run_matrix_command(args: argparse.Namespace) -> int:
             },
             "cells": [r.to_dict() for r in results],
             "goals": goals,
+            "dsp_readings": [c.to_dict() for c in reading_counts(results)],
         }
         print(json.dumps(_json_safe(out)))
         return 0
@@ -146,6 +154,14 @@ def run_matrix_command(args: argparse.Namespace) -> int:
     from edgeps.observe.table import table as plain_table
 
     print(plain_table(["goal", "measured", "required", "met"], rows))
+    counts = reading_counts(results)
+    if counts:
+        print(
+            "\neach DSP row against the rows that are not DSP: cells within "
+            f"{DSP_TIME}x of the fastest time, strictly fastest, and within "
+            f"{DSP_ACC_POINTS} points of the best accuracy"
+        )
+        print(counts_table(counts))
     print(
         f"\n{len(grid)} cells x {len(policies)} policies x {args.seeds} seeds "
         f"in {wall:.0f} s wall"
