@@ -50,7 +50,7 @@ JOBS: dict[str, ConvJob] = {
     # 40 training rows: each board draws 8 or more with a near-even class mix
     # (shards overlap), so that 64 boards have data
     "basicmotions": ConvJob("labelmix:100", 0.8, 60.0, 2.0, 0.003),
-    "mnist": ConvJob("iid", 0.8, 40.0, 2.0, 0.001),
+    "mnist": ConvJob("iid", 0.75, 30.0, 2.0, 0.001),
 }
 
 DATASETS = tuple(JOBS)
@@ -60,10 +60,8 @@ SCENARIOS = ("disturbed", "stragglers", "churn", "mixed")
 POLICIES = (
     "bsp",
     "asp",
-    "ssp:1",
     "ssp:2",
     "ssp:4",
     "dsp",
-    "dsp:damp=0.5",
     "dsp:damp=1",
 )
