@@ -56,7 +56,8 @@ JOBS: dict[str, ConvJob] = {
 DATASETS = tuple(JOBS)
 SIZES = (8, 32, 64)
 SCENARIOS = ("disturbed", "stragglers", "churn", "mixed")
-# the per-gradient rows DSP is judged against, and DSP with its stale steps damped
+# the per-gradient rows DSP is judged against, and four readings of DSP: the
+# default, its stale steps damped, and rounds from 8 boards of close speed
 POLICIES = (
     "bsp",
     "asp",
@@ -64,4 +65,6 @@ POLICIES = (
     "ssp:4",
     "dsp",
     "dsp:damp=1",
+    "dsp:rounds=8",
+    "dsp:rounds=8,damp=1",
 )
