@@ -38,12 +38,13 @@ def test_conv_runs_are_shorter_with_more_workers() -> None:
     assert times[1] > times[2] > times[3] > 0
 
 
-def test_each_conv_dataset_gets_its_default_conv_model() -> None:
-    for name in conv.JOBS:
-        sim = Simulator(
-            grid.config(grid.Cell(name, 2, "stragglers", False), "asp", 0, 1.0)
-        )
-        assert sim.spec.macs > sim.spec.n_params  # a conv model reuses its weights
+@pytest.mark.parametrize(
+    "name",
+    ["mnist1d", "basicmotions", pytest.param("mnist", marks=pytest.mark.slow)],
+)
+def test_each_conv_dataset_gets_its_default_conv_model(name: str) -> None:
+    sim = Simulator(grid.config(grid.Cell(name, 2, "stragglers", False), "asp", 0, 1.0))
+    assert sim.spec.macs > sim.spec.n_params  # a conv model reuses its weights
 
 
 def test_without_conv_the_tabular_defaults_stay() -> None:
