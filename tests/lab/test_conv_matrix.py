@@ -108,3 +108,16 @@ def test_fedavg_rows_are_neither_peers_nor_readings() -> None:
     r = _cell({"asp": 10.0, "dsp": 9.0, "fedavg": 1.0, "dsp/h8": 1.0}, {})
     (plain,) = reading_counts([r])
     assert (plain.within, plain.fastest) == (1, 1)
+
+
+def test_conv_datasets_keep_their_run_length_without_conv(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["bench", "policies", "--matrix", "--datasets", "basicmotions"]
+    argv += ["--sizes", "2", "--scenarios", "stragglers", "--balance", "off"]
+    argv += ["--seeds", "1", "--policies", "asp", "--jobs", "1", "--json"]
+    assert main(argv) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["config"]["max_time"] is None  # each dataset's own
+    (cell,) = data["cells"]
+    assert cell["policies"][0]["final_accuracy"] > 0

@@ -97,7 +97,9 @@ def run_matrix_command(args: argparse.Namespace) -> int:
             _list(args.scenarios, pre["scenarios"]),
             balance,
         )
-        max_time = args.max_time or pre["max_time"]
+        # a conv dataset keeps its own run length unless --max-time is given
+        own = any(c.dataset in conv.JOBS for c in grid)
+        max_time = args.max_time or (None if own else pre["max_time"])
         local_steps = [int(h) for h in _list(args.local_steps, matrix.LOCAL_STEPS)]
         if any(h < 1 for h in local_steps):
             raise ValueError("--local-steps takes integers >= 1")
