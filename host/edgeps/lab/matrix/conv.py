@@ -2,9 +2,9 @@
 
 Conv training in the simulator is real compute (a LeNet-5 step at batch 32
 costs milliseconds), so each conv dataset carries its own target, run length,
-evaluation interval and held-out sample, chosen from central and ASP runs
-(host/BENCHMARKS.md, "DSP on conv jobs"): every per-gradient policy can reach
-the target, and a cell costs seconds of CPU, not minutes.
+evaluation interval and optimizer, chosen from 8-worker ASP runs
+(host/BENCHMARKS.md, "DSP on conv jobs"): ASP reaches the target at 8
+workers, and a run costs seconds of CPU, not minutes.
 """
 
 from __future__ import annotations
