@@ -38,9 +38,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="every policy x scenario x dataset x size x balancing, goals checked",
     )
+    m.add_argument(
+        "--conv",
+        action="store_true",
+        help="the conv matrix: mnist1d, basicmotions, mnist (LeNet-5); 8, 32, 64 "
+        "workers; disturbed, stragglers, churn, mixed; balancing off; each "
+        "dataset's own target and run length (the flags below still override)",
+    )
     m.add_argument("--datasets", default=None, help="default: sensors,digits")
-    m.add_argument("--sizes", default="8,64", help="worker counts")
-    m.add_argument("--balance", choices=("off", "on", "both"), default="both")
+    m.add_argument("--sizes", default=None, help="worker counts (default: 8,64)")
+    m.add_argument(
+        "--balance", choices=("off", "on", "both"), default=None, help="default: both"
+    )
     m.add_argument(
         "--balance-mode",
         choices=("policy", "eager", "warmup"),

@@ -20,6 +20,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from edgeps.lab.matrix import conv
 from edgeps.sim.simulator import simulate
 from edgeps.sim.types import SimConfig
 
@@ -159,9 +160,10 @@ def cells(
         for s in scenarios
         for b in balance
     ]
+    known = [*DATASETS, *conv.JOBS]
     for c in out:
-        if c.dataset not in DATASETS:
-            raise ValueError(f"unknown dataset {c.dataset!r}; known: {list(DATASETS)}")
+        if c.dataset not in known:
+            raise ValueError(f"unknown dataset {c.dataset!r}; known: {known}")
     return out
 
 
@@ -169,11 +171,30 @@ def config(
     cell: Cell,
     policy: str,
     seed: int,
-    max_time: float,
+    max_time: float | None,
     balance_eager: bool | None = None,
 ) -> SimConfig:
-    partition, target = DATASETS[cell.dataset]
+    """One run of a cell; ``max_time`` None: the dataset's own (MAX_TIME for
+    the tabular ones). A conv dataset brings its job (``conv.JOBS``)."""
     policy, local_steps = split_row(policy)
+    job = conv.JOBS.get(cell.dataset)
+    if job is not None:
+        fields = job.fields(cell.workers)
+        if max_time is not None:
+            fields["max_time"] = max_time
+        return SimConfig(
+            policy=policy,
+            scenario=cell.scenario,
+            n_workers=cell.workers,
+            seed=seed,
+            dataset=cell.dataset,
+            partition=job.partition,
+            balance=cell.balance,
+            balance_eager=balance_eager,
+            local_steps=local_steps,
+            **fields,
+        )
+    partition, target = DATASETS[cell.dataset]
     if cell.workers > LARGE:
         partition = LARGE_PARTITION.get(partition, partition)
     return SimConfig(
@@ -186,7 +207,7 @@ def config(
         balance=cell.balance,
         balance_eager=balance_eager,  # None: the mode by policy
         target_accuracy=target,
-        max_time=max_time,
+        max_time=MAX_TIME if max_time is None else max_time,
         local_steps=local_steps,
     )
 
@@ -206,7 +227,7 @@ def run_matrix(
     *,
     seeds: int = 3,
     first_seed: int = 0,
-    max_time: float = MAX_TIME,
+    max_time: float | None = MAX_TIME,
     jobs: int | None = None,
     balance_eager: bool | None = None,
     local_steps: Iterable[int] = LOCAL_STEPS,
@@ -214,7 +235,7 @@ def run_matrix(
 ) -> list[CellResult]:
     """Every row (policy x local steps) in every cell over ``seeds`` seeds, on
     ``jobs`` processes. ``overrides``: SimConfig fields set in every run (a
-    target, the host's costs)."""
+    target, the host's costs); ``max_time`` None: each dataset's own."""
     policies = [row_name(p, h) for p in policies for h in local_steps]
     if seeds < 1 or not policies or not grid:
         raise ValueError("need at least one seed, one policy and one cell")

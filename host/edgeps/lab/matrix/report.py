@@ -16,7 +16,9 @@ DSP_ACC_POINTS = 0.5  # DSP's final accuracy at most this far below the best
 
 
 def _fmt(t: float | None, max_time: float) -> str:
-    return f">{max_time:g}" if t is None else f"{t:.1f}"
+    if t is None:
+        return f">{max_time:g}" if max_time else "never"
+    return f"{t:.1f}"
 
 
 def table(results: list[CellResult], max_time: float) -> str:
