@@ -30,11 +30,24 @@ import time
 from pathlib import Path
 from typing import Any
 
+from edgeps.lab.bench.paper_plan import (
+    SIM_SLACK,
+    base_compute,
+    measured_step,
+    parse_disturb,
+    plan_for,
+    scenario_text,
+    schedule_bound,
+    sim_bound,
+    stop_target,
+)  # fmt: skip
 from edgeps.lab.bench.paper_table import (
     PaperRun,
     accuracy_curve,
     build_rows,
     failure_lines,
+    goal_lines,
+    header,
     idle_fraction,
     ratios,
     read_metrics,
@@ -46,7 +59,6 @@ from edgeps.lab.bench.paper_table import (
 
 POLICIES = ("bsp", "ssp:1", "ssp:2", "ssp:4", "ssp:8", "dsp", "dsp:w=2", "asp")
 QUICK_POLICIES = ("bsp", "ssp:2", "dsp", "asp")
-SCENARIO = "disturbed"  # burst 2 s, period 6 s, share 0.8, one worker
 TAIL_LINES = 8
 
 
@@ -57,16 +69,42 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", default="3", help="comma-separated, e.g. 3,8,32")
     parser.add_argument("--seeds", type=int, default=3, help="runs per row (median)")
     parser.add_argument("--seed", type=int, default=0, help="first seed")
-    parser.add_argument("--targets", default="0.95,0.97", help="test accuracies")
+    parser.add_argument(
+        "--targets",
+        default=None,
+        help="test accuracies (default: the dataset's, "
+        "mnist 0.95,0.97, fashion-mnist 0.8,0.85)",
+    )
+    parser.add_argument(
+        "--stop-at",
+        type=float,
+        default=None,
+        help="a run stops at this accuracy (default: the highest "
+        "target central training reaches: mnist 0.95)",
+    )
+    parser.add_argument("--disturb", default="",
+                        help="the competitor: burst=S,period=S,share=F "
+                        "(default burst=2,period=6,share=0.8)")  # fmt: skip
     parser.add_argument("--optimizer", default="sgd", help="sgd, momentum, adam")
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument("--eval-interval", type=float, default=1.0, help="s")
+    parser.add_argument(
+        "--eval-interval",
+        type=float,
+        default=None,
+        help="s (default: mnist 1, fashion-mnist 3)",
+    )
     parser.add_argument("--max-time", type=float, default=45.0, help="s per run")
     parser.add_argument("--quick", action="store_true",
                         help="3 workers, bsp/ssp:2/dsp/asp, 1 seed, "
                         "targets 0.8,0.85")  # fmt: skip
     parser.add_argument("--no-sim", action="store_true", help="skip the simulator")
+    parser.add_argument(
+        "--sim-seeds",
+        type=int,
+        default=1,
+        help="seeds the simulator runs per row (from the first)",
+    )
     parser.add_argument("--plot", default=None, help="draw the runs: .png, .svg")
     parser.add_argument("--json", action="store_true", help="print JSON instead")
 
@@ -76,16 +114,24 @@ def _split(text: str) -> list[str]:
 
 
 def settings(args: Any) -> dict[str, Any]:
-    """The run's settings, ``--quick`` applied."""
-    s = {
+    """The run's settings, ``--quick`` and the dataset's plan applied."""
+    plan = plan_for(getattr(args, "dataset", "mnist"))
+    targets = getattr(args, "targets", None)
+    s: dict[str, Any] = {
         "policies": _split(args.policies),
         "workers": [int(n) for n in _split(args.workers)],
         "seeds": args.seeds,
-        "targets": sorted(float(t) for t in _split(args.targets)),
+        "targets": sorted(float(t) for t in _split(targets))
+        if targets
+        else list(plan.targets),
+        "disturb": parse_disturb(getattr(args, "disturb", "")),
+        "eval_interval": getattr(args, "eval_interval", None) or plan.eval_interval,
     }
     if args.quick:
         s.update(policies=list(QUICK_POLICIES), workers=[3], seeds=1,
                  targets=[0.8, 0.85])  # fmt: skip
+    s["stop"] = stop_target(s["targets"], getattr(args, "stop_at", None), plan.stop)
+    s["scenario"] = scenario_text(s["disturb"])
     return s
 
 
@@ -119,17 +165,17 @@ def _kill(proc: subprocess.Popen[bytes] | None) -> None:
         proc.wait(10)
 
 
-def disturbed_worker(n: int, seed: int) -> tuple[str, Any]:
+def disturbed_worker(n: int, seed: int, scenario: str = "disturbed") -> tuple[str, Any]:
     """The worker id the ``disturbed`` scenario picks for the seed, and its bursts."""
     from edgeps.workloads.scenarios import make_scenario
 
-    sc = make_scenario(SCENARIO, n, seed)
+    sc = make_scenario(scenario, n, seed)
     wid, prof = next((w, p) for w, p in sc.profiles.items() if p.bursts)
     return wid, prof.bursts
 
 
 def run_once(url: str, job: str, n: int, run: PaperRun, args: Any,
-             targets: list[float], workdir: Path) -> PaperRun:  # fmt: skip
+             s: dict[str, Any], workdir: Path) -> PaperRun:  # fmt: skip
     """One serve, ``n`` workers and the competitor; fills ``run`` in."""
     from edgeps.lab import disturb
     from edgeps.lab.bench.compression import Sniffer
@@ -137,7 +183,8 @@ def run_once(url: str, job: str, n: int, run: PaperRun, args: Any,
 
     metrics = workdir / f"{job}.metrics.jsonl"
     serve_err = workdir / f"{job}.serve.err"
-    wid_d, bursts = disturbed_worker(n, run.seed)
+    targets = s["targets"]
+    wid_d, bursts = disturbed_worker(n, run.seed, s["scenario"])
     run.disturbed = wid_d
     sniff = Sniffer(url, job)
     clock = time.time() - time.monotonic()  # monotonic -> epoch
@@ -151,8 +198,8 @@ def run_once(url: str, job: str, n: int, run: PaperRun, args: Any,
                 "--dataset", args.dataset, "--model", args.model,
                 "--seed", str(run.seed), "--lr", str(args.lr),
                 "--optimizer", args.optimizer,
-                "--eval-interval", str(args.eval_interval), "--metrics-interval", "0.5",
-                "--metrics-out", str(metrics), "--target-accuracy", str(max(targets)),
+                "--eval-interval", str(s["eval_interval"]), "--metrics-interval", "0.5",
+                "--metrics-out", str(metrics), "--target-accuracy", str(s["stop"]),
                 "--max-time", str(args.max_time), "--json", "--quiet",
             ), stdout=subprocess.PIPE, stderr=se)  # fmt: skip
             for i, wid in enumerate(worker_ids(n)):
@@ -217,14 +264,16 @@ def _fill(run: PaperRun, summary: dict[str, Any], sniff: Any, metrics: Path,
     run.times = {target_key(t): time_to(run.curve, t) for t in targets}
     run.idle_fraction = idle_fraction(snaps)
     run.staleness = staleness_series(snaps, run.disturbed, start)
+    run.end_s = time.time() - start
+    run.step_s = measured_step(snaps, run.disturbed)
 
 
-def calibrated_step(args: Any, n: int) -> float:
-    """Seconds of one real step of the model at ``--batch``, for the simulator.
+def step_in_process(args: Any, n: int) -> float:
+    """Seconds of one real step at ``--batch``: the fallback calibration.
 
+    Used only when the first real run of a worker count gave no compute time.
     The median of 5 ``NativeTrainer.step`` calls (after one warm-up) in this
-    process on random data, times N / cores when N workers share fewer cores
-    (each then gets about cores / N of a CPU).
+    process on random data, times N / cores when N workers share fewer cores.
     """
     import numpy as np
 
@@ -249,21 +298,29 @@ def calibrated_step(args: Any, n: int) -> float:
 
 
 def simulate_run(run: PaperRun, n: int, step: float, args: Any,
-                 targets: list[float]) -> None:  # fmt: skip
-    """The simulator's prediction for ``run``: the same job, compute ``step`` s."""
+                 s: dict[str, Any]) -> None:  # fmt: skip
+    """The simulator's prediction for ``run``: the same job, a step of ``step`` s.
+
+    Its virtual time is bounded by ``SIM_SLACK`` times the real run's length
+    (the simulator trains for real, so it costs about what the run did).
+    """
     from edgeps.sim.simulator import Simulator
     from edgeps.sim.types import SimConfig
 
+    targets = s["targets"]
     cfg = SimConfig(
-        policy=run.policy, scenario=SCENARIO, n_workers=n, seed=run.seed,
+        policy=run.policy, scenario=s["scenario"], n_workers=n, seed=run.seed,
         dataset=args.dataset, model=args.model, batch_size=args.batch,
-        lr=args.lr, optimizer=args.optimizer, eval_interval=args.eval_interval,
-        target_accuracy=max(targets), max_time=args.max_time,
+        lr=args.lr, optimizer=args.optimizer, eval_interval=s["eval_interval"],
+        target_accuracy=s["stop"],
+        max_time=sim_bound(run.end_s, args.max_time, SIM_SLACK),
     )  # fmt: skip
     sim = Simulator(cfg)
+    base = base_compute(step, args.batch)  # its iteration at --batch takes step s
     for w in sim.workers.values():  # the bursts stay, the base time is measured
-        w.profile = dataclasses.replace(w.profile, compute_time=step)
+        w.profile = dataclasses.replace(w.profile, compute_time=base)
     res = sim.run()
+    run.simulated = True
     run.sim_times = {target_key(t): time_to(res.trace, t) for t in targets}
     run.sim_final_accuracy = res.final_accuracy
     run.sim_idle_fraction = res.idle_fraction
@@ -271,7 +328,11 @@ def simulate_run(run: PaperRun, n: int, step: float, args: Any,
 
 
 def measure(args: Any, s: dict[str, Any], progress: Any = None) -> dict[str, Any]:
-    """Every run on one private mosquitto: per worker count, runs and rows."""
+    """Every run on one private mosquitto: per worker count, runs and rows.
+
+    The simulator runs beside the first ``--sim-seeds`` seeds of each row,
+    its step calibrated once per worker count from the first real run.
+    """
     from edgeps.transport.broker import start_mosquitto
 
     out: dict[str, Any] = {}
@@ -279,19 +340,25 @@ def measure(args: Any, s: dict[str, Any], progress: Any = None) -> dict[str, Any
     with tempfile.TemporaryDirectory(prefix="edgeps-paper-") as tmp, \
             start_mosquitto() as b:  # fmt: skip
         for n in s["workers"]:
-            step = None if args.no_sim else calibrated_step(args, n)
+            step: float | None = None
+            source = "off" if args.no_sim else ""
             runs = []
             for seed in range(args.seed, args.seed + s["seeds"]):
                 for policy in s["policies"]:
                     k += 1
                     run = PaperRun(policy, seed)
-                    run_once(b.url, f"paper{k}", n, run, args, s["targets"], Path(tmp))
-                    if step is not None and not run.failed:
-                        simulate_run(run, n, step, args, s["targets"])
+                    run_once(b.url, f"paper{k}", n, run, args, s, Path(tmp))
+                    if not args.no_sim and step is None and run.step_s:
+                        step, source = run.step_s, f"{policy} seed {seed}"
+                    sim_now = seed < args.seed + args.sim_seeds and not run.failed
+                    if not args.no_sim and sim_now:
+                        if step is None:  # no compute time measured: time one here
+                            step, source = step_in_process(args, n), "in-process"
+                        simulate_run(run, n, step, args, s)
                     runs.append(run)
                     if progress is not None:
                         progress(n, run)
-            out[str(n)] = {"step_s": step, "runs": runs,
+            out[str(n)] = {"step_s": step, "step_from": source, "runs": runs,
                            "rows": build_rows(runs, s["policies"],
                                               s["targets"])}  # fmt: skip
     return out
@@ -301,13 +368,17 @@ def _note(n: int, run: PaperRun) -> None:
     what = (f"FAILED: {run.error}" if run.failed else
             ", ".join(f"t{k} {'-' if v is None else f'{v:.1f}'}"
                       for k, v in run.times.items()))  # fmt: skip
+    if run.simulated:
+        what += " | sim " + ", ".join(
+            f"t{k} {'-' if v is None else f'{v:.1f}'}" for k, v in run.sim_times.items()
+        )
     print(f"  N={n} seed {run.seed} {run.policy}: {what}", file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
-    s = settings(args)
     started = time.monotonic()
     try:
+        s = settings(args)
         _check(args, s)
         results = measure(args, s, progress=_note)
     except (ValueError, OSError, RuntimeError) as exc:
@@ -324,9 +395,10 @@ def run(args: argparse.Namespace) -> int:
     lo = min(s["targets"])
     if args.json:
         config = {k: v for k, v in vars(args).items() if not k.startswith("_")}
-        config.update(s, scenario=SCENARIO)
+        config.update(s, schedule_bound=schedule_bound(s["disturb"]))
         body = {
-            n: {"step_s": r["step_s"], "rows": [x.to_dict() for x in r["rows"]],
+            n: {"step_s": r["step_s"], "step_from": r["step_from"],
+                "rows": [x.to_dict() for x in r["rows"]],
                 "goals": ratios(r["rows"], lo),
                 "runs": [dataclasses.asdict(x) for x in r["runs"]]}
             for n, r in results.items()
@@ -336,17 +408,9 @@ def run(args: argparse.Namespace) -> int:
                          default=lambda x: None))  # fmt: skip
         return 0
     for n, r in results.items():
-        step = "off" if r["step_s"] is None else f"{r['step_s'] * 1e3:.0f} ms/step"
-        print(f"\n{args.model} on {args.dataset}, {n} CPython workers on a real "
-              f"mosquitto, one disturbed (burst 2 s every 6 s, share 0.8); wall s "
-              f"from the first HELLO, medians of {s['seeds']} seed(s) (max "
-              f"{args.max_time:g} s); sim: the simulator, {step}")  # fmt: skip
+        print("\n" + header(args, s, n, r))
         print(table(r["rows"], s["targets"]))
-        g = ratios(r["rows"], lo)
-        bd, sd, pts = (("-" if v is None else f"{v:.2f}") for v in g.values())
-        print(f"at {lo:g}: BSP/DSP {bd}, best SSP/DSP {sd}, "
-              f"DSP - BSP final accuracy {pts} points")  # fmt: skip
-        for line in failure_lines(r["runs"]):
+        for line in goal_lines(r, s) + failure_lines(r["runs"]):
             print(line)
     print(f"\n{sum(len(r['runs']) for r in results.values())} runs in {wall:.0f} s "
           f"wall, load {os.getloadavg()[0]:.1f}")  # fmt: skip
