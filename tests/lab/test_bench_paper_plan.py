@@ -140,3 +140,8 @@ def test_a_rows_simulator_columns_come_from_the_simulated_seeds_only() -> None:
     assert row.sim_times["0.95"] == 13.0 and row.sim_final_accuracy == 0.9
     assert row.sim_ratio == pytest.approx(1.3)
     assert "1.30" in table([row], [0.95])
+
+
+def test_a_policy_keeps_its_options_in_the_policies_list() -> None:
+    s = settings(_args(policies="bsp,dsp:w=4,grace=1,asp"))
+    assert s["policies"] == ["bsp", "dsp:w=4,grace=1", "asp"]

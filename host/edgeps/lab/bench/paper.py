@@ -115,10 +115,12 @@ def _split(text: str) -> list[str]:
 
 def settings(args: Any) -> dict[str, Any]:
     """The run's settings, ``--quick`` and the dataset's plan applied."""
+    from edgeps.sim.compare import split_policies
+
     plan = plan_for(getattr(args, "dataset", "mnist"))
     targets = getattr(args, "targets", None)
     s: dict[str, Any] = {
-        "policies": _split(args.policies),
+        "policies": split_policies(args.policies),
         "workers": [int(n) for n in _split(args.workers)],
         "seeds": args.seeds,
         "targets": sorted(float(t) for t in _split(targets))
