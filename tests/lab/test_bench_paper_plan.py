@@ -18,7 +18,13 @@ from edgeps.lab.bench.paper_plan import (
     sim_ratio,
     stop_target,
 )  # fmt: skip
-from edgeps.lab.bench.paper_table import PaperRun, build_rows, goal_lines, table
+from edgeps.lab.bench.paper_table import (
+    PaperRun,
+    build_rows,
+    goal_lines,
+    header,
+    table,
+)
 from edgeps.workloads.scenarios import WorkerProfile, make_scenario
 
 
@@ -145,3 +151,21 @@ def test_a_rows_simulator_columns_come_from_the_simulated_seeds_only() -> None:
 def test_a_policy_keeps_its_options_in_the_policies_list() -> None:
     s = settings(_args(policies="bsp,dsp:w=4,grace=1,asp"))
     assert s["policies"] == ["bsp", "dsp:w=4,grace=1", "asp"]
+
+
+def test_the_header_says_where_a_run_stops_and_why_a_column_stays_empty() -> None:
+    # Arrange
+    args = argparse.Namespace(model="lenet5", dataset="mnist", optimizer="sgd",
+                              lr=0.05, batch=256, max_time=40.0,
+                              sim_seeds=1)  # fmt: skip
+    s = settings(_args())
+    run = PaperRun("dsp", 0, {"0.95": 10.0})
+    run.sim_step_s = 0.031
+
+    # Execute
+    text = header(args, s, "3", {"runs": [run]})
+
+    # Assert
+    assert "stops at 0.95 or 40 s" in text and "31-31 ms" in text
+    assert "t0.97: empty" in text
+    assert "burst 2 s every 6 s, share 0.8" in text

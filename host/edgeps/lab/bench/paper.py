@@ -94,7 +94,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="s (default: mnist 1, fashion-mnist 3)",
     )
-    parser.add_argument("--max-time", type=float, default=45.0, help="s per run")
+    parser.add_argument("--max-time", type=float, default=40.0, help="s per run")
     parser.add_argument("--quick", action="store_true",
                         help="3 workers, bsp/ssp:2/dsp/asp, 1 seed, "
                         "targets 0.8,0.85")  # fmt: skip
@@ -322,7 +322,7 @@ def simulate_run(run: PaperRun, n: int, step: float, args: Any,
     for w in sim.workers.values():  # the bursts stay, the base time is measured
         w.profile = dataclasses.replace(w.profile, compute_time=base)
     res = sim.run()
-    run.simulated = True
+    run.simulated, run.sim_step_s = True, step
     run.sim_times = {target_key(t): time_to(res.trace, t) for t in targets}
     run.sim_final_accuracy = res.final_accuracy
     run.sim_idle_fraction = res.idle_fraction
@@ -333,7 +333,9 @@ def measure(args: Any, s: dict[str, Any], progress: Any = None) -> dict[str, Any
     """Every run on one private mosquitto: per worker count, runs and rows.
 
     The simulator runs beside the first ``--sim-seeds`` seeds of each row,
-    its step calibrated once per worker count from the first real run.
+    its step the one its real run measured (the undisturbed workers' median
+    compute time); else the first measured at that worker count; else one
+    timed in this process.
     """
     from edgeps.transport.broker import start_mosquitto
 
@@ -356,7 +358,8 @@ def measure(args: Any, s: dict[str, Any], progress: Any = None) -> dict[str, Any
                     if not args.no_sim and sim_now:
                         if step is None:  # no compute time measured: time one here
                             step, source = step_in_process(args, n), "in-process"
-                        simulate_run(run, n, step, args, s)
+                        # the run's own step when it has one: the box's load moves
+                        simulate_run(run, n, run.step_s or step, args, s)
                     runs.append(run)
                     if progress is not None:
                         progress(n, run)

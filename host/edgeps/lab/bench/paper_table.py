@@ -37,6 +37,7 @@ class PaperRun:
     sim_idle_fraction: float | None = None
     sim_max_staleness: int | None = None
     simulated: bool = False  # the simulator ran beside this run
+    sim_step_s: float | None = None  # the step (s) the simulator was given
     end_s: float | None = None  # s from the first HELLO to serve's exit
     step_s: float | None = None  # undisturbed workers' median compute (metrics)
     curve: list[tuple[float, float]] = field(default_factory=list)  # (s, accuracy)
@@ -284,9 +285,10 @@ def failure_lines(runs: list[PaperRun]) -> list[str]:
 
 def header(args: Any, s: dict[str, Any], n: str, r: dict[str, Any]) -> str:
     """What the table is: job, disturbance, how a run stops, the simulator."""
-    step = ("off" if r["step_s"] is None else
-            f"{r['step_s'] * 1e3:.0f} ms/step, the undisturbed workers' median "
-            f"compute in the first real run ({r['step_from']})")  # fmt: skip
+    steps = [x.sim_step_s * 1e3 for x in r["runs"] if x.sim_step_s]
+    step = ("off" if not steps else
+            f"{min(steps):.0f}-{max(steps):.0f} ms, each real run's undisturbed "
+            "workers' median compute time")  # fmt: skip
     lines = [
         f"{args.model} on {args.dataset}, {n} CPython workers on a real mosquitto, "
         f"one disturbed ({describe(s['disturb'])}); {args.optimizer} lr {args.lr:g}, "
