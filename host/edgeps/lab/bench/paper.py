@@ -132,6 +132,7 @@ def settings(args: Any) -> dict[str, Any]:
     if args.quick:
         s.update(policies=list(QUICK_POLICIES), workers=[3], seeds=1,
                  targets=[0.8, 0.85])  # fmt: skip
+    s["startup"] = plan.startup
     s["stop"] = stop_target(s["targets"], getattr(args, "stop_at", None), plan.stop)
     s["scenario"] = scenario_text(s["disturb"])
     return s
@@ -212,13 +213,14 @@ def run_once(url: str, job: str, n: int, run: PaperRun, args: Any,
                 ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
             # the competitor's clock starts with the workers, as the scenario's
             handle = disturb.start(workers[wid_d].pid, schedule=bursts,
-                                   limit=args.max_time + 90)  # fmt: skip
+                                   limit=args.max_time + s["startup"] + 30)  # fmt: skip
             try:
-                out, _ = serve.communicate(timeout=args.max_time + 60)
+                out, _ = serve.communicate(timeout=args.max_time + s["startup"])
             except subprocess.TimeoutExpired:
                 serve.kill()
                 out, _ = serve.communicate(timeout=10)
-                run.error = "serve did not end in --max-time + 60 s (killed)"
+                run.error = (f"serve did not end in --max-time + {s['startup']:g} s "
+                             "(killed)")  # fmt: skip
         if not run.error and serve.returncode != 0:
             run.error = f"serve exited {serve.returncode}"
         if not run.error:
