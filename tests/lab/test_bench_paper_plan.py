@@ -15,6 +15,7 @@ from edgeps.lab.bench.paper_plan import (
     scenario_text,
     schedule_bound,
     sim_bound,
+    sim_fits,
     sim_ratio,
     stop_target,
 )  # fmt: skip
@@ -169,3 +170,20 @@ def test_the_header_says_where_a_run_stops_and_why_a_column_stays_empty() -> Non
     assert "stops at 0.95 or 40 s" in text and "31-31 ms" in text
     assert "t0.97: empty" in text
     assert "burst 2 s every 6 s, share 0.8" in text
+
+
+def test_a_simulation_is_skipped_only_when_the_real_runs_would_not_fit() -> None:
+    # 600 s gone, 5 runs of 40 s left: a 30 s simulation fits in 840, not 820
+    assert sim_fits(600.0, 840.0, 5, 40.0, 30.0)
+    assert not sim_fits(600.0, 820.0, 5, 40.0, 30.0)
+    assert sim_fits(10_000.0, 0.0, 5, 40.0, 30.0)  # 0: no limit
+
+
+def test_the_header_counts_the_simulations_skipped_for_the_budget() -> None:
+    args = argparse.Namespace(model="lenet5", dataset="mnist", optimizer="sgd",
+                              lr=0.05, batch=256, max_time=40.0,
+                              sim_seeds=1)  # fmt: skip
+    run = PaperRun("bsp", 0)
+    run.sim_skipped = True
+    text = header(args, settings(_args()), "3", {"runs": [run, PaperRun("dsp", 0)]})
+    assert "1 simulation(s) skipped" in text and "step off" in text

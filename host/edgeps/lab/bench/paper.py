@@ -32,15 +32,15 @@ from typing import Any
 
 from edgeps.lab.bench.paper_plan import (
     SIM_SLACK,
-    base_compute,
     measured_step,
     parse_disturb,
     plan_for,
     scenario_text,
     schedule_bound,
-    sim_bound,
+    sim_fits,
     stop_target,
 )  # fmt: skip
+from edgeps.lab.bench.paper_sim import simulate_run, step_in_process
 from edgeps.lab.bench.paper_table import (
     PaperRun,
     accuracy_curve,
@@ -105,6 +105,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=1,
         help="seeds the simulator runs per row (from the first)",
     )
+    parser.add_argument("--budget", type=float, default=840.0,
+                        help="s of bench wall time: a simulation that would leave "
+                        "too little for the remaining real runs is skipped "
+                        "(0: no limit)")  # fmt: skip
     parser.add_argument("--plot", default=None, help="draw the runs: .png, .svg")
     parser.add_argument("--json", action="store_true", help="print JSON instead")
 
@@ -272,65 +276,6 @@ def _fill(run: PaperRun, summary: dict[str, Any], sniff: Any, metrics: Path,
     run.step_s = measured_step(snaps, run.disturbed)
 
 
-def step_in_process(args: Any, n: int) -> float:
-    """Seconds of one real step at ``--batch``: the fallback calibration.
-
-    Used only when the first real run of a worker count gave no compute time.
-    The median of 5 ``NativeTrainer.step`` calls (after one warm-up) in this
-    process on random data, times N / cores when N workers share fewer cores.
-    """
-    import numpy as np
-
-    from edgeps.kernels import ModelSpec
-    from edgeps.pyworker.localdata import LocalData
-    from edgeps.pyworker.trainer import NativeTrainer
-    from edgeps.runtime.model_forms import complete_model
-
-    spec = ModelSpec.parse(complete_model(args.model, 784, 10, (1, 28, 28)))
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((256, spec.n_features)).astype(np.float32)
-    y = rng.integers(0, 10, len(X)).astype(np.int32)
-    tr = NativeTrainer(spec, LocalData(X, y, "bench"), args.batch, 0)
-    tr.step()
-    took = []
-    for _ in range(5):
-        t = time.perf_counter()
-        tr.step()
-        took.append(time.perf_counter() - t)
-    cores = len(os.sched_getaffinity(0))
-    return sorted(took)[2] * max(1.0, n / cores)
-
-
-def simulate_run(run: PaperRun, n: int, step: float, args: Any,
-                 s: dict[str, Any]) -> None:  # fmt: skip
-    """The simulator's prediction for ``run``: the same job, a step of ``step`` s.
-
-    Its virtual time is bounded by ``SIM_SLACK`` times the real run's length
-    (the simulator trains for real, so it costs about what the run did).
-    """
-    from edgeps.sim.simulator import Simulator
-    from edgeps.sim.types import SimConfig
-
-    targets = s["targets"]
-    cfg = SimConfig(
-        policy=run.policy, scenario=s["scenario"], n_workers=n, seed=run.seed,
-        dataset=args.dataset, model=args.model, batch_size=args.batch,
-        lr=args.lr, optimizer=args.optimizer, eval_interval=s["eval_interval"],
-        target_accuracy=s["stop"],
-        max_time=sim_bound(run.end_s, args.max_time, SIM_SLACK),
-    )  # fmt: skip
-    sim = Simulator(cfg)
-    base = base_compute(step, args.batch)  # its iteration at --batch takes step s
-    for w in sim.workers.values():  # the bursts stay, the base time is measured
-        w.profile = dataclasses.replace(w.profile, compute_time=base)
-    res = sim.run()
-    run.simulated, run.sim_step_s = True, step
-    run.sim_times = {target_key(t): time_to(res.trace, t) for t in targets}
-    run.sim_final_accuracy = res.final_accuracy
-    run.sim_idle_fraction = res.idle_fraction
-    run.sim_max_staleness = res.max_staleness
-
-
 def measure(args: Any, s: dict[str, Any], progress: Any = None) -> dict[str, Any]:
     """Every run on one private mosquitto: per worker count, runs and rows.
 
@@ -342,7 +287,10 @@ def measure(args: Any, s: dict[str, Any], progress: Any = None) -> dict[str, Any
     from edgeps.transport.broker import start_mosquitto
 
     out: dict[str, Any] = {}
-    k = 0
+    k, started = 0, time.monotonic()
+    total = len(s["workers"]) * s["seeds"] * len(s["policies"])
+    real_s: list[float] = []  # wall s of each real run
+    sim_s: list[float] = []  # wall s of each simulation
     with tempfile.TemporaryDirectory(prefix="edgeps-paper-") as tmp, \
             start_mosquitto() as b:  # fmt: skip
         for n in s["workers"]:
@@ -353,15 +301,33 @@ def measure(args: Any, s: dict[str, Any], progress: Any = None) -> dict[str, Any
                 for policy in s["policies"]:
                     k += 1
                     run = PaperRun(policy, seed)
+                    t = time.monotonic()
                     run_once(b.url, f"paper{k}", n, run, args, s, Path(tmp))
+                    real_s.append(time.monotonic() - t)
+                    mean_run = sum(real_s) / len(real_s)
                     if not args.no_sim and step is None and run.step_s:
                         step, source = run.step_s, f"{policy} seed {seed}"
                     sim_now = seed < args.seed + args.sim_seeds and not run.failed
+                    est = sum(sim_s) / len(sim_s) if sim_s else SIM_SLACK * mean_run
+                    if (
+                        sim_now
+                        and not args.no_sim
+                        and not sim_fits(
+                            time.monotonic() - started,
+                            args.budget,
+                            total - k,
+                            mean_run,
+                            est,
+                        )
+                    ):
+                        run.sim_skipped, sim_now = True, False
                     if not args.no_sim and sim_now:
                         if step is None:  # no compute time measured: time one here
                             step, source = step_in_process(args, n), "in-process"
                         # the run's own step when it has one: the box's load moves
+                        t = time.monotonic()
                         simulate_run(run, n, run.step_s or step, args, s)
+                        sim_s.append(time.monotonic() - t)
                     runs.append(run)
                     if progress is not None:
                         progress(n, run)

@@ -145,3 +145,14 @@ def sim_ratio(sim: float | None, real: float | None) -> float | None:
     if sim is None or real is None or real <= 0:
         return None
     return sim / real
+
+
+def sim_fits(elapsed: float, budget: float, runs_left: int, run_s: float,
+             sim_s: float) -> bool:  # fmt: skip
+    """Whether one more simulation (about ``sim_s``) still leaves time for the
+    ``runs_left`` real runs (about ``run_s`` each) within ``budget`` seconds of
+    bench wall time; always with ``budget`` 0 (no limit). The real runs come
+    first: they are the table."""
+    if budget <= 0:
+        return True
+    return elapsed + sim_s + runs_left * run_s <= budget

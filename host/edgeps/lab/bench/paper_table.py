@@ -38,6 +38,7 @@ class PaperRun:
     sim_max_staleness: int | None = None
     simulated: bool = False  # the simulator ran beside this run
     sim_step_s: float | None = None  # the step (s) the simulator was given
+    sim_skipped: bool = False  # skipped to keep the bench within --budget
     end_s: float | None = None  # s from the first HELLO to serve's exit
     step_s: float | None = None  # undisturbed workers' median compute (metrics)
     curve: list[tuple[float, float]] = field(default_factory=list)  # (s, accuracy)
@@ -298,6 +299,9 @@ def header(args: Any, s: dict[str, Any], n: str, r: dict[str, Any]) -> str:
         f"bounded by {SIM_SLACK:g}x the real run's length; step {step}; sim/real: "
         f"its time to {min(s['targets']):g} over the real run's",
     ]
+    skipped = sum(x.sim_skipped for x in r["runs"])
+    if skipped:
+        lines.append(f"sim: {skipped} simulation(s) skipped to stay within --budget")
     missed = [t for t in s["targets"] if t > s["stop"]]
     if missed:
         lines.append(
