@@ -191,6 +191,7 @@ def run_once(url: str, job: str, n: int, run: PaperRun, args: Any,
     metrics = workdir / f"{job}.metrics.jsonl"
     serve_err = workdir / f"{job}.serve.err"
     targets = s["targets"]
+    grace = s["startup"] + 2.0 * n  # N processes start on the box's cores
     wid_d, bursts = disturbed_worker(n, run.seed, s["scenario"])
     run.disturbed = wid_d
     sniff = Sniffer(url, job)
@@ -217,13 +218,13 @@ def run_once(url: str, job: str, n: int, run: PaperRun, args: Any,
                 ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
             # the competitor's clock starts with the workers, as the scenario's
             handle = disturb.start(workers[wid_d].pid, schedule=bursts,
-                                   limit=args.max_time + s["startup"] + 30)  # fmt: skip
+                                   limit=args.max_time + grace + 30)  # fmt: skip
             try:
-                out, _ = serve.communicate(timeout=args.max_time + s["startup"])
+                out, _ = serve.communicate(timeout=args.max_time + grace)
             except subprocess.TimeoutExpired:
                 serve.kill()
                 out, _ = serve.communicate(timeout=10)
-                run.error = (f"serve did not end in --max-time + {s['startup']:g} s "
+                run.error = (f"serve did not end in --max-time + {grace:g} s "
                              "(killed)")  # fmt: skip
         if not run.error and serve.returncode != 0:
             run.error = f"serve exited {serve.returncode}"
