@@ -187,3 +187,8 @@ def test_the_header_counts_the_simulations_skipped_for_the_budget() -> None:
     run.sim_skipped = True
     text = header(args, settings(_args()), "3", {"runs": [run, PaperRun("dsp", 0)]})
     assert "1 simulation(s) skipped" in text and "step off" in text
+
+
+def test_the_default_rows_parse_with_the_tuned_dsp_whole() -> None:
+    s = settings(_args())
+    assert s["policies"] == list(POLICIES) and "dsp:w=4,grace=1" in s["policies"]

@@ -57,7 +57,7 @@ from edgeps.lab.bench.paper_table import (
     time_to,
 )  # fmt: skip
 
-POLICIES = ("bsp", "ssp:1", "ssp:2", "ssp:4", "ssp:8", "dsp", "dsp:w=2", "asp")
+POLICIES = ("bsp", "ssp:1", "ssp:2", "ssp:4", "ssp:8", "dsp", "dsp:w=4,grace=1", "asp")
 QUICK_POLICIES = ("bsp", "ssp:2", "dsp", "asp")
 TAIL_LINES = 8
 
