@@ -151,8 +151,10 @@ def _check(args: Any, s: dict[str, Any]) -> None:
         raise ValueError("need at least one policy, worker count and target")
     if min(s["workers"]) < 2 or s["seeds"] < 1 or args.max_time <= 0:
         raise ValueError("--workers must be >= 2, --seeds >= 1, --max-time > 0")
-    if not all(0 < t <= 1 for t in s["targets"]):
-        raise ValueError("--targets are accuracies in (0, 1]")
+    if not all(0 < t <= 1 for t in [*s["targets"], s["stop"]]):
+        raise ValueError("--targets and --stop-at are accuracies in (0, 1]")
+    if s["eval_interval"] <= 0 or args.sim_seeds < 0:
+        raise ValueError("--eval-interval must be > 0, --sim-seeds >= 0")
 
 
 def _edgeps(*args: str) -> list[str]:
