@@ -30,11 +30,24 @@ import time
 from pathlib import Path
 from typing import Any
 
+from edgeps.lab.bench.paper_plan import (
+    SIM_SLACK,
+    measured_step,
+    parse_disturb,
+    plan_for,
+    scenario_text,
+    schedule_bound,
+    sim_fits,
+    stop_target,
+)  # fmt: skip
+from edgeps.lab.bench.paper_sim import simulate_run, step_in_process
 from edgeps.lab.bench.paper_table import (
     PaperRun,
     accuracy_curve,
     build_rows,
     failure_lines,
+    goal_lines,
+    header,
     idle_fraction,
     ratios,
     read_metrics,
@@ -44,9 +57,8 @@ from edgeps.lab.bench.paper_table import (
     time_to,
 )  # fmt: skip
 
-POLICIES = ("bsp", "ssp:1", "ssp:2", "ssp:4", "ssp:8", "dsp", "dsp:w=2", "asp")
+POLICIES = ("bsp", "ssp:1", "ssp:2", "ssp:4", "ssp:8", "dsp", "dsp:w=4,grace=1", "asp")
 QUICK_POLICIES = ("bsp", "ssp:2", "dsp", "asp")
-SCENARIO = "disturbed"  # burst 2 s, period 6 s, share 0.8, one worker
 TAIL_LINES = 8
 
 
@@ -57,16 +69,46 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", default="3", help="comma-separated, e.g. 3,8,32")
     parser.add_argument("--seeds", type=int, default=3, help="runs per row (median)")
     parser.add_argument("--seed", type=int, default=0, help="first seed")
-    parser.add_argument("--targets", default="0.95,0.97", help="test accuracies")
+    parser.add_argument(
+        "--targets",
+        default=None,
+        help="test accuracies (default: the dataset's, "
+        "mnist 0.95,0.97, fashion-mnist 0.8,0.85)",
+    )
+    parser.add_argument(
+        "--stop-at",
+        type=float,
+        default=None,
+        help="a run stops at this accuracy (default: the highest "
+        "target central training reaches: mnist 0.95)",
+    )
+    parser.add_argument("--disturb", default="",
+                        help="the competitor: burst=S,period=S,share=F "
+                        "(default burst=2,period=6,share=0.8)")  # fmt: skip
     parser.add_argument("--optimizer", default="sgd", help="sgd, momentum, adam")
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument("--eval-interval", type=float, default=1.0, help="s")
-    parser.add_argument("--max-time", type=float, default=45.0, help="s per run")
+    parser.add_argument(
+        "--eval-interval",
+        type=float,
+        default=None,
+        help="s (default: mnist 1, fashion-mnist 3)",
+    )
+    parser.add_argument("--max-time", type=float, default=40.0, help="s per run")
     parser.add_argument("--quick", action="store_true",
                         help="3 workers, bsp/ssp:2/dsp/asp, 1 seed, "
                         "targets 0.8,0.85")  # fmt: skip
     parser.add_argument("--no-sim", action="store_true", help="skip the simulator")
+    parser.add_argument(
+        "--sim-seeds",
+        type=int,
+        default=1,
+        help="seeds the simulator runs per row (from the first)",
+    )
+    parser.add_argument("--budget", type=float, default=840.0,
+                        help="s of bench wall time: a simulation that would leave "
+                        "too little for the remaining real runs is skipped "
+                        "(0: no limit)")  # fmt: skip
     parser.add_argument("--plot", default=None, help="draw the runs: .png, .svg")
     parser.add_argument("--json", action="store_true", help="print JSON instead")
 
@@ -76,16 +118,27 @@ def _split(text: str) -> list[str]:
 
 
 def settings(args: Any) -> dict[str, Any]:
-    """The run's settings, ``--quick`` applied."""
-    s = {
-        "policies": _split(args.policies),
+    """The run's settings, ``--quick`` and the dataset's plan applied."""
+    from edgeps.sim.compare import split_policies
+
+    plan = plan_for(getattr(args, "dataset", "mnist"))
+    targets = getattr(args, "targets", None)
+    s: dict[str, Any] = {
+        "policies": split_policies(args.policies),
         "workers": [int(n) for n in _split(args.workers)],
         "seeds": args.seeds,
-        "targets": sorted(float(t) for t in _split(args.targets)),
+        "targets": sorted(float(t) for t in _split(targets))
+        if targets
+        else list(plan.targets),
+        "disturb": parse_disturb(getattr(args, "disturb", "")),
+        "eval_interval": getattr(args, "eval_interval", None) or plan.eval_interval,
     }
     if args.quick:
         s.update(policies=list(QUICK_POLICIES), workers=[3], seeds=1,
                  targets=[0.8, 0.85])  # fmt: skip
+    s["startup"] = plan.startup
+    s["stop"] = stop_target(s["targets"], getattr(args, "stop_at", None), plan.stop)
+    s["scenario"] = scenario_text(s["disturb"])
     return s
 
 
@@ -98,8 +151,10 @@ def _check(args: Any, s: dict[str, Any]) -> None:
         raise ValueError("need at least one policy, worker count and target")
     if min(s["workers"]) < 2 or s["seeds"] < 1 or args.max_time <= 0:
         raise ValueError("--workers must be >= 2, --seeds >= 1, --max-time > 0")
-    if not all(0 < t <= 1 for t in s["targets"]):
-        raise ValueError("--targets are accuracies in (0, 1]")
+    if not all(0 < t <= 1 for t in [*s["targets"], s["stop"]]):
+        raise ValueError("--targets and --stop-at are accuracies in (0, 1]")
+    if s["eval_interval"] <= 0 or args.sim_seeds < 0:
+        raise ValueError("--eval-interval must be > 0, --sim-seeds >= 0")
 
 
 def _edgeps(*args: str) -> list[str]:
@@ -119,17 +174,17 @@ def _kill(proc: subprocess.Popen[bytes] | None) -> None:
         proc.wait(10)
 
 
-def disturbed_worker(n: int, seed: int) -> tuple[str, Any]:
+def disturbed_worker(n: int, seed: int, scenario: str = "disturbed") -> tuple[str, Any]:
     """The worker id the ``disturbed`` scenario picks for the seed, and its bursts."""
     from edgeps.workloads.scenarios import make_scenario
 
-    sc = make_scenario(SCENARIO, n, seed)
+    sc = make_scenario(scenario, n, seed)
     wid, prof = next((w, p) for w, p in sc.profiles.items() if p.bursts)
     return wid, prof.bursts
 
 
 def run_once(url: str, job: str, n: int, run: PaperRun, args: Any,
-             targets: list[float], workdir: Path) -> PaperRun:  # fmt: skip
+             s: dict[str, Any], workdir: Path) -> PaperRun:  # fmt: skip
     """One serve, ``n`` workers and the competitor; fills ``run`` in."""
     from edgeps.lab import disturb
     from edgeps.lab.bench.compression import Sniffer
@@ -137,7 +192,9 @@ def run_once(url: str, job: str, n: int, run: PaperRun, args: Any,
 
     metrics = workdir / f"{job}.metrics.jsonl"
     serve_err = workdir / f"{job}.serve.err"
-    wid_d, bursts = disturbed_worker(n, run.seed)
+    targets = s["targets"]
+    grace = s["startup"] + 2.0 * n  # N processes start on the box's cores
+    wid_d, bursts = disturbed_worker(n, run.seed, s["scenario"])
     run.disturbed = wid_d
     sniff = Sniffer(url, job)
     clock = time.time() - time.monotonic()  # monotonic -> epoch
@@ -151,8 +208,8 @@ def run_once(url: str, job: str, n: int, run: PaperRun, args: Any,
                 "--dataset", args.dataset, "--model", args.model,
                 "--seed", str(run.seed), "--lr", str(args.lr),
                 "--optimizer", args.optimizer,
-                "--eval-interval", str(args.eval_interval), "--metrics-interval", "0.5",
-                "--metrics-out", str(metrics), "--target-accuracy", str(max(targets)),
+                "--eval-interval", str(s["eval_interval"]), "--metrics-interval", "0.5",
+                "--metrics-out", str(metrics), "--target-accuracy", str(s["stop"]),
                 "--max-time", str(args.max_time), "--json", "--quiet",
             ), stdout=subprocess.PIPE, stderr=se)  # fmt: skip
             for i, wid in enumerate(worker_ids(n)):
@@ -163,13 +220,14 @@ def run_once(url: str, job: str, n: int, run: PaperRun, args: Any,
                 ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
             # the competitor's clock starts with the workers, as the scenario's
             handle = disturb.start(workers[wid_d].pid, schedule=bursts,
-                                   limit=args.max_time + 90)  # fmt: skip
+                                   limit=args.max_time + grace + 30)  # fmt: skip
             try:
-                out, _ = serve.communicate(timeout=args.max_time + 60)
+                out, _ = serve.communicate(timeout=args.max_time + grace)
             except subprocess.TimeoutExpired:
                 serve.kill()
                 out, _ = serve.communicate(timeout=10)
-                run.error = "serve did not end in --max-time + 60 s (killed)"
+                run.error = (f"serve did not end in --max-time + {grace:g} s "
+                             "(killed)")  # fmt: skip
         if not run.error and serve.returncode != 0:
             run.error = f"serve exited {serve.returncode}"
         if not run.error:
@@ -217,81 +275,66 @@ def _fill(run: PaperRun, summary: dict[str, Any], sniff: Any, metrics: Path,
     run.times = {target_key(t): time_to(run.curve, t) for t in targets}
     run.idle_fraction = idle_fraction(snaps)
     run.staleness = staleness_series(snaps, run.disturbed, start)
-
-
-def calibrated_step(args: Any, n: int) -> float:
-    """Seconds of one real step of the model at ``--batch``, for the simulator.
-
-    The median of 5 ``NativeTrainer.step`` calls (after one warm-up) in this
-    process on random data, times N / cores when N workers share fewer cores
-    (each then gets about cores / N of a CPU).
-    """
-    import numpy as np
-
-    from edgeps.kernels import ModelSpec
-    from edgeps.pyworker.localdata import LocalData
-    from edgeps.pyworker.trainer import NativeTrainer
-    from edgeps.runtime.model_forms import complete_model
-
-    spec = ModelSpec.parse(complete_model(args.model, 784, 10, (1, 28, 28)))
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((256, spec.n_features)).astype(np.float32)
-    y = rng.integers(0, 10, len(X)).astype(np.int32)
-    tr = NativeTrainer(spec, LocalData(X, y, "bench"), args.batch, 0)
-    tr.step()
-    took = []
-    for _ in range(5):
-        t = time.perf_counter()
-        tr.step()
-        took.append(time.perf_counter() - t)
-    cores = len(os.sched_getaffinity(0))
-    return sorted(took)[2] * max(1.0, n / cores)
-
-
-def simulate_run(run: PaperRun, n: int, step: float, args: Any,
-                 targets: list[float]) -> None:  # fmt: skip
-    """The simulator's prediction for ``run``: the same job, compute ``step`` s."""
-    from edgeps.sim.simulator import Simulator
-    from edgeps.sim.types import SimConfig
-
-    cfg = SimConfig(
-        policy=run.policy, scenario=SCENARIO, n_workers=n, seed=run.seed,
-        dataset=args.dataset, model=args.model, batch_size=args.batch,
-        lr=args.lr, optimizer=args.optimizer, eval_interval=args.eval_interval,
-        target_accuracy=max(targets), max_time=args.max_time,
-    )  # fmt: skip
-    sim = Simulator(cfg)
-    for w in sim.workers.values():  # the bursts stay, the base time is measured
-        w.profile = dataclasses.replace(w.profile, compute_time=step)
-    res = sim.run()
-    run.sim_times = {target_key(t): time_to(res.trace, t) for t in targets}
-    run.sim_final_accuracy = res.final_accuracy
-    run.sim_idle_fraction = res.idle_fraction
-    run.sim_max_staleness = res.max_staleness
+    run.end_s = time.time() - start
+    run.step_s = measured_step(snaps, run.disturbed)
 
 
 def measure(args: Any, s: dict[str, Any], progress: Any = None) -> dict[str, Any]:
-    """Every run on one private mosquitto: per worker count, runs and rows."""
+    """Every run on one private mosquitto: per worker count, runs and rows.
+
+    The simulator runs beside the first ``--sim-seeds`` seeds of each row,
+    its step the one its real run measured (the undisturbed workers' median
+    compute time); else the first measured at that worker count; else one
+    timed in this process.
+    """
     from edgeps.transport.broker import start_mosquitto
 
     out: dict[str, Any] = {}
-    k = 0
+    k, started = 0, time.monotonic()
+    total = len(s["workers"]) * s["seeds"] * len(s["policies"])
+    real_s: list[float] = []  # wall s of each real run
+    sim_s: list[float] = []  # wall s of each simulation
     with tempfile.TemporaryDirectory(prefix="edgeps-paper-") as tmp, \
             start_mosquitto() as b:  # fmt: skip
         for n in s["workers"]:
-            step = None if args.no_sim else calibrated_step(args, n)
+            step: float | None = None
+            source = "off" if args.no_sim else ""
             runs = []
             for seed in range(args.seed, args.seed + s["seeds"]):
                 for policy in s["policies"]:
                     k += 1
                     run = PaperRun(policy, seed)
-                    run_once(b.url, f"paper{k}", n, run, args, s["targets"], Path(tmp))
-                    if step is not None and not run.failed:
-                        simulate_run(run, n, step, args, s["targets"])
+                    t = time.monotonic()
+                    run_once(b.url, f"paper{k}", n, run, args, s, Path(tmp))
+                    real_s.append(time.monotonic() - t)
+                    mean_run = sum(real_s) / len(real_s)
+                    if not args.no_sim and step is None and run.step_s:
+                        step, source = run.step_s, f"{policy} seed {seed}"
+                    sim_now = seed < args.seed + args.sim_seeds and not run.failed
+                    est = sum(sim_s) / len(sim_s) if sim_s else SIM_SLACK * mean_run
+                    if (
+                        sim_now
+                        and not args.no_sim
+                        and not sim_fits(
+                            time.monotonic() - started,
+                            args.budget,
+                            total - k,
+                            mean_run,
+                            est,
+                        )
+                    ):
+                        run.sim_skipped, sim_now = True, False
+                    if not args.no_sim and sim_now:
+                        if step is None:  # no compute time measured: time one here
+                            step, source = step_in_process(args, n), "in-process"
+                        # the run's own step when it has one: the box's load moves
+                        t = time.monotonic()
+                        simulate_run(run, n, run.step_s or step, args, s)
+                        sim_s.append(time.monotonic() - t)
                     runs.append(run)
                     if progress is not None:
                         progress(n, run)
-            out[str(n)] = {"step_s": step, "runs": runs,
+            out[str(n)] = {"step_s": step, "step_from": source, "runs": runs,
                            "rows": build_rows(runs, s["policies"],
                                               s["targets"])}  # fmt: skip
     return out
@@ -301,13 +344,17 @@ def _note(n: int, run: PaperRun) -> None:
     what = (f"FAILED: {run.error}" if run.failed else
             ", ".join(f"t{k} {'-' if v is None else f'{v:.1f}'}"
                       for k, v in run.times.items()))  # fmt: skip
+    if run.simulated:
+        what += " | sim " + ", ".join(
+            f"t{k} {'-' if v is None else f'{v:.1f}'}" for k, v in run.sim_times.items()
+        )
     print(f"  N={n} seed {run.seed} {run.policy}: {what}", file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
-    s = settings(args)
     started = time.monotonic()
     try:
+        s = settings(args)
         _check(args, s)
         results = measure(args, s, progress=_note)
     except (ValueError, OSError, RuntimeError) as exc:
@@ -324,9 +371,10 @@ def run(args: argparse.Namespace) -> int:
     lo = min(s["targets"])
     if args.json:
         config = {k: v for k, v in vars(args).items() if not k.startswith("_")}
-        config.update(s, scenario=SCENARIO)
+        config.update(s, schedule_bound=schedule_bound(s["disturb"]))
         body = {
-            n: {"step_s": r["step_s"], "rows": [x.to_dict() for x in r["rows"]],
+            n: {"step_s": r["step_s"], "step_from": r["step_from"],
+                "rows": [x.to_dict() for x in r["rows"]],
                 "goals": ratios(r["rows"], lo),
                 "runs": [dataclasses.asdict(x) for x in r["runs"]]}
             for n, r in results.items()
@@ -336,17 +384,9 @@ def run(args: argparse.Namespace) -> int:
                          default=lambda x: None))  # fmt: skip
         return 0
     for n, r in results.items():
-        step = "off" if r["step_s"] is None else f"{r['step_s'] * 1e3:.0f} ms/step"
-        print(f"\n{args.model} on {args.dataset}, {n} CPython workers on a real "
-              f"mosquitto, one disturbed (burst 2 s every 6 s, share 0.8); wall s "
-              f"from the first HELLO, medians of {s['seeds']} seed(s) (max "
-              f"{args.max_time:g} s); sim: the simulator, {step}")  # fmt: skip
+        print("\n" + header(args, s, n, r))
         print(table(r["rows"], s["targets"]))
-        g = ratios(r["rows"], lo)
-        bd, sd, pts = (("-" if v is None else f"{v:.2f}") for v in g.values())
-        print(f"at {lo:g}: BSP/DSP {bd}, best SSP/DSP {sd}, "
-              f"DSP - BSP final accuracy {pts} points")  # fmt: skip
-        for line in failure_lines(r["runs"]):
+        for line in goal_lines(r, s) + failure_lines(r["runs"]):
             print(line)
     print(f"\n{sum(len(r['runs']) for r in results.values())} runs in {wall:.0f} s "
           f"wall, load {os.getloadavg()[0]:.1f}")  # fmt: skip

@@ -12,6 +12,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from edgeps.lab.bench.paper_plan import SIM_SLACK, describe, schedule_bound, sim_ratio
 from edgeps.observe.table import table as text_table
 
 
@@ -35,6 +36,11 @@ class PaperRun:
     sim_final_accuracy: float | None = None
     sim_idle_fraction: float | None = None
     sim_max_staleness: int | None = None
+    simulated: bool = False  # the simulator ran beside this run
+    sim_step_s: float | None = None  # the step (s) the simulator was given
+    sim_skipped: bool = False  # skipped to keep the bench within --budget
+    end_s: float | None = None  # s from the first HELLO to serve's exit
+    step_s: float | None = None  # undisturbed workers' median compute (metrics)
     curve: list[tuple[float, float]] = field(default_factory=list)  # (s, accuracy)
     staleness: list[tuple[float, int]] = field(default_factory=list)  # its lag
 
@@ -151,6 +157,7 @@ class PaperRow:
     disturbed_share: float | None  # disturbed worker's pushes / mean of the others
     sim_times: dict[str, float | None]
     sim_final_accuracy: float | None
+    sim_ratio: float | None = None  # sim / real time to the lowest target, one run
 
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
@@ -183,6 +190,9 @@ def build_rows(
             vals = [v for v in (get(r) for r in among) if v is not None]
             return statistics.median(vals) if vals else None
 
+        simmed = [r for r in good if r.simulated]
+        lo = keys[0] if keys else ""
+
         rows.append(
             PaperRow(
                 policy=p,
@@ -194,8 +204,14 @@ def build_rows(
                 max_staleness=med_known(lambda r: r.max_staleness),
                 bytes_per_worker=med_known(lambda r: r.bytes_per_worker),
                 disturbed_share=med_known(push_share),
-                sim_times={k: med(lambda r, k=k: r.sim_times.get(k)) for k in keys},
-                sim_final_accuracy=med_known(lambda r: r.sim_final_accuracy),
+                sim_times={
+                    k: med(lambda r, k=k: r.sim_times.get(k), simmed) for k in keys
+                },  # fmt: skip
+                sim_final_accuracy=med_known(lambda r: r.sim_final_accuracy, simmed),
+                sim_ratio=med_known(
+                    lambda r, lo=lo: sim_ratio(r.sim_times.get(lo), r.times.get(lo)),
+                    simmed,
+                ),
             )
         )
     return rows
@@ -215,7 +231,7 @@ def table(rows: list[PaperRow], targets: list[float]) -> str:
     header = ["policy"]
     for k in keys:
         header += [f"t{k} s", "sim s"]
-    header += ["final acc", "sim acc", "idle", "max stale", "kB/worker",
+    header += ["sim/real", "final acc", "sim acc", "idle", "max stale", "kB/worker",
                "dist. pushes", "runs"]  # fmt: skip
     cells = []
     for r in rows:
@@ -224,6 +240,7 @@ def table(rows: list[PaperRow], targets: list[float]) -> str:
             line += [_t(r.times.get(k)), _t(r.sim_times.get(k))]
         kb = None if r.bytes_per_worker is None else r.bytes_per_worker / 1e3
         line += [
+            _f(r.sim_ratio, ".2f"),
             _f(r.final_accuracy, ".3f"),
             _f(r.sim_final_accuracy, ".3f"),
             _f(r.idle_fraction, ".2f"),
@@ -265,3 +282,47 @@ def failure_lines(runs: list[PaperRun]) -> list[str]:
             lines.append(f"{r.policy} seed {r.seed}: FAILED: {r.error}")
             lines += [f"    {x}" for x in r.stderr_tail.splitlines()]
     return lines
+
+
+def header(args: Any, s: dict[str, Any], n: str, r: dict[str, Any]) -> str:
+    """What the table is: job, disturbance, how a run stops, the simulator."""
+    steps = [x.sim_step_s * 1e3 for x in r["runs"] if x.sim_step_s]
+    step = ("off" if not steps else
+            f"{min(steps):.0f}-{max(steps):.0f} ms, each real run's undisturbed "
+            "workers' median compute time")  # fmt: skip
+    lines = [
+        f"{args.model} on {args.dataset}, {n} CPython workers on a real mosquitto, "
+        f"one disturbed ({describe(s['disturb'])}); {args.optimizer} lr {args.lr:g}, "
+        f"batch {args.batch}; wall s from the first HELLO, medians of {s['seeds']} "
+        f"seed(s); a run stops at {s['stop']:g} or {args.max_time:g} s",
+        f"sim: the simulator beside the first {args.sim_seeds} seed(s) of a row, "
+        f"bounded by {SIM_SLACK:g}x the real run's length; step {step}; sim/real: "
+        f"its time to {min(s['targets']):g} over the real run's",
+    ]
+    skipped = sum(x.sim_skipped for x in r["runs"])
+    if skipped:
+        lines.append(f"sim: {skipped} simulation(s) skipped to stay within --budget")
+    missed = [t for t in s["targets"] if t > s["stop"]]
+    if missed:
+        lines.append(
+            f"t{'/'.join(f'{t:g}' for t in missed)}: empty by design: above where a "
+            f"run stops ({s['stop']:g}, the most central training of the model "
+            "reaches on this data; host/BENCHMARKS.md)"
+        )
+    return "\n".join(lines)
+
+
+def goal_lines(r: dict[str, Any], s: dict[str, Any]) -> list[str]:
+    """DSP's goals at the lowest target, and what the schedule alone allows."""
+    lo = min(s["targets"])
+    g = ratios(r["rows"], lo)
+    bd, sd, pts = (("-" if v is None else f"{v:.2f}") for v in g.values())
+    bound = schedule_bound(s["disturb"])
+    return [
+        f"at {lo:g}: BSP/DSP {bd}, best SSP/DSP {sd}, "
+        f"DSP - BSP final accuracy {pts} points",
+        f"the schedule alone allows BSP/DSP <= {bound:.2f} (BSP at the disturbed "
+        f"worker's average pace, 1 / (1 - share x burst / period), DSP at best at "
+        f"the others'): the 2x goal is {'' if bound >= 2 else 'not '}reachable "
+        "at this disturbance",
+    ]
