@@ -12,6 +12,7 @@ from edgeps.lab.bench.paper_table import (
     PaperRun,
     accuracy_curve,
     build_rows,
+    cpu_lines,
     failure_lines,
     idle_fraction,
     push_share,
@@ -156,3 +157,24 @@ def test_quick_on_a_real_broker_has_its_rows_and_the_disturbed_worker_lags(
     (asp,) = [r for r in runs if r["policy"] == "asp"]
     others = [n for w, n in asp["pushes"].items() if w != asp["disturbed"]]
     print("ASP pushes, disturbed", asp["pushes"][asp["disturbed"]], "others", others)
+    # the competitor itself: in real-time mode a burst leaves the worker at
+    # most 1 - share of its core whatever else runs on the box
+    for r in runs:
+        print(r["policy"], r["competitor"], "CPU in/out", r["cpu_in"], r["cpu_out"])
+        if r["competitor"] == "realtime":
+            assert r["cpu_in"] < (1 - 0.8) + 0.1
+
+
+def test_cpu_lines_give_the_medians_and_the_bound() -> None:
+    # Arrange: two runs measured, one from before the sampler (none)
+    a = PaperRun("bsp", 0, competitor="realtime", cpu_in=0.1, cpu_out=0.6)
+    b = PaperRun("asp", 0, competitor="realtime", cpu_in=0.3, cpu_out=0.8)
+    c = PaperRun("dsp", 0)
+
+    # Act
+    (line,) = cpu_lines([a, b, c], 0.8)
+
+    # Assert
+    assert "median of 2 runs" in line and "0.20 in bursts, 0.70 between" in line
+    assert "<= 0.20 (realtime competitor)" in line
+    assert cpu_lines([c], 0.8) == []

@@ -81,6 +81,31 @@ def cpu_seconds(pid: int) -> float:
     return total / 1e9
 
 
+class CpuSampler:
+    """Samples ``cpu_seconds(pid)`` every ``every`` s in a thread, as (time
+    from ``origin``, CPU s), until ``stop()``; a process gone ends it."""
+
+    def __init__(self, pid: int, origin: float, every: float = 0.1) -> None:
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(pid, origin, every), daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, pid: int, origin: float, every: float) -> None:
+        while not self._stop.wait(every):
+            try:
+                self.samples.append((time.monotonic() - origin, cpu_seconds(pid)))
+            except (OSError, ValueError):
+                return
+
+    def stop(self) -> list[tuple[float, float]]:
+        self._stop.set()
+        self._thread.join(5.0)
+        return self.samples
+
+
 def split_steps(
     times: list[float], schedule: Bursts, edge: float = EDGE
 ) -> tuple[list[float], list[float]]:

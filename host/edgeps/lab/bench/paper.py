@@ -45,6 +45,7 @@ from edgeps.lab.bench.paper_table import (
     PaperRun,
     accuracy_curve,
     build_rows,
+    cpu_lines,
     failure_lines,
     goal_lines,
     header,
@@ -188,6 +189,7 @@ def run_once(url: str, job: str, n: int, run: PaperRun, args: Any,
     """One serve, ``n`` workers and the competitor; fills ``run`` in."""
     from edgeps.lab import disturb
     from edgeps.lab.bench.compression import Sniffer
+    from edgeps.lab.bench.disturb_worker import CpuSampler, split_cpu
     from edgeps.workloads.scenarios import worker_ids
 
     metrics = workdir / f"{job}.metrics.jsonl"
@@ -221,6 +223,8 @@ def run_once(url: str, job: str, n: int, run: PaperRun, args: Any,
             # the competitor's clock starts with the workers, as the scenario's
             handle = disturb.start(workers[wid_d].pid, schedule=bursts,
                                    limit=args.max_time + grace + 30)  # fmt: skip
+            run.competitor = handle.mode
+            cpu = CpuSampler(workers[wid_d].pid, handle.origin)
             try:
                 out, _ = serve.communicate(timeout=args.max_time + grace)
             except subprocess.TimeoutExpired:
@@ -228,6 +232,7 @@ def run_once(url: str, job: str, n: int, run: PaperRun, args: Any,
                 out, _ = serve.communicate(timeout=10)
                 run.error = (f"serve did not end in --max-time + {grace:g} s "
                              "(killed)")  # fmt: skip
+            run.cpu_in, run.cpu_out = split_cpu(cpu.stop(), bursts)
         if not run.error and serve.returncode != 0:
             run.error = f"serve exited {serve.returncode}"
         if not run.error:
@@ -386,7 +391,8 @@ def run(args: argparse.Namespace) -> int:
     for n, r in results.items():
         print("\n" + header(args, s, n, r))
         print(table(r["rows"], s["targets"]))
-        for line in goal_lines(r, s) + failure_lines(r["runs"]):
+        cpu = cpu_lines(r["runs"], s["disturb"]["share"])
+        for line in goal_lines(r, s) + cpu + failure_lines(r["runs"]):
             print(line)
     print(f"\n{sum(len(r['runs']) for r in results.values())} runs in {wall:.0f} s "
           f"wall, load {os.getloadavg()[0]:.1f}")  # fmt: skip

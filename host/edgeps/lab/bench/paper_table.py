@@ -43,6 +43,9 @@ class PaperRun:
     step_s: float | None = None  # undisturbed workers' median compute (metrics)
     curve: list[tuple[float, float]] = field(default_factory=list)  # (s, accuracy)
     staleness: list[tuple[float, int]] = field(default_factory=list)  # its lag
+    competitor: str = ""  # the competitor's mode (realtime or fair)
+    cpu_in: float | None = None  # the disturbed worker's CPU s/s in bursts
+    cpu_out: float | None = None  # and between them
 
     @property
     def failed(self) -> bool:
@@ -325,4 +328,20 @@ def goal_lines(r: dict[str, Any], s: dict[str, Any]) -> list[str]:
         f"worker's average pace, 1 / (1 - share x burst / period), DSP at best at "
         f"the others'): the 2x goal is {'' if bound >= 2 else 'not '}reachable "
         "at this disturbance",
+    ]
+
+
+def cpu_lines(runs: list[PaperRun], share: float) -> list[str]:
+    """What the competitor left the disturbed worker: its CPU in bursts and
+    between (medians over runs), against the 1 - share a burst leaves it."""
+    got = [(r.cpu_in, r.cpu_out) for r in runs if r.cpu_in is not None]
+    if not got:
+        return []
+    cin = statistics.median(a for a, _ in got)
+    cout = statistics.median(b for _, b in got if b is not None)
+    mode = ",".join(sorted({r.competitor for r in runs if r.competitor}))
+    return [
+        f"the disturbed worker's CPU (s per s, median of {len(got)} runs): "
+        f"{cin:.2f} in bursts, {cout:.2f} between; a burst leaves it "
+        f"<= {1 - share:.2f} ({mode} competitor)"
     ]
