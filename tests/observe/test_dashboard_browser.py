@@ -217,7 +217,9 @@ def test_the_page_shows_the_demo_boards_as_the_api_does(
         assert 0 < int(page.body["data-version"]) <= api["version"]
         assert page.ids["status"].startswith("8 workers")
     finally:
-        demo.send_signal(signal.SIGINT)
+        # SIGTERM, which the demo turns into Ctrl-C: a test run started in the
+        # background of a script inherits SIGINT ignored, and so would the demo
+        demo.send_signal(signal.SIGTERM)
         try:
             out, err = demo.communicate(timeout=60)
         except subprocess.TimeoutExpired:
