@@ -178,25 +178,20 @@ def config(
     the tabular ones). A conv dataset brings its job (``conv.JOBS``)."""
     policy, local_steps = split_row(policy)
     job = conv.JOBS.get(cell.dataset)
+    fields: dict[str, Any]
     if job is not None:
+        partition = job.partition
         fields = job.fields(cell.workers)
         if max_time is not None:
             fields["max_time"] = max_time
-        return SimConfig(
-            policy=policy,
-            scenario=cell.scenario,
-            n_workers=cell.workers,
-            seed=seed,
-            dataset=cell.dataset,
-            partition=job.partition,
-            balance=cell.balance,
-            balance_eager=balance_eager,
-            local_steps=local_steps,
-            **fields,
-        )
-    partition, target = DATASETS[cell.dataset]
-    if cell.workers > LARGE:
-        partition = LARGE_PARTITION.get(partition, partition)
+    else:
+        partition, target = DATASETS[cell.dataset]
+        if cell.workers > LARGE:
+            partition = LARGE_PARTITION.get(partition, partition)
+        fields = {
+            "target_accuracy": target,
+            "max_time": MAX_TIME if max_time is None else max_time,
+        }
     return SimConfig(
         policy=policy,
         scenario=cell.scenario,
@@ -206,9 +201,8 @@ def config(
         partition=partition,
         balance=cell.balance,
         balance_eager=balance_eager,  # None: the mode by policy
-        target_accuracy=target,
-        max_time=MAX_TIME if max_time is None else max_time,
         local_steps=local_steps,
+        **fields,
     )
 
 
