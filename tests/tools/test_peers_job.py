@@ -8,8 +8,6 @@ Flower needed.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from types import ModuleType
 
 import numpy as np
@@ -23,28 +21,17 @@ from edgeps.pyworker.localdata import load_emulated
 from edgeps.workloads import datasets
 from edgeps.workloads.scenarios import make_scenario
 
-from tests.conftest import REPO
-
-PEERS = REPO / "tools" / "peers"
-
-
-def _load(name: str, path: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, PEERS / path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+from tests.helpers.peers import load_peer
 
 
 @pytest.fixture(scope="module")
 def export_job() -> ModuleType:
-    return _load("peers_export_job", "export_job.py")
+    return load_peer("peers_export_job", "export_job.py")
 
 
 @pytest.fixture(scope="module")
 def fnp() -> ModuleType:
-    return _load("peers_flower_numpy", "flower/flower_numpy.py")
+    return load_peer("peers_flower_numpy", "flower/flower_numpy.py")
 
 
 @pytest.fixture(scope="module")

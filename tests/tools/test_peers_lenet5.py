@@ -9,7 +9,6 @@ Flower server and clients from Flower's own venv and is skipped without it.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -26,35 +25,25 @@ from edgeps.runtime.test_data import builtin_test_data, job_spec
 from edgeps.transport.broker import free_port
 from edgeps.workloads.scenarios import make_scenario
 
-from tests.conftest import REPO
+from tests.helpers.peers import PEERS, load_peer
 
-PEERS = REPO / "tools" / "peers"
 FLOWER_PYTHON = PEERS / "flower" / ".venv" / "bin" / "python"
-
-
-def _load(name: str, path: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, PEERS / path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
 def export_job() -> ModuleType:
-    return _load("peers_export_job", "export_job.py")
+    return load_peer("peers_export_job", "export_job.py")
 
 
 @pytest.fixture(scope="module")
 def compare() -> ModuleType:
-    return _load("peers_compare", "compare.py")
+    return load_peer("peers_compare", "compare.py")
 
 
 @pytest.fixture(scope="module")
 def run_flower() -> ModuleType:
     sys.path.insert(0, str(PEERS / "flower"))
-    return _load("peers_run_flower", "flower/run_flower.py")
+    return load_peer("peers_run_flower", "flower/run_flower.py")
 
 
 @pytest.fixture(scope="module")

@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from types import ModuleType
 
 import pytest
 
-from tests.conftest import REPO
+from tests.helpers.peers import load_peer
 
 
 @pytest.fixture(scope="module")
 def pt() -> ModuleType:
-    path = REPO / "tools" / "peers" / "peer_table.py"
-    spec = importlib.util.spec_from_file_location("peers_peer_table", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["peers_peer_table"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_peer("peers_peer_table", "peer_table.py")
 
 
 def _runs(pt: ModuleType, side: str, row: str, times: list[float | None]) -> list:
