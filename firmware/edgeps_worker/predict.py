@@ -31,8 +31,12 @@ HEADER_LEN = 16
 FLAG_SCALER = 1
 
 
-def _floats(f, n):
-    """n float32 read from file f into a new array('f'), with no copy in between."""
+def _floats(f, n, left):
+    """n float32 read from file f into a new array('f'), with no copy in between;
+    ``left`` is the bytes the file has from here (a damaged count that asks for
+    more is refused before anything is allocated)."""
+    if 4 * n > left:
+        raise ValueError("it ends early")
     a = array("f", range(n))  # sized from the range: no n-byte temporary
     if f.readinto(memoryview(a)) != 4 * n:
         raise ValueError("it ends early")
@@ -95,6 +99,8 @@ def _load(path):
     """(spec, names, params, mean, scale, n_features) of a model file, its
     checksum (version 2) checked along the way."""
     with open(path, "rb") as f:
+        size = f.seek(0, 2)
+        f.seek(0)
         head, crc = _read(f, HEADER_LEN, 0)
         magic, version, flags, n_spec, n_params, nf, n_names = struct.unpack(
             HEADER, head
@@ -109,12 +115,12 @@ def _load(path):
             names.append(name.decode())
         # the largest block first, while the heap is least fragmented
         gc.collect()
-        params = _floats(f, n_params)
+        params = _floats(f, n_params, size - f.tell())
         crc = crc32(params, crc)
         mean = scale = None
         if flags & FLAG_SCALER:
-            mean = _floats(f, nf)
-            scale = _floats(f, nf)
+            mean = _floats(f, nf, size - f.tell())
+            scale = _floats(f, nf, size - f.tell())
             crc = crc32(scale, crc32(mean, crc))
         tail = f.read(5)
     if version == 2 and (

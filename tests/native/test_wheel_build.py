@@ -61,23 +61,22 @@ def build_wheel(project: Path, out: Path, march: str | None = None) -> Wheel:
     return Wheel(found.group(1).decode(), metadata)
 
 
-def test_stale_build_dir_never_keeps_old_flags(tmp_path: Path) -> None:
-    # Prepare: a first build with -march=native leaves its objects in build/
-    project = copy_project(tmp_path / "src")
-    first = build_wheel(project, tmp_path / "w1", march="native")
-    if not (project / "build").is_dir():
-        pytest.fail("the wheel was not built in place: no build/ to go stale")
-    # Execute: the default build, in the same tree
-    second = build_wheel(project, tmp_path / "w2")
-    # Assert
-    assert "-march=native" in first.flags.split()
-    assert second.flags.startswith("-O3 -std=c99")
-    assert "-march" not in second.flags
-    assert "License-Expression: MIT" in second.metadata.splitlines()
+@dataclass
+class Builds:
+    """Two wheels built in turn in one tree unpacked from the project's sdist."""
+
+    unpacked: Path  # the sdist's tree
+    native: Wheel  # first, with -march=native
+    default: Wheel  # then the default build, in the same tree
 
 
-def test_sdist_holds_everything_a_wheel_needs(tmp_path: Path) -> None:
-    # Prepare: an sdist made by setuptools' backend from a clean copy
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory: pytest.TempPathFactory) -> Builds:
+    """An sdist made by setuptools' backend from a clean copy, unpacked; a wheel
+    built in it with -march=native (leaving its objects in build/), then the
+    default wheel in the same tree (one setup for both tests: each build
+    compiles the extension)."""
+    tmp_path = tmp_path_factory.mktemp("wheel")
     project = copy_project(tmp_path / "src")
     res = subprocess.run(
         [sys.executable, "-c"]
@@ -94,8 +93,26 @@ def test_sdist_holds_everything_a_wheel_needs(tmp_path: Path) -> None:
     with tarfile.open(tmp_path / "dist" / name) as tf:
         tf.extractall(tmp_path / "unpacked", **safe)
     (unpacked,) = (tmp_path / "unpacked").iterdir()
-    # Execute: a wheel from the unpacked sdist alone
-    wheel = build_wheel(unpacked, tmp_path / "w")
+    native = build_wheel(unpacked, tmp_path / "w1", march="native")
+    if not (unpacked / "build").is_dir():
+        pytest.fail("the wheel was not built in place: no build/ to go stale")
+    default = build_wheel(unpacked, tmp_path / "w2")
+    return Builds(unpacked, native, default)
+
+
+def test_stale_build_dir_never_keeps_old_flags(builds: Builds) -> None:
+    # Prepare, Execute: a -march=native build left its objects in build/, then
+    # the default build ran in the same tree (the fixture)
     # Assert
-    assert wheel.flags.startswith("-O3 -std=c99")
-    assert (unpacked / "native" / "eps_build.py").is_file()
+    assert "-march=native" in builds.native.flags.split()
+    assert builds.default.flags.startswith("-O3 -std=c99")
+    assert "-march" not in builds.default.flags
+    assert "License-Expression: MIT" in builds.default.metadata.splitlines()
+
+
+def test_sdist_holds_everything_a_wheel_needs(builds: Builds) -> None:
+    # Prepare, Execute: both wheels were built from the unpacked sdist alone
+    # Assert
+    assert builds.native.flags.startswith("-O3 -std=c99")
+    assert builds.default.flags.startswith("-O3 -std=c99")
+    assert (builds.unpacked / "native" / "eps_build.py").is_file()

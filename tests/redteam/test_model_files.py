@@ -264,14 +264,31 @@ def test_the_board_reader_refuses_a_flipped_bit(
         BoardModel(str(path))
 
 
+@pytest.mark.parametrize("bit", [2, 7, 15, 23, 31])
+def test_a_parameter_count_beyond_the_file_is_refused_before_it_is_read(
+    files: dict[str, Path], tmp_path: Path, bit: int
+) -> None:
+    # Prepare: one bit flipped in the header's parameter count (bytes 8-11):
+    # read as it says, it would allocate up to 8 GB before the checksum
+    data = bytearray(files["bin"].read_bytes())
+    (count,) = struct.unpack_from("<I", data, 8)
+    struct.pack_into("<I", data, 8, count ^ (1 << bit))
+    path = tmp_path / "count.bin"
+    path.write_bytes(bytes(data))
+    # Execute, Assert: refused by name
+    with pytest.raises(ValueError, match=str(path)):
+        BoardModel(str(path))
+
+
 @pytest.mark.firmware
 def test_the_real_board_refuses_a_damaged_model_and_reads_the_good_one(
     micropython: str, files: dict[str, Path], tmp_path: Path
 ) -> None:
     # Prepare: the good file and copies with one byte flipped in each part
+    # (byte 11: the parameter count grows by 2**26, more than any heap)
     data = files["bin"].read_bytes()
     cases = {"good.bin": data}
-    for at in (4, 20, 40, len(data) // 2, len(data) - 30, len(data) - 2):
+    for at in (4, 11, 20, 40, len(data) // 2, len(data) - 30, len(data) - 2):
         flipped = bytearray(data)
         flipped[at] ^= 0x04
         cases[f"flip{at}.bin"] = bytes(flipped)

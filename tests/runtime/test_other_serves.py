@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import signal
 import subprocess
 import sys
 import time
@@ -75,6 +76,9 @@ def test_a_second_serve_is_refused_unless_it_takes_over(mosquitto) -> None:
         second = _serve(mosquitto.url, "--max-time", "3", "--takeover")
         procs.append(second)
         _, second_err = second.communicate(timeout=60)
+        # the first has seen the takeover by now: it is asked to finish rather
+        # than waited for to its --max-time
+        first.send_signal(signal.SIGTERM)
         _, first_err = first.communicate(timeout=60)
     finally:
         for p in procs:
