@@ -46,6 +46,8 @@ class PaperRun:
     competitor: str = ""  # the competitor's mode (realtime or fair)
     cpu_in: float | None = None  # the disturbed worker's CPU s/s in bursts
     cpu_out: float | None = None  # and between them
+    # (applied updates, their mean staleness, accuracy) per snapshot: paper_stale
+    updates: list[tuple[int, float, float]] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
