@@ -39,6 +39,7 @@ from edgeps.lab.bench.paper_plan import (
     schedule_bound,
     sim_fits,
     stop_target,
+    update_bound,
 )  # fmt: skip
 from edgeps.lab.bench.paper_sim import simulate_run, step_in_process
 from edgeps.lab.bench.paper_stale import stale_lines, stale_summary, update_curve
@@ -378,7 +379,9 @@ def run(args: argparse.Namespace) -> int:
     lo = min(s["targets"])
     if args.json:
         config = {k: v for k, v in vars(args).items() if not k.startswith("_")}
-        config.update(s, schedule_bound=schedule_bound(s["disturb"]))
+        bounds = {n: update_bound(s["disturb"], n) for n in s["workers"]}
+        config.update(s, schedule_bound=schedule_bound(s["disturb"]),
+                      update_bound=bounds)  # fmt: skip
         body = {
             n: {"step_s": r["step_s"], "step_from": r["step_from"],
                 "rows": [x.to_dict() for x in r["rows"]],
@@ -396,7 +399,7 @@ def run(args: argparse.Namespace) -> int:
         print(table(r["rows"], s["targets"]))
         cpu = cpu_lines(r["runs"], s["disturb"]["share"])
         cpu += stale_lines(r["runs"], s["policies"], s["stop"])
-        for line in goal_lines(r, s) + cpu + failure_lines(r["runs"]):
+        for line in goal_lines(r, s, int(n)) + cpu + failure_lines(r["runs"]):
             print(line)
     print(f"\n{sum(len(r['runs']) for r in results.values())} runs in {wall:.0f} s "
           f"wall, load {os.getloadavg()[0]:.1f}")  # fmt: skip
