@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import statistics
 import time
 from collections import Counter, defaultdict
@@ -40,7 +41,16 @@ def run(policy: str, seed: int, a: argparse.Namespace) -> None:
         )
     stale: dict[str, list[int]] = defaultdict(list)
     holds: Counter[str] = Counter()
-    applied, held = sim.on_applied, sim.on_held
+    held_at: dict[str, float] = {}  # worker -> when its current hold began
+    waits: list[tuple[float, float]] = []  # (hold start, seconds held)
+    applied, held, released = sim.on_applied, sim.on_held, sim.on_release
+
+    def on_release(action):  # type: ignore[no-untyped-def]
+        for wid, _ in action.targets():
+            if wid in held_at:
+                start = held_at.pop(wid)
+                waits.append((start, sim.loop.now - start))
+        released(action)
 
     def on_applied(action):  # type: ignore[no-untyped-def]
         stale[action.worker_id].append(action.staleness)
@@ -48,10 +58,13 @@ def run(policy: str, seed: int, a: argparse.Namespace) -> None:
 
     def on_held(action):  # type: ignore[no-untyped-def]
         holds[action.worker_id] += 1
+        held_at.setdefault(action.worker_id, sim.loop.now)
         held(action)
 
     sim.on_applied, sim.on_held = on_applied, on_held  # type: ignore[method-assign]
+    sim.on_release = on_release  # type: ignore[method-assign]
     disturbed = next((w for w, p in sim.scenario.profiles.items() if p.bursts), "")
+    bursts = sim.scenario.profiles[disturbed].bursts if disturbed else None
     res = sim.run()
     every = [s for v in stale.values() for s in v]
     print(f"{policy} seed {seed}: t{a.target:g} {time_to(res.trace, a.target)} "
@@ -65,6 +78,14 @@ def run(policy: str, seed: int, a: argparse.Namespace) -> None:
             mark = " (disturbed)" if wid == disturbed else ""
             print(f"    {wid}{mark}: applied {len(v)} staleness mean "
                   f"{statistics.fmean(v):.2f} max {max(v)} held {holds[wid]}",
+                  flush=True)  # fmt: skip
+        if bursts is not None and waits:
+            # seconds held by where the hold began in the competitor's period
+            bins = [0.0] * int(math.ceil(bursts.period))
+            for start, took in waits:
+                bins[int((start - bursts.phase) % bursts.period)] += took
+            print(f"    held s by second of the period (burst: the first "
+                  f"{bursts.burst:g}): " + " ".join(f"{b:.1f}" for b in bins),
                   flush=True)  # fmt: skip
 
 
