@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from edgeps.lab.bench.paper_stale import (
@@ -97,3 +98,26 @@ def test_runs_compare_at_the_fewest_updates_any_run_applied() -> None:
         "policy": "bsp", "seed": 0, "mean_staleness": 0.5, "accuracy": 0.9
     }  # fmt: skip
     assert stale_lines([_run("bsp", 0, [])], ["bsp"], 0.95) == []
+
+
+def test_the_plot_draws_four_panels_with_the_staleness_points(tmp_path: Path) -> None:
+    # Arrange: two rows with curves; matplotlib only where installed
+    pytest.importorskip("matplotlib")
+    image = pytest.importorskip("PIL.Image")
+    from edgeps.lab.bench.paper_plot import plot
+
+    runs = [
+        PaperRun("bsp", 0, curve=[(1.0, 0.5), (2.0, 0.9)], staleness=[(1.0, 0)],
+                 updates=[(10, 0.5, 0.5), (30, 0.6, 0.9)]),
+        PaperRun("asp", 0, curve=[(1.0, 0.6), (2.0, 0.92)], staleness=[(1.0, 3)],
+                 updates=[(15, 2.5, 0.6), (40, 3.0, 0.92)]),
+    ]  # fmt: skip
+    s = {"policies": ["bsp", "asp"], "targets": [0.95], "stop": 0.95}
+    out = tmp_path / "paper.png"
+
+    # Execute
+    plot({"3": {"runs": runs}}, s, str(out))
+
+    # Assert: one column of four panels (a tall image)
+    width, height = image.open(out).size
+    assert height > 1.8 * width
