@@ -397,9 +397,9 @@ def run(args: argparse.Namespace) -> int:
     for n, r in results.items():
         print("\n" + header(args, s, n, r))
         print(table(r["rows"], s["targets"]))
-        cpu = cpu_lines(r["runs"], s["disturb"]["share"])
-        cpu += stale_lines(r["runs"], s["policies"], s["stop"])
-        for line in goal_lines(r, s, int(n)) + cpu + failure_lines(r["runs"]):
+        notes = cpu_lines(r["runs"], s["disturb"]["share"])
+        notes += stale_lines(r["runs"], s["policies"], s["stop"])
+        for line in goal_lines(r, s, int(n)) + notes + failure_lines(r["runs"]):
             print(line)
     print(f"\n{sum(len(r['runs']) for r in results.values())} runs in {wall:.0f} s "
           f"wall, load {os.getloadavg()[0]:.1f}")  # fmt: skip
