@@ -18,6 +18,7 @@ from edgeps.lab.bench.paper_plan import (
     sim_fits,
     sim_ratio,
     stop_target,
+    update_bound,
 )  # fmt: skip
 from edgeps.lab.bench.paper_table import (
     PaperRun,
@@ -192,3 +193,31 @@ def test_the_header_counts_the_simulations_skipped_for_the_budget() -> None:
 def test_the_default_rows_parse_with_the_tuned_dsp_whole() -> None:
     s = settings(_args())
     assert s["policies"] == list(POLICIES) and "dsp:w=4,grace=1" in s["policies"]
+
+
+def test_counting_updates_two_times_bsp_is_the_ceiling_at_the_strong_disturbance() -> (
+    None
+):
+    # Arrange: f = 1 - 0.9 x 4 / 6 = 0.4 at the strong one, 1 - 0.8 / 3 at the default
+    strong, weak = parse_disturb("burst=4,period=6,share=0.9"), parse_disturb("")
+    rows = build_rows([PaperRun("bsp", 0, {"0.95": 30.0}),
+                       PaperRun("dsp", 0, {"0.95": 20.0})],
+                      ["bsp", "dsp"], [0.95])  # fmt: skip
+
+    # Execute
+    lines = goal_lines({"rows": rows}, {"targets": [0.95], "disturb": strong}, 3)
+
+    # Assert: (N - 1 + f) / (N f), at most the schedule's bound
+    assert update_bound(strong, 3) == pytest.approx(2.4 / 1.2)
+    f = 1 - 0.8 / 3
+    assert update_bound(weak, 3) == pytest.approx((2 + f) / (3 * f))
+    assert update_bound(weak, 1) == pytest.approx(1.0)  # nobody else to move on
+    assert update_bound(weak, 32) < schedule_bound(weak)
+    assert update_bound(weak, 10**6) == pytest.approx(schedule_bound(weak), rel=1e-5)
+    assert math.isinf(update_bound(parse_disturb("burst=6,period=6,share=1"), 3))
+    with pytest.raises(ValueError):
+        update_bound(weak, 0)
+    assert "<= 2.00 (N = 3" in lines[2] and "reachable only without loss" in lines[2]
+    weak_lines = goal_lines({"rows": rows}, {"targets": [0.95], "disturb": weak}, 3)
+    assert "<= 1.24" in weak_lines[2] and "not reachable" in weak_lines[2]
+    assert len(goal_lines({"rows": rows}, {"targets": [0.95], "disturb": weak})) == 2

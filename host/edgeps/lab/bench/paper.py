@@ -39,8 +39,10 @@ from edgeps.lab.bench.paper_plan import (
     schedule_bound,
     sim_fits,
     stop_target,
+    update_bound,
 )  # fmt: skip
 from edgeps.lab.bench.paper_sim import simulate_run, step_in_process
+from edgeps.lab.bench.paper_stale import stale_lines, stale_summary, update_curve
 from edgeps.lab.bench.paper_table import (
     PaperRun,
     accuracy_curve,
@@ -280,6 +282,7 @@ def _fill(run: PaperRun, summary: dict[str, Any], sniff: Any, metrics: Path,
     run.times = {target_key(t): time_to(run.curve, t) for t in targets}
     run.idle_fraction = idle_fraction(snaps)
     run.staleness = staleness_series(snaps, run.disturbed, start)
+    run.updates = update_curve(snaps)
     run.end_s = time.time() - start
     run.step_s = measured_step(snaps, run.disturbed)
 
@@ -376,11 +379,14 @@ def run(args: argparse.Namespace) -> int:
     lo = min(s["targets"])
     if args.json:
         config = {k: v for k, v in vars(args).items() if not k.startswith("_")}
-        config.update(s, schedule_bound=schedule_bound(s["disturb"]))
+        bounds = {n: update_bound(s["disturb"], n) for n in s["workers"]}
+        config.update(s, schedule_bound=schedule_bound(s["disturb"]),
+                      update_bound=bounds)  # fmt: skip
         body = {
             n: {"step_s": r["step_s"], "step_from": r["step_from"],
                 "rows": [x.to_dict() for x in r["rows"]],
                 "goals": ratios(r["rows"], lo),
+                "staleness": stale_summary(r["runs"], s["stop"]),
                 "runs": [dataclasses.asdict(x) for x in r["runs"]]}
             for n, r in results.items()
         }  # fmt: skip
@@ -391,8 +397,9 @@ def run(args: argparse.Namespace) -> int:
     for n, r in results.items():
         print("\n" + header(args, s, n, r))
         print(table(r["rows"], s["targets"]))
-        cpu = cpu_lines(r["runs"], s["disturb"]["share"])
-        for line in goal_lines(r, s) + cpu + failure_lines(r["runs"]):
+        notes = cpu_lines(r["runs"], s["disturb"]["share"])
+        notes += stale_lines(r["runs"], s["policies"], s["stop"])
+        for line in goal_lines(r, s, int(n)) + notes + failure_lines(r["runs"]):
             print(line)
     print(f"\n{sum(len(r['runs']) for r in results.values())} runs in {wall:.0f} s "
           f"wall, load {os.getloadavg()[0]:.1f}")  # fmt: skip

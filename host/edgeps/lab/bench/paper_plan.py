@@ -108,6 +108,23 @@ def schedule_bound(d: dict[str, float]) -> float:
     return math.inf if lost >= 1 else 1.0 / (1.0 - lost)
 
 
+def update_bound(d: dict[str, float], n: int) -> float:
+    """The best BSP/DSP time ratio when a run's time is set by its updates.
+
+    The disturbed worker keeps ``f = 1 - share * burst / period`` of its pace.
+    BSP applies N updates a round at that pace (``N f`` worker-iterations of
+    updates per undisturbed iteration); no policy applies more than every
+    worker's own pace gives (``N - 1 + f``). If DSP's updates train no better
+    than BSP's (staler ones train worse), BSP/DSP is at most
+    ``(N - 1 + f) / (N f)``, below ``schedule_bound``, which lets DSP move at
+    the undisturbed pace with all N workers' updates.
+    """
+    if n < 1:
+        raise ValueError(f"need at least one worker, got {n}")
+    f = 1.0 - d["share"] * d["burst"] / d["period"]
+    return math.inf if f <= 0 else (n - 1 + f) / (n * f)
+
+
 def base_compute(step_s: float, batch: int) -> float:
     """The simulator profile's ``compute_time`` whose iteration at ``batch``
     takes ``step_s`` (it scales the time at BASE_BATCH with a fixed tenth)."""

@@ -12,7 +12,13 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from edgeps.lab.bench.paper_plan import SIM_SLACK, describe, schedule_bound, sim_ratio
+from edgeps.lab.bench.paper_plan import (
+    SIM_SLACK,
+    describe,
+    schedule_bound,
+    sim_ratio,
+    update_bound,
+)
 from edgeps.observe.table import table as text_table
 
 
@@ -46,6 +52,8 @@ class PaperRun:
     competitor: str = ""  # the competitor's mode (realtime or fair)
     cpu_in: float | None = None  # the disturbed worker's CPU s/s in bursts
     cpu_out: float | None = None  # and between them
+    # (applied updates, their mean staleness, accuracy) per snapshot: paper_stale
+    updates: list[tuple[int, float, float]] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -315,13 +323,14 @@ def header(args: Any, s: dict[str, Any], n: str, r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def goal_lines(r: dict[str, Any], s: dict[str, Any]) -> list[str]:
-    """DSP's goals at the lowest target, and what the schedule alone allows."""
+def goal_lines(r: dict[str, Any], s: dict[str, Any], n: int | None = None) -> list[str]:
+    """DSP's goals at the lowest target, and what the schedule alone allows
+    (with ``n`` workers: also what it allows when updates set the pace)."""
     lo = min(s["targets"])
     g = ratios(r["rows"], lo)
     bd, sd, pts = (("-" if v is None else f"{v:.2f}") for v in g.values())
     bound = schedule_bound(s["disturb"])
-    return [
+    lines = [
         f"at {lo:g}: BSP/DSP {bd}, best SSP/DSP {sd}, "
         f"DSP - BSP final accuracy {pts} points",
         f"the schedule alone allows BSP/DSP <= {bound:.2f} (BSP at the disturbed "
@@ -329,6 +338,16 @@ def goal_lines(r: dict[str, Any], s: dict[str, Any]) -> list[str]:
         f"the others'): the 2x goal is {'' if bound >= 2 else 'not '}reachable "
         "at this disturbance",
     ]
+    if n is not None:
+        ub = update_bound(s["disturb"], n)
+        lines.append(
+            f"counting updates it allows BSP/DSP <= {ub:.2f} (N = {n}: per "
+            "undisturbed iteration BSP applies N f updates, f the disturbed worker's "
+            "average pace, and no policy more than N - 1 + f): 2x is "
+            f"{'reachable only without loss' if round(ub, 9) >= 2 else 'not reachable'}"
+            " unless DSP's updates train better than BSP's"
+        )
+    return lines
 
 
 def cpu_lines(runs: list[PaperRun], share: float) -> list[str]:
