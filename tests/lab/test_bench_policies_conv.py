@@ -267,3 +267,13 @@ def test_one_real_conv_cell_on_mosquitto(capsys: pytest.CaptureFixture[str]) -> 
     assert row["sim_best"] in (None, "asp") and row["agrees"] in (True, False)
     assert out["agreement"].startswith("simulator's first choice = real in")
     assert out["config"]["max_time"] == {"basicmotions": 12.0}
+
+
+def test_a_policy_with_two_options_stays_one_policy() -> None:
+    from edgeps.lab.bench.policies_broker import policy_list
+
+    assert policy_list("bsp,dsp:rounds=8,damp=1,asp") == [
+        "bsp",
+        "dsp:rounds=8,damp=1",
+        "asp",
+    ]

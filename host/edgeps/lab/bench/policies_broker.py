@@ -298,6 +298,13 @@ def _split(text: str) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
 
 
+def policy_list(text: str) -> list[str]:
+    """``--policies``: "bsp,dsp:rounds=8,damp=1" is two policies, as in simulate."""
+    from edgeps.sim.compare import split_policies
+
+    return split_policies(text) if text.strip() else []
+
+
 def sim_cells(
     grid: list[matrix.Cell], policies: list[str], args: Any
 ) -> list[matrix.CellResult]:
@@ -335,7 +342,7 @@ def measure(args: Any, progress: Any = None) -> tuple[list[Any], dict[str, Any]]
     """Every run of the slice on one private mosquitto; the rows and run records."""
     from edgeps.transport.broker import start_mosquitto
 
-    policies, grid = _split(args.policies), grid_of(args)
+    policies, grid = policy_list(args.policies), grid_of(args)
     sim = sim_cells(grid, policies, args) if with_sim(args) else []
     runs: list[BrokerRun] = []
     started = time.monotonic()

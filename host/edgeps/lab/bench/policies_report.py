@@ -31,7 +31,7 @@ def check(args: Any) -> None:
     from edgeps.policy import parse_policy
     from edgeps.workloads.scenarios import SCENARIOS as KNOWN
 
-    for p in pb._split(args.policies):
+    for p in pb.policy_list(args.policies):
         parse_policy(p)
     for s in pb._split(args.scenarios):
         if s not in KNOWN:
@@ -45,7 +45,11 @@ def check(args: Any) -> None:
             k = convjob.time_scale(d, args.time_scale)
             for s in pb._split(args.scenarios):
                 convjob.scaled_scenario(s, k)
-    if not pb._split(args.policies) or not pb._split(args.scenarios) or not datasets:
+    if (
+        not pb.policy_list(args.policies)
+        or not pb._split(args.scenarios)
+        or not datasets
+    ):
         raise ValueError("need at least one policy, one scenario and one dataset")
     if args.seeds < 1 or args.workers < 1 or (args.max_time or 1) <= 0:
         raise ValueError("--seeds and --workers must be >= 1, --max-time > 0")
@@ -101,7 +105,7 @@ def report(args: argparse.Namespace) -> int:
     except (ValueError, OSError, RuntimeError) as exc:
         print(f"edgeps bench policies-broker: {exc}", file=sys.stderr)
         return 2
-    policies = pb._split(args.policies)
+    policies = pb.policy_list(args.policies)
     datasets = list(dict.fromkeys(r.cell.dataset for r in rows))
     sims = any(r.sim_cell is not None for r in rows)
     if args.json:
