@@ -94,6 +94,10 @@ def join(args: Any) -> tuple[list[Row], dict[str, Any]]:
     return build_rows(grid, runs, sim_cells=sim), info
 
 
+def _seeds(runs: list[dict[str, Any]]) -> int:
+    return len({r["seed"] for r in runs})
+
+
 def report(args: argparse.Namespace) -> int:
     """Measure (or join) and print; 2 after a one-line message on bad input."""
     try:
@@ -128,8 +132,9 @@ def report(args: argparse.Namespace) -> int:
     print(
         f"{args.workers} emulated sensors on a real mosquitto: wall seconds from "
         f"the first HELLO to the target accuracy, final accuracy ({targets}), "
-        f"medians of {args.seeds} seeds, * = best in the row; sim s = the "
-        "simulator's virtual seconds for the same cell"
+        f"medians of {_seeds(info['runs'])} real seeds, * = best in the row; "
+        f"sim s = the simulator's virtual seconds for the same cell (medians of "
+        f"{args.seeds} seeds)"
     )
     print(table(rows, policies, with_sim=pb.with_sim(args)))
     for line in failure_lines(rows):
