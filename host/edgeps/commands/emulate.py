@@ -49,8 +49,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--scenario",
         default="homogeneous",
-        choices=SCENARIOS,
-        help="sensor behaviour (default: homogeneous)",
+        type=scenario_name,
+        help=f"sensor behaviour: {', '.join(SCENARIOS)}; disturbed:burst=..,"
+        "period=..,share=..,workers=.. sets the disturbance (default: homogeneous)",
     )
     parser.add_argument(
         "--dataset", default="sensors", help="built-in dataset (default: sensors)"
@@ -59,6 +60,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     iid = parser.add_mutually_exclusive_group()
     iid.add_argument("--iid", dest="iid", action="store_true", default=True)
     iid.add_argument("--non-iid", dest="iid", action="store_false")
+    iid.add_argument(
+        "--partition",
+        metavar="SCHEME",
+        help="split of the training rows: iid, dirichlet:A or labelmix:A "
+        "(instead of --iid / --non-iid's dirichlet:0.5)",
+    )
     parser.add_argument(
         "--max-time",
         dest="duration",
@@ -108,6 +115,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON, not a table")
 
 
+def scenario_name(text: str) -> str:
+    """``--scenario``: a known name, or disturbed with its parameters."""
+    from edgeps.workloads.bursts import parse_bursts
+    from edgeps.workloads.scenarios import SCENARIOS
+
+    base, colon, params = text.partition(":")
+    try:
+        if base not in SCENARIOS or (colon and base != "disturbed"):
+            raise ValueError(f"known: {', '.join(SCENARIOS)}")
+        if colon:
+            parse_bursts(params)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"bad scenario {text!r}: {exc}") from None
+    return text
+
+
 def pick_engine(engine: str, n_workers: int, processes: int, shaped: bool) -> str:
     """The engine `edgeps emulate` runs: "loop" or "threads"."""
     if engine != "auto":
@@ -142,6 +165,12 @@ def _joules(usage: dict[str, Any]) -> str:
     return "-" if j is None else f"{j:.3g}"
 
 
+def _partition(scheme: str | None) -> str | None:
+    from edgeps.emulate.common import check_partition
+
+    return None if scheme is None else check_partition(scheme)
+
+
 def per_board(reports: Any) -> dict[str, float | None]:
     """Means over sensors of their usage (edgeps.emulate.usage): bytes, s, J."""
     keys = ("bytes_up", "bytes_down", "alive", "compute", "waiting", "joules")
@@ -166,7 +195,8 @@ def run(args: argparse.Namespace) -> int:
         options: dict[str, Any] = dict(
             n_workers=args.workers,
             scenario=args.scenario, dataset=args.dataset, seed=args.seed,
-            iid=args.iid, duration=args.duration, batch=args.batch,
+            iid=args.iid, partition=_partition(args.partition),
+            duration=args.duration, batch=args.batch,
             model=args.model, max_iterations=args.max_iterations,
             hmac_key=read_key(args.hmac_key_file), **link_overrides(args),
             compute_time=args.compute_time, compute_jitter=args.compute_jitter,

@@ -118,6 +118,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--target-accuracy", type=float, default=d.target_accuracy)
     parser.add_argument("--max-time", type=float, default=d.max_time, help="seconds")
+    parser.add_argument(
+        "--eval-interval",
+        type=float,
+        default=d.eval_interval,
+        metavar="S",
+        help="virtual seconds between evaluations of the model on the test set",
+    )
     add_link_flags(parser)
     parser.add_argument(
         "--compress", default=d.compress, help="UPDATE code: f32, f16, int8, topk:F"
@@ -130,6 +137,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="predict `edgeps emulate` on this machine: the sensors' CPU is the "
         "host's too (default: boards compute on their own CPUs)",
+    )
+    parser.add_argument(
+        "--compute-time",
+        type=float,
+        default=None,
+        metavar="S",
+        help="every board's base iteration time in seconds, before the model's "
+        "FLOPs scale it (as `edgeps emulate --compute-time`; default: the "
+        "scenario's)",
     )
     parser.add_argument(
         "--host-cores",
@@ -162,6 +178,7 @@ def _config(args: argparse.Namespace) -> SimConfig:
         balance_eager=args.balance_eager,
         target_accuracy=args.target_accuracy,
         max_time=args.max_time,
+        eval_interval=args.eval_interval,
         link_rate=args.link_rate,
         link_delay=args.link_delay,
         link_loss=args.link_loss,
@@ -169,6 +186,7 @@ def _config(args: argparse.Namespace) -> SimConfig:
         compress_down=args.compress_down,
         emulator_cpu_us=EMULATOR_CPU_US if args.emulated else 0.0,
         host_cores=args.host_cores,
+        compute_time=args.compute_time,
         local_steps=args.local_steps,
         local_epochs=args.local_epochs,
         local_time=args.local_time,

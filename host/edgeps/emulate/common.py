@@ -63,6 +63,9 @@ class EmulationConfig:
     dataset: str = "sensors"
     seed: int = 0
     iid: bool = True
+    # how the sensors split the training rows (edgeps.workloads.datasets.partition),
+    # instead of ``iid``'s "iid" or "dirichlet:0.5"
+    partition: str | None = None
     duration: float | None = None
     batch: int = JOB.batch
     model: str | None = None  # None: take the job's MODEL
@@ -140,3 +143,26 @@ def add_compute_flags(parser: argparse.ArgumentParser) -> None:
         help="loop engine: each step ends its time after its release arrived, "
         "the emulator's own wait to get to the sensor included",
     )
+
+
+def partition_scheme(cfg: EmulationConfig) -> str:
+    """The split the sensors take: ``cfg.partition``, else by ``cfg.iid``."""
+    return cfg.partition or ("iid" if cfg.iid else "dirichlet:0.5")
+
+
+def check_partition(scheme: str) -> str:
+    """``scheme`` if it names a split ("iid", "dirichlet:A", "labelmix:A",
+    A > 0), else ValueError: checked before any sensor loads its shard."""
+    kind, _, alpha = scheme.partition(":")
+    if scheme == "iid":
+        return scheme
+    try:
+        ok = kind in ("dirichlet", "labelmix") and math.isfinite(float(alpha))
+        ok = ok and float(alpha) > 0
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(
+            f"bad --partition {scheme!r}: use iid, dirichlet:A or labelmix:A (A > 0)"
+        )
+    return scheme

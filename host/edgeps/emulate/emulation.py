@@ -32,6 +32,7 @@ from edgeps_worker import wire
 from edgeps.emulate.common import (
     EmulationConfig,
     SensorReport,
+    partition_scheme,
     profile_class,
     with_compute,
 )
@@ -124,7 +125,7 @@ class Emulation:
         self.links = SensorLinks(cfg.connection, self.scenario.profiles, seed=cfg.seed)
         self._make_transport = lambda wid: MqttLink(self.links.options(wid), wid)
         n = self.scenario.n_workers
-        scheme = "iid" if cfg.iid else "dirichlet:0.5"
+        scheme = partition_scheme(cfg)
         self._shards = []
         for i in range(n):
             data, spec = load_emulated(f"{cfg.dataset}:{i}/{n}", cfg.seed, scheme)

@@ -21,6 +21,7 @@ from typing import Any
 from edgeps.emulate.common import (
     EmulationConfig,
     SensorReport,
+    partition_scheme,
     profile_class,
     with_compute,
 )
@@ -77,7 +78,7 @@ def _load_shards(cfg: EmulationConfig, indices: list[int], n: int) -> list[Any]:
     from edgeps.workloads import datasets
 
     ds = datasets.load_dataset(cfg.dataset, cfg.seed)
-    scheme = "iid" if cfg.iid else "dirichlet:0.5"
+    scheme = partition_scheme(cfg)
     parts = datasets.partition(ds.y_train, n, scheme, cfg.seed)
     out = []
     for i in indices:

@@ -92,7 +92,11 @@ class Simulator:
         self.scenario = make_scenario(cfg.scenario, cfg.n_workers, cfg.seed)
         links = {"rate": cfg.link_rate, "delay": cfg.link_delay, "loss": cfg.link_loss}
         profiles = {
-            wid: p.for_model(self.spec.macs, self.spec.n_params)
+            wid: (
+                p
+                if cfg.compute_time is None
+                else dataclasses.replace(p, compute_time=cfg.compute_time)
+            ).for_model(self.spec.macs, self.spec.n_params)
             for wid, p in with_links(self.scenario.profiles, **links).items()
         }
         self.policy = parse_policy(cfg.policy)

@@ -64,6 +64,9 @@ class SimConfig:
     host_cpu_us: float = HOST_CPU_US
     emulator_cpu_us: float = 0.0  # 0: boards compute on their own CPUs
     host_cores: float = 2.0
+    # every board's base iteration time (s) before the model's FLOPs scale it,
+    # instead of the scenario's (as `edgeps emulate --compute-time`); None: theirs
+    compute_time: float | None = None
     # local rounds (edgeps.core.defaults): SGD steps between pushes, or local
     # epochs over the shard, or seconds of compute (> 0 wins, in that order)
     local_steps: int = JOB.local_steps
@@ -107,6 +110,10 @@ class SimConfig:
             raise ValueError("host_cpu_us and emulator_cpu_us must be >= 0")
         if not (math.isfinite(self.host_cores) and self.host_cores > 0):
             raise ValueError("host_cores must be > 0")
+        if self.compute_time is not None and not (
+            math.isfinite(self.compute_time) and self.compute_time > 0
+        ):
+            raise ValueError("compute_time must be a finite number > 0 (or None)")
         if self.lr_workers < 0 or not (self.norm_guard == 0 or self.norm_guard > 1):
             raise ValueError("lr_workers must be >= 0; norm_guard 0 or > 1")
         if self.n_workers < 1 or self.batch_size < 1:

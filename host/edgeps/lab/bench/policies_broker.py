@@ -11,7 +11,10 @@ next to it the simulator's time for the same cell and target, run in-process
 by the policy matrix's own code (`edgeps.lab.matrix.grid.run_matrix`) with
 the emulator's CPU charged to the host (`edgeps simulate --emulated`), and
 real/sim. Serve gets the simulator's step and evaluation interval, so the two
-differ in timing only. A run that fails (serve or emulate exits
+differ in timing only. ``--dataset`` also takes the conv matrix's datasets:
+their job, time-scaled, and the simulator's first choice beside the real one
+(``edgeps.lab.bench.policies_conv``). ``--join`` prints slices measured
+apart as one table. A run that fails (serve or emulate exits
 non-zero, or serve prints no JSON) is a failed cell with its stderr tail.
 """
 
@@ -29,7 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from edgeps.lab.bench.policies_table import BrokerRun, build_rows, failure_lines, table
+from edgeps.lab.bench import policies_conv as convjob
+from edgeps.lab.bench.policies_table import BrokerRun, build_rows
 from edgeps.lab.matrix import grid as matrix
 
 POLICIES = ("bsp", "asp", "dsp", "kofn:auto")
@@ -40,17 +44,43 @@ TAIL_LINES = 8
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policies", default=",".join(POLICIES))
+    parser.add_argument(
+        "--dataset",
+        default=DATASET,
+        help="comma-separated: sensors, or conv jobs "
+        f"({', '.join(convjob.TIME_SCALE)}; default: {DATASET})",
+    )
+    parser.add_argument(
+        "--time-scale",
+        type=float,
+        default=None,
+        metavar="K",
+        help="conv jobs: divide the job's times by K (default: the dataset's, "
+        + ", ".join(f"{d} {k:g}" for d, k in convjob.TIME_SCALE.items())
+        + ")",
+    )
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
     parser.add_argument("--workers", type=int, default=8, help="emulated sensors")
     parser.add_argument("--seeds", type=int, default=3, help="runs per cell (median)")
     parser.add_argument("--seed", type=int, default=0, help="first seed")
     parser.add_argument("--balance", choices=("off", "on", "both"), default="both")
-    parser.add_argument("--max-time", type=float, default=40.0, help="s per run")
+    parser.add_argument(
+        "--max-time",
+        type=float,
+        default=None,
+        help="s per run (default: 40; a conv job's length / K)",
+    )
     parser.add_argument(
         "--target-accuracy",
         type=float,
         default=None,
-        help=f"default: the matrix's for {DATASET}, {matrix.DATASETS[DATASET][1]:g}",
+        help=f"default: the matrix's for the dataset ({DATASET}: "
+        f"{matrix.DATASETS[DATASET][1]:g})",
+    )
+    parser.add_argument(
+        "--join",
+        metavar="FILES",
+        help="comma-separated --json outputs of earlier slices: one table of them",
     )
     parser.add_argument("--serve-args", default="", help="more flags for every serve")
     parser.add_argument("--emulate-args", default="", help="more flags for emulate")
@@ -80,37 +110,76 @@ def _stop(proc: subprocess.Popen[bytes], timeout: float) -> int | None:
         return None
 
 
+def conv_config(
+    dataset: str, scenario: str, policy: str, balance: bool, seed: int, args: Any
+) -> Any:
+    """A conv run's job (``policies_conv.sim_config``), with --target-accuracy
+    and --max-time where given: what serve, emulate and the simulator run."""
+    cell = matrix.Cell(dataset, args.workers, scenario, balance)
+    k = convjob.time_scale(dataset, getattr(args, "time_scale", None))
+    cfg = convjob.sim_config(cell, policy, seed, k)
+    given = {"target_accuracy": getattr(args, "target_accuracy", None),
+             "max_time": getattr(args, "max_time", None)}  # fmt: skip
+    return dataclasses.replace(cfg, **{k: v for k, v in given.items() if v})
+
+
+def max_time_of(args: Any, dataset: str = DATASET) -> float:
+    """Seconds a run may last: --max-time, else 40 (a conv job: its scaled length)."""
+    if getattr(args, "max_time", None):
+        return float(args.max_time)
+    if convjob.is_conv(dataset):
+        return conv_config(dataset, "homogeneous", "asp", False, 0, args).max_time
+    return 40.0
+
+
 def serve_command(
-    url: str, job: str, policy: str, balance: bool, seed: int, args: Any
-) -> list[str]:
+    url: str, job: str, policy: str, balance: bool, seed: int, args: Any,
+    dataset: str = DATASET, scenario: str = "homogeneous",
+) -> list[str]:  # fmt: skip
     """`edgeps serve` for one run, with the simulator's lr and evaluation interval."""
-    cell = matrix.Cell(DATASET, args.workers, "homogeneous", balance)
-    sim = matrix.config(cell, policy, seed, args.max_time)  # for lr and eval interval
+    if convjob.is_conv(dataset):
+        cfg = conv_config(dataset, scenario, policy, balance, seed, args)
+        job_flags = convjob.serve_flags(cfg)
+    else:
+        cell = matrix.Cell(dataset, args.workers, "homogeneous", balance)
+        sim = matrix.config(cell, policy, seed, max_time_of(args))  # lr, interval
+        job_flags = [
+            "--dataset", dataset, "--lr", str(sim.lr),
+            "--lr-workers", str(sim.lr_workers),
+            "--eval-interval", str(sim.eval_interval),
+            "--target-accuracy", str(target_of(args, dataset)),
+            "--max-time", str(max_time_of(args)),
+        ]  # fmt: skip
     cmd = _edgeps(
         "serve", "--broker", url, "--job", job, "--policy", policy,
-        "--dataset", DATASET, "--seed", str(seed), "--lr", str(sim.lr),
-        "--lr-workers", str(sim.lr_workers),
-        "--eval-interval", str(sim.eval_interval),
-        "--target-accuracy", str(target_of(args)),
-        "--max-time", str(args.max_time), "--json", "--quiet",
+        "--seed", str(seed), *job_flags, "--json", "--quiet",
         *shlex.split(getattr(args, "serve_args", "")),
     )  # fmt: skip
     return [*cmd, "--balance"] if balance else cmd
 
 
-def target_of(args: Any) -> float:
+def target_of(args: Any, dataset: str = DATASET) -> float:
     """The target accuracy of the runs: the matrix's for the dataset, unless given."""
     given = getattr(args, "target_accuracy", None)
-    return matrix.DATASETS[DATASET][1] if given is None else float(given)
+    if given is not None:
+        return float(given)
+    if convjob.is_conv(dataset):
+        return convjob.conv.JOBS[dataset].target
+    return matrix.DATASETS[dataset][1]
 
 
 def emulate_command(
-    url: str, job: str, scenario: str, seed: int, args: Any
+    url: str, job: str, scenario: str, seed: int, args: Any, dataset: str = DATASET
 ) -> list[str]:
+    if convjob.is_conv(dataset):
+        cfg = conv_config(dataset, scenario, "asp", False, seed, args)
+        board_flags = convjob.emulate_flags(cfg)
+    else:
+        board_flags = ["--scenario", scenario, "--dataset", dataset]
     return _edgeps(
         "emulate", "--broker", url, "--job", job, "--workers", str(args.workers),
-        "--scenario", scenario, "--dataset", DATASET, "--seed", str(seed),
-        "--max-time", str(args.max_time + 30), "--json",
+        *board_flags, "--seed", str(seed),
+        "--max-time", str(max_time_of(args, dataset) + 30), "--json",
         *shlex.split(getattr(args, "emulate_args", "")),
     )  # fmt: skip
 
@@ -137,16 +206,17 @@ def run_once(url: str, job: str, run: BrokerRun, args: Any, workdir: Path) -> Br
             emulate_out(workdir, job).open("wb") as eo,
         ):
             serve = subprocess.Popen(
-                serve_command(url, job, run.policy, run.balance, run.seed, args),
+                serve_command(url, job, run.policy, run.balance, run.seed, args,
+                              run.dataset, run.scenario),
                 stdout=subprocess.PIPE, stderr=se,
             )  # fmt: skip
             # the sensors wait for the job's retained MODEL: no head start needed
             emu = subprocess.Popen(
-                emulate_command(url, job, run.scenario, run.seed, args),
+                emulate_command(url, job, run.scenario, run.seed, args, run.dataset),
                 stdout=eo, stderr=ee,
             )  # fmt: skip
             try:
-                out, _ = serve.communicate(timeout=args.max_time + 60)
+                out, _ = serve.communicate(timeout=max_time_of(args, run.dataset) + 60)
             except subprocess.TimeoutExpired:
                 serve.kill()
                 out, _ = serve.communicate(timeout=10)
@@ -220,39 +290,60 @@ def with_sim(args: Any) -> bool:
 
 def grid_of(args: Any) -> list[matrix.Cell]:
     balance = {"off": (False,), "on": (True,), "both": (False, True)}[args.balance]
-    return matrix.cells((DATASET,), (args.workers,), _split(args.scenarios), balance)
+    datasets = _split(getattr(args, "dataset", DATASET))
+    return matrix.cells(datasets, (args.workers,), _split(args.scenarios), balance)
 
 
 def _split(text: str) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
 
 
-def sim_times(
+def policy_list(text: str) -> list[str]:
+    """``--policies``: "bsp,dsp:rounds=8,damp=1" is two policies, as in simulate."""
+    from edgeps.sim.compare import split_policies
+
+    return split_policies(text) if text.strip() else []
+
+
+def sim_cells(
     grid: list[matrix.Cell], policies: list[str], args: Any
-) -> dict[tuple[matrix.Cell, str], float | None]:
-    """The simulator's median virtual time per (cell, policy) for the same job."""
+) -> list[matrix.CellResult]:
+    """The simulator's medians per cell for the same job: the policy matrix's
+    code for tabular cells, `edgeps simulate --compare`'s for conv ones."""
     from edgeps.sim.types import EMULATOR_CPU_US
 
-    results = matrix.run_matrix(
-        grid,
-        policies,
-        seeds=args.seeds,
-        first_seed=args.seed,
-        max_time=max(args.max_time, matrix.MAX_TIME),
-        overrides={
-            "target_accuracy": target_of(args),
-            "emulator_cpu_us": EMULATOR_CPU_US,
-        },
-    )
-    return {(r.cell, p): e.time for r in results for p, e in r.entries.items()}
+    tabular = [c for c in grid if not convjob.is_conv(c.dataset)]
+    out = []
+    for dataset in dict.fromkeys(c.dataset for c in tabular):
+        out += matrix.run_matrix(
+            [c for c in tabular if c.dataset == dataset],
+            policies,
+            seeds=args.seeds,
+            first_seed=args.seed,
+            max_time=max(max_time_of(args), matrix.MAX_TIME),
+            overrides={
+                "target_accuracy": target_of(args, dataset),
+                "emulator_cpu_us": EMULATOR_CPU_US,
+            },
+        )
+    for c in grid:
+        if convjob.is_conv(c.dataset):
+            k = convjob.time_scale(c.dataset, getattr(args, "time_scale", None))
+            given = {"target_accuracy": args.target_accuracy,
+                     "max_time": args.max_time}  # fmt: skip
+            out.append(convjob.sim_cell(
+                c, policies, args.seeds, args.seed, k,
+                {key: v for key, v in given.items() if v},
+            ))  # fmt: skip
+    return out
 
 
 def measure(args: Any, progress: Any = None) -> tuple[list[Any], dict[str, Any]]:
     """Every run of the slice on one private mosquitto; the rows and run records."""
     from edgeps.transport.broker import start_mosquitto
 
-    policies, grid = _split(args.policies), grid_of(args)
-    sim = sim_times(grid, policies, args) if with_sim(args) else {}
+    policies, grid = policy_list(args.policies), grid_of(args)
+    sim = sim_cells(grid, policies, args) if with_sim(args) else []
     runs: list[BrokerRun] = []
     started = time.monotonic()
     with (
@@ -264,11 +355,12 @@ def measure(args: Any, progress: Any = None) -> tuple[list[Any], dict[str, Any]]
             for seed in range(args.seed, args.seed + args.seeds):
                 for policy in policies:
                     n += 1
-                    run = BrokerRun(policy, cell.scenario, cell.balance, seed)
+                    run = BrokerRun(policy, cell.scenario, cell.balance, seed,
+                                    dataset=cell.dataset)  # fmt: skip
                     runs.append(run_once(b.url, f"pb{n}", run, args, Path(tmp)))
                     if progress is not None:
                         progress(run)
-    rows = build_rows(grid, runs, sim)
+    rows = build_rows(grid, runs, sim_cells=sim)
     info = {
         "wall_seconds": round(time.monotonic() - started, 1),
         "runs": [dataclasses.asdict(r) for r in runs],
@@ -276,54 +368,7 @@ def measure(args: Any, progress: Any = None) -> tuple[list[Any], dict[str, Any]]
     return rows, info
 
 
-def _check(args: Any) -> None:
-    from edgeps.policy import parse_policy
-    from edgeps.workloads.scenarios import SCENARIOS as KNOWN
-
-    for p in _split(args.policies):
-        parse_policy(p)
-    for s in _split(args.scenarios):
-        if s not in KNOWN:
-            raise ValueError(f"unknown scenario {s!r}; known: {', '.join(KNOWN)}")
-    if not _split(args.policies) or not _split(args.scenarios):
-        raise ValueError("need at least one policy and one scenario")
-    if args.seeds < 1 or args.workers < 1 or args.max_time <= 0:
-        raise ValueError("--seeds and --workers must be >= 1, --max-time > 0")
-
-
-def _note(run: BrokerRun) -> None:
-    bal = "on" if run.balance else "off"
-    t = "-" if run.time_to_target is None else f"{run.time_to_target:.1f} s"
-    what = f"FAILED: {run.error}" if run.failed else f"{t}, {run.updates} updates"
-    print(f"  {run.scenario} bal {bal} seed {run.seed} {run.policy}: {what}",
-          file=sys.stderr, flush=True)  # fmt: skip
-
-
 def run(args: argparse.Namespace) -> int:
-    try:
-        _check(args)
-        rows, info = measure(args, progress=_note)
-    except (ValueError, OSError, RuntimeError) as exc:
-        print(f"edgeps bench policies-broker: {exc}", file=sys.stderr)
-        return 2
-    policies = _split(args.policies)
-    target = target_of(args)
-    if args.json:
-        config = {k: v for k, v in vars(args).items() if not k.startswith("_")}
-        sim_max_time = max(args.max_time, matrix.MAX_TIME)
-        config.update(dataset=DATASET, target_accuracy=target,
-                      sim=with_sim(args), sim_max_time=sim_max_time)  # fmt: skip
-        out = {"config": config, "rows": [r.to_dict(policies) for r in rows], **info}
-        print(json.dumps(out, default=lambda x: None))
-        return 0
-    print(
-        f"{DATASET}, {args.workers} emulated sensors on a real mosquitto: wall "
-        f"seconds from the first HELLO to accuracy {target:g}, final accuracy "
-        f"(max {args.max_time:g} s), medians of {args.seeds} seeds, * = best in "
-        f"the row; sim s = the policy matrix's virtual seconds for the same cell"
-    )
-    print(table(rows, policies, with_sim=with_sim(args)))
-    for line in failure_lines(rows):
-        print(line)
-    print(f"\n{len(info['runs'])} runs in {info['wall_seconds']:.0f} s wall")
-    return 0
+    from edgeps.lab.bench.policies_report import report
+
+    return report(args)

@@ -45,6 +45,7 @@ class BrokerRun:
     closing_up: float | None = None
     closing_down: float | None = None
     stderr_tail: str = ""
+    dataset: str = "sensors"
 
     @property
     def failed(self) -> bool:
@@ -59,9 +60,34 @@ class Row:
     real: CellResult
     sim: dict[str, float | None] = field(default_factory=dict)  # policy -> time
     failures: dict[str, list[BrokerRun]] = field(default_factory=dict)
+    # the simulator's medians for the same cell, where run: its first choice
+    sim_cell: CellResult | None = None
 
     def best(self) -> str | None:
         return self.real.best()
+
+    def sim_firsts(self) -> list[str]:
+        """The simulator's first choice and every policy it cannot tell from it
+        (the same median time and accuracy, as ASP and DSP's default often)."""
+        if self.sim_cell is None:
+            return []
+        best = self.sim_cell.best()
+        if best is None:
+            return []
+        top = self.sim_cell.entries[best]
+        return [
+            p
+            for p, e in self.sim_cell.entries.items()
+            if e.time == top.time and e.accuracy == top.accuracy
+        ]
+
+    def agrees(self) -> bool | None:
+        """Whether the real first choice is the simulator's (one of its tied
+        firsts; neither reaching the target agrees); None: no simulator cell."""
+        if self.sim_cell is None:
+            return None
+        real, firsts = self.best(), self.sim_firsts()
+        return real in firsts if firsts else real is None
 
     def ratio(self, policy: str) -> float | None:
         """Real time over simulated time, None where either missed the target."""
@@ -97,6 +123,9 @@ class Row:
             "scenario": self.cell.scenario,
             "balance": self.cell.balance,
             "best": self.best(),
+            "sim_best": None if self.sim_cell is None else self.sim_cell.best(),
+            "sim_firsts": self.sim_firsts(),
+            "agrees": self.agrees(),
             "cells": cells,
         }
 
@@ -105,14 +134,18 @@ def build_rows(
     grid: list[Cell],
     runs: list[BrokerRun],
     sim: dict[tuple[Cell, str], float | None] | None = None,
+    sim_cells: list[CellResult] | None = None,
 ) -> list[Row]:
-    """Group runs into rows of ``grid`` (same order); attach the simulator's times."""
+    """Group runs into rows of ``grid`` (same order); attach the simulator's
+    times (``sim``) and its cells (``sim_cells``, which give times too)."""
     rows = {c: Row(c, CellResult(c)) for c in grid}
-    by_key = {(c.scenario, c.balance): c for c in grid}
+    by_key = {(c.dataset, c.scenario, c.balance): c for c in grid}
     for r in runs:
-        cell = by_key.get((r.scenario, r.balance))
+        cell = by_key.get((r.dataset, r.scenario, r.balance))
         if cell is None:
-            raise ValueError(f"run of {r.scenario}/{r.balance} is outside the grid")
+            raise ValueError(
+                f"run of {r.dataset}/{r.scenario}/{r.balance} is outside the grid"
+            )
         row = rows[cell]
         if r.failed:
             row.failures.setdefault(r.policy, []).append(r)
@@ -126,7 +159,33 @@ def build_rows(
     for (cell, policy), t in (sim or {}).items():
         if cell in rows:
             rows[cell].sim[policy] = t
+    for result in sim_cells or []:
+        if result.cell in rows:
+            rows[result.cell].sim_cell = result
+            for policy, e in result.entries.items():
+                rows[result.cell].sim[policy] = e.time
     return [rows[c] for c in grid]
+
+
+def agreement_line(rows: list[Row]) -> str:
+    """How often the simulator's first choice is the real one, over the rows
+    that have a simulator cell; strictly: its own first, ties not counted."""
+    judged = [r for r in rows if r.agrees() is not None]
+    k = sum(bool(r.agrees()) for r in judged)
+    strict = sum(
+        r.best() == (r.sim_cell.best() if r.sim_cell else None) for r in judged
+    )
+    return (
+        f"simulator's first choice = real in {k} of {len(judged)} rows "
+        f"({strict} of {len(judged)} counting only its own first of a tie)"
+    )
+
+
+def _first_text(row: Row) -> str:
+    real = row.best() or "none"
+    sim = "=".join(row.sim_firsts()) or "none"
+    mark = {True: "yes", False: "NO", None: "-"}[row.agrees()]
+    return f"{real} / {sim} {mark}"
 
 
 def _num(v: float | None, spec: str) -> str:
@@ -150,17 +209,24 @@ def _cell_text(row: Row, policy: str, with_sim: bool) -> str:
 
 
 def table(rows: list[Row], policies: list[str], *, with_sim: bool = True) -> str:
-    """One line per row; per policy: real s, final acc (* best), sim s, real/sim."""
-    head = ["scenario", "bal"]
+    """One line per row; per policy: real s, final acc (* best), sim s, real/sim;
+    with the simulator's cells, the first choices, real / simulated."""
+    named = any(r.cell.dataset != "sensors" for r in rows)
+    head = ["dataset", "N"] if named else []
+    head += ["scenario", "bal"]
     body = [
-        [r.cell.scenario, "on" if r.cell.balance else "off"]
+        ([r.cell.dataset, str(r.cell.workers)] if named else [])
+        + [r.cell.scenario, "on" if r.cell.balance else "off"]
         + [_cell_text(r, p, with_sim) for p in policies]
+        + ([_first_text(r)] if any(x.sim_cell for x in rows) else [])
         for r in rows
     ]
     head += [
         f"{p}: real s acc | sim s real/sim" if with_sim else f"{p}: real s acc"
         for p in policies
     ]
+    if any(x.sim_cell for x in rows):
+        head.append("first: real / sim agree")
     widths = [max(len(x[i]) for x in [head, *body]) for i in range(len(head))]
     lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
     lines.append("  ".join("-" * w for w in widths))
