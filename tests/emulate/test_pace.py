@@ -92,7 +92,9 @@ def test_a_step_ends_its_drawn_time_after_it_started_the_gradient_included() -> 
     assert len(slept) == 1
     # the sleep is the rest of the period, not the period on top of the gradient
     assert slept[0] < 0.05 - 0.02 + 1e-9
-    assert gradient + slept[0] == pytest.approx(0.05, abs=2e-3)
+    # and it fills the period: the step's own clock is inside the test's, so
+    # a loaded machine may add to the sum but never take from it
+    assert gradient + slept[0] >= 0.05 - 1e-3
 
 
 def test_the_emulate_command_reads_compute_jitter() -> None:
