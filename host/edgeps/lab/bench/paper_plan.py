@@ -14,9 +14,55 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from edgeps.core.defaults import JOB, worker_step_scale
 from edgeps.workloads.scenarios import BASE_BATCH, DISTURBED, FIXED_FRACTION
 
 SIM_SLACK = 1.5  # the simulator runs at most this times the real run's length
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """The step and time limit every row of one worker count runs with.
+
+    One recipe per N for all rows (a fair comparison), chosen from simulated
+    and real runs (host/BENCHMARKS.md, "At 8 and 32 workers"). ``lr`` is
+    what serve is given: past 16 live workers serve itself steps each push
+    by ``lr x 16 / N`` (``--lr-workers``), so ``step_lr`` is what one push
+    moves the model by.
+    """
+
+    lr: float
+    max_time: float  # s a run may take to reach the stop target
+
+
+# measured per worker count; other counts take the nearest smaller one's,
+# its lr scaled by (its N) / N: async pushes land about N versions stale
+RECIPES = {
+    3: Recipe(0.05, 40.0),
+    8: Recipe(0.02, 60.0),
+    32: Recipe(0.01, 120.0),
+}
+
+
+def recipe_for(n: int, lr: float | None = None,
+               max_time: float | None = None) -> Recipe:  # fmt: skip
+    """The recipe at ``n`` workers, ``lr`` and ``max_time`` overriding it.
+
+    ValueError for fewer than 2 workers.
+    """
+    if n < 2:
+        raise ValueError(f"--workers must be >= 2, got {n}")
+    key = max((k for k in RECIPES if k <= n), default=min(RECIPES))
+    base = RECIPES[key]
+    scaled = base.lr * key / n if n > key else base.lr
+    return Recipe(scaled if lr is None else lr,
+                  base.max_time if max_time is None else max_time)  # fmt: skip
+
+
+def step_lr(lr: float, n: int) -> float:
+    """What one push steps the model by at ``n`` live workers: serve's default
+    ``--lr-workers`` scaling, which the bench keeps."""
+    return lr * worker_step_scale(JOB.lr_workers, n)
 
 
 @dataclass(frozen=True)
