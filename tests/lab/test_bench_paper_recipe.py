@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 from edgeps.lab.bench.paper import POLICIES, settings
-from edgeps.lab.bench.paper_plan import RECIPES, Recipe, recipe_for, step_lr
+from edgeps.lab.bench.paper_plan import (
+    RECIPES,
+    Recipe,
+    recipe_for,
+    step_lr,
+    targets_at,
+)
 from edgeps.lab.bench.paper_start import (
     READY_MARK,
     join_spread,
@@ -43,14 +49,16 @@ def test_each_measured_worker_count_has_its_own_recipe() -> None:
 
 def test_a_count_between_the_measured_ones_scales_the_smaller_ones_lr() -> None:
     # 16 workers: 8's recipe, its lr x 8 / 16; 2 workers: 3's recipe as it is
-    assert recipe_for(16) == Recipe(RECIPES[8].lr / 2, RECIPES[8].max_time)
+    assert recipe_for(16) == Recipe(
+        RECIPES[8].lr / 2, RECIPES[8].max_time, RECIPES[8].targets
+    )
     assert recipe_for(2) == RECIPES[3]
     assert recipe_for(64).lr == pytest.approx(RECIPES[32].lr / 2)
 
 
 def test_lr_and_max_time_given_override_the_recipe() -> None:
-    assert recipe_for(8, lr=0.1) == Recipe(0.1, RECIPES[8].max_time)
-    assert recipe_for(8, max_time=5.0) == Recipe(RECIPES[8].lr, 5.0)
+    assert recipe_for(8, lr=0.1).lr == 0.1
+    assert recipe_for(8, max_time=5.0).max_time == 5.0
     with pytest.raises(ValueError, match="--workers"):
         recipe_for(1)
 
@@ -124,3 +132,20 @@ def test_the_start_line_reports_load_spread_and_memory() -> None:
     assert "loaded their data in 12.0-14.5 s" in line
     assert "within 0.60 s of the first" in line and "up to 3100 MB" in line
     assert start_line([PaperRun("bsp", 0)], 3) is None
+
+
+def test_the_recipes_targets_replace_mnists_unless_targets_were_given() -> None:
+    # Arrange
+    r8 = Recipe(0.02, 75.0, (0.95, 0.9))
+
+    # Execute / Assert: sorted, the run stops at the highest
+    assert targets_at(r8, "mnist", [0.95, 0.97], 0.95, False) == ([0.9, 0.95], 0.95)
+    assert targets_at(r8, "mnist", [0.95, 0.97], 0.95, True) == ([0.95, 0.97], 0.95)
+    assert targets_at(r8, "fashion-mnist", [0.8, 0.85], 0.85, False) == (
+        [0.8, 0.85],
+        0.85,
+    )
+    assert targets_at(RECIPES[3], "mnist", [0.95, 0.97], 0.95, False) == (
+        [0.95, 0.97],
+        0.95,
+    )

@@ -37,6 +37,7 @@ from edgeps.lab.bench.paper_plan import (
     schedule_bound,
     sim_fits,
     stop_target,
+    targets_at,
 )  # fmt: skip
 from edgeps.lab.bench.paper_run import disturbed_worker, run_once
 from edgeps.lab.bench.paper_sim import simulate_run, step_in_process
@@ -183,12 +184,15 @@ def measure(args: Any, s: dict[str, Any], progress: Any = None) -> dict[str, Any
             recipe = recipe_for(n, args.lr, args.max_time)
             a = argparse.Namespace(**{**vars(args), "lr": recipe.lr,
                                       "max_time": recipe.max_time})  # fmt: skip
+            given = bool(getattr(args, "targets", None) or args.stop_at) or args.quick
+            tg, stop = targets_at(recipe, args.dataset, s["targets"], s["stop"], given)
+            sn = {**s, "targets": tg, "stop": stop}
             for seed in range(args.seed, args.seed + s["seeds"]):
                 for policy in s["policies"]:
                     k += 1
                     run = PaperRun(policy, seed)
                     t = time.monotonic()
-                    run_once(b.url, f"paper{k}", n, run, a, s, Path(tmp))
+                    run_once(b.url, f"paper{k}", n, run, a, sn, Path(tmp))
                     real_s.append(time.monotonic() - t)
                     mean_run = sum(real_s) / len(real_s)
                     if not args.no_sim and step is None and run.step_s:
@@ -212,15 +216,16 @@ def measure(args: Any, s: dict[str, Any], progress: Any = None) -> dict[str, Any
                             step, source = step_in_process(a, n), "in-process"
                         # the run's own step when it has one: the box's load moves
                         t = time.monotonic()
-                        simulate_run(run, n, run.step_s or step, a, s)
+                        simulate_run(run, n, run.step_s or step, a, sn)
                         sim_s.append(time.monotonic() - t)
                     runs.append(run)
                     if progress is not None:
                         progress(n, run)
             out[str(n)] = {"step_s": step, "step_from": source, "runs": runs,
                            "lr": recipe.lr, "max_time": recipe.max_time,
+                           "targets": tg, "stop": stop,
                            "rows": build_rows(runs, s["policies"],
-                                              s["targets"])}  # fmt: skip
+                                              tg)}  # fmt: skip
     return out
 
 
@@ -252,15 +257,15 @@ def run(args: argparse.Namespace) -> int:
             plot(results, s, args.plot)
         except (ImportError, OSError, ValueError) as exc:
             print(f"edgeps bench paper: no plot: {exc}", file=sys.stderr)
-    lo = min(s["targets"])
     if args.json:
         config = {k: v for k, v in vars(args).items() if not k.startswith("_")}
         config.update(s, schedule_bound=schedule_bound(s["disturb"]))
         body = {
             n: {"step_s": r["step_s"], "step_from": r["step_from"],
                 "lr": r["lr"], "max_time": r["max_time"],
+                "targets": r["targets"], "stop": r["stop"],
                 "rows": [x.to_dict() for x in r["rows"]],
-                "goals": ratios(r["rows"], lo),
+                "goals": ratios(r["rows"], min(r["targets"])),
                 "runs": [dataclasses.asdict(x) for x in r["runs"]]}
             for n, r in results.items()
         }  # fmt: skip
@@ -269,11 +274,12 @@ def run(args: argparse.Namespace) -> int:
                          default=lambda x: None))  # fmt: skip
         return 0
     for n, r in results.items():
-        print("\n" + header(args, s, n, r))
-        print(table(r["rows"], s["targets"]))
+        sn = {**s, "targets": r["targets"], "stop": r["stop"]}
+        print("\n" + header(args, sn, n, r))
+        print(table(r["rows"], sn["targets"]))
         cpu = cpu_lines(r["runs"], s["disturb"]["share"])
         start = start_line(r["runs"], int(n))
-        lines = goal_lines(r, s) + cpu + ([start] if start else [])
+        lines = goal_lines(r, sn) + cpu + ([start] if start else [])
         for line in lines + failure_lines(r["runs"]):
             print(line)
     print(f"\n{sum(len(r['runs']) for r in results.values())} runs in {wall:.0f} s "

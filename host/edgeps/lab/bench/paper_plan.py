@@ -22,25 +22,28 @@ SIM_SLACK = 1.5  # the simulator runs at most this times the real run's length
 
 @dataclass(frozen=True)
 class Recipe:
-    """The step and time limit every row of one worker count runs with.
+    """The step, time limit and MNIST targets every row of one worker count runs with.
 
     One recipe per N for all rows (a fair comparison), chosen from simulated
     and real runs (host/BENCHMARKS.md, "At 8 and 32 workers"). ``lr`` is
     what serve is given: past 16 live workers serve itself steps each push
     by ``lr x 16 / N`` (``--lr-workers``), so ``step_lr`` is what one push
-    moves the model by.
+    moves the model by. ``targets`` replace MNIST's (a run stops at the
+    highest): N workers share the box's cores, so a gradient costs the same
+    and a push moves the model less; empty: the dataset's own.
     """
 
     lr: float
     max_time: float  # s a run may take to reach the stop target
+    targets: tuple[float, ...] = ()
 
 
 # measured per worker count; other counts take the nearest smaller one's,
 # its lr scaled by (its N) / N: async pushes land about N versions stale
 RECIPES = {
     3: Recipe(0.05, 40.0),
-    8: Recipe(0.02, 60.0),
-    32: Recipe(0.01, 120.0),
+    8: Recipe(0.02, 75.0, (0.9, 0.95)),
+    32: Recipe(0.01, 120.0, (0.8, 0.9)),
 }
 
 
@@ -56,7 +59,17 @@ def recipe_for(n: int, lr: float | None = None,
     base = RECIPES[key]
     scaled = base.lr * key / n if n > key else base.lr
     return Recipe(scaled if lr is None else lr,
-                  base.max_time if max_time is None else max_time)  # fmt: skip
+                  base.max_time if max_time is None else max_time,
+                  base.targets)  # fmt: skip
+
+
+def targets_at(recipe: Recipe, dataset: str, targets: list[float], stop: float,
+               given: bool) -> tuple[list[float], float]:  # fmt: skip
+    """(targets, stop) at a worker count: the recipe's on MNIST unless
+    ``--targets`` or ``--stop-at`` were ``given``; else those passed in."""
+    if given or dataset != "mnist" or not recipe.targets:
+        return targets, stop
+    return sorted(recipe.targets), max(recipe.targets)
 
 
 def step_lr(lr: float, n: int) -> float:

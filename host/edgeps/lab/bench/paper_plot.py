@@ -33,7 +33,7 @@ def plot(results: dict[str, Any], s: dict[str, Any], path: str) -> None:
             if run.staleness:
                 t, st = zip(*run.staleness, strict=True)
                 stale.step(t, st, where="post", label=policy)
-        for target in s["targets"]:
+        for target in results[n].get("targets", s["targets"]):
             acc.axhline(target, color="grey", lw=0.5, ls=":")
         acc.set_title(f"{n} workers, one disturbed")
         acc.set_ylabel("test accuracy")
