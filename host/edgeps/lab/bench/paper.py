@@ -19,11 +19,9 @@ step (see ``calibrated_step``). Rows are medians of ``--seeds``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,37 +30,35 @@ from typing import Any
 
 from edgeps.lab.bench.paper_plan import (
     SIM_SLACK,
-    measured_step,
     parse_disturb,
     plan_for,
+    recipe_for,
     scenario_text,
     schedule_bound,
     sim_fits,
     stop_target,
+    targets_at,
     update_bound,
 )  # fmt: skip
+from edgeps.lab.bench.paper_run import disturbed_worker, run_once
 from edgeps.lab.bench.paper_sim import simulate_run, step_in_process
-from edgeps.lab.bench.paper_stale import stale_lines, stale_summary, update_curve
+from edgeps.lab.bench.paper_stale import stale_lines, stale_summary
+from edgeps.lab.bench.paper_start import start_line
 from edgeps.lab.bench.paper_table import (
     PaperRun,
-    accuracy_curve,
     build_rows,
     cpu_lines,
     failure_lines,
     goal_lines,
     header,
-    idle_fraction,
     ratios,
-    read_metrics,
-    staleness_series,
     table,
-    target_key,
-    time_to,
 )  # fmt: skip
 
 POLICIES = ("bsp", "ssp:1", "ssp:2", "ssp:4", "ssp:8", "dsp", "dsp:w=4,grace=1", "asp")
 QUICK_POLICIES = ("bsp", "ssp:2", "dsp", "asp")
-TAIL_LINES = 8
+__all__ = ["POLICIES", "QUICK_POLICIES", "configure", "disturbed_worker", "run",
+           "settings"]  # fmt: skip
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -89,7 +85,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the competitor: burst=S,period=S,share=F "
                         "(default burst=2,period=6,share=0.8)")  # fmt: skip
     parser.add_argument("--optimizer", default="sgd", help="sgd, momentum, adam")
-    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--lr", type=float, default=None,
+                        help="serve's lr (default: the recipe for the worker "
+                        "count: 3 -> 0.05, 8 -> 0.02, 32 -> 0.01)")  # fmt: skip
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument(
         "--eval-interval",
@@ -97,7 +95,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="s (default: mnist 1, fashion-mnist 3)",
     )
-    parser.add_argument("--max-time", type=float, default=40.0, help="s per run")
+    parser.add_argument("--max-time", type=float, default=None,
+                        help="s per run (default: the recipe for the worker "
+                        "count: 3 -> 40, 8 -> 60, 32 -> 120)")  # fmt: skip
     parser.add_argument("--quick", action="store_true",
                         help="3 workers, bsp/ssp:2/dsp/asp, 1 seed, "
                         "targets 0.8,0.85")  # fmt: skip
@@ -152,139 +152,14 @@ def _check(args: Any, s: dict[str, Any]) -> None:
         parse_policy(p)
     if not s["policies"] or not s["workers"] or not s["targets"]:
         raise ValueError("need at least one policy, worker count and target")
-    if min(s["workers"]) < 2 or s["seeds"] < 1 or args.max_time <= 0:
+    max_time = getattr(args, "max_time", None)
+    if min(s["workers"]) < 2 or s["seeds"] < 1 or (max_time is not None
+                                                   and max_time <= 0):  # fmt: skip
         raise ValueError("--workers must be >= 2, --seeds >= 1, --max-time > 0")
     if not all(0 < t <= 1 for t in [*s["targets"], s["stop"]]):
         raise ValueError("--targets and --stop-at are accuracies in (0, 1]")
     if s["eval_interval"] <= 0 or args.sim_seeds < 0:
         raise ValueError("--eval-interval must be > 0, --sim-seeds >= 0")
-
-
-def _edgeps(*args: str) -> list[str]:
-    return [sys.executable, "-m", "edgeps", *args]
-
-
-def _tail(path: Path) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-TAIL_LINES:])
-    except OSError:
-        return ""
-
-
-def _kill(proc: subprocess.Popen[bytes] | None) -> None:
-    if proc is not None and proc.poll() is None:
-        proc.kill()
-        proc.wait(10)
-
-
-def disturbed_worker(n: int, seed: int, scenario: str = "disturbed") -> tuple[str, Any]:
-    """The worker id the ``disturbed`` scenario picks for the seed, and its bursts."""
-    from edgeps.workloads.scenarios import make_scenario
-
-    sc = make_scenario(scenario, n, seed)
-    wid, prof = next((w, p) for w, p in sc.profiles.items() if p.bursts)
-    return wid, prof.bursts
-
-
-def run_once(url: str, job: str, n: int, run: PaperRun, args: Any,
-             s: dict[str, Any], workdir: Path) -> PaperRun:  # fmt: skip
-    """One serve, ``n`` workers and the competitor; fills ``run`` in."""
-    from edgeps.lab import disturb
-    from edgeps.lab.bench.compression import Sniffer
-    from edgeps.lab.bench.disturb_worker import CpuSampler, split_cpu
-    from edgeps.workloads.scenarios import worker_ids
-
-    metrics = workdir / f"{job}.metrics.jsonl"
-    serve_err = workdir / f"{job}.serve.err"
-    targets = s["targets"]
-    grace = s["startup"] + 2.0 * n  # N processes start on the box's cores
-    wid_d, bursts = disturbed_worker(n, run.seed, s["scenario"])
-    run.disturbed = wid_d
-    sniff = Sniffer(url, job)
-    clock = time.time() - time.monotonic()  # monotonic -> epoch
-    serve = None
-    workers: dict[str, subprocess.Popen[bytes]] = {}
-    handle = None
-    try:
-        with serve_err.open("wb") as se:
-            serve = subprocess.Popen(_edgeps(
-                "serve", "--broker", url, "--job", job, "--policy", run.policy,
-                "--dataset", args.dataset, "--model", args.model,
-                "--seed", str(run.seed), "--lr", str(args.lr),
-                "--optimizer", args.optimizer,
-                "--eval-interval", str(s["eval_interval"]), "--metrics-interval", "0.5",
-                "--metrics-out", str(metrics), "--target-accuracy", str(s["stop"]),
-                "--max-time", str(args.max_time), "--json", "--quiet",
-            ), stdout=subprocess.PIPE, stderr=se)  # fmt: skip
-            for i, wid in enumerate(worker_ids(n)):
-                workers[wid] = subprocess.Popen(_edgeps(
-                    "worker", "--broker", url, "--job", job, "--id", wid,
-                    "--emulated", f"{args.dataset}:{i}/{n}", "--seed", str(run.seed),
-                    "--batch", str(args.batch), "--log-level", "warning",
-                ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-            # the competitor's clock starts with the workers, as the scenario's
-            handle = disturb.start(workers[wid_d].pid, schedule=bursts,
-                                   limit=args.max_time + grace + 30)  # fmt: skip
-            run.competitor = handle.mode
-            cpu = CpuSampler(workers[wid_d].pid, handle.origin)
-            try:
-                out, _ = serve.communicate(timeout=args.max_time + grace)
-            except subprocess.TimeoutExpired:
-                serve.kill()
-                out, _ = serve.communicate(timeout=10)
-                run.error = (f"serve did not end in --max-time + {grace:g} s "
-                             "(killed)")  # fmt: skip
-            run.cpu_in, run.cpu_out = split_cpu(cpu.stop(), bursts)
-        if not run.error and serve.returncode != 0:
-            run.error = f"serve exited {serve.returncode}"
-        if not run.error:
-            try:
-                summary = json.loads(out)
-            except ValueError:
-                run.error = "serve printed no JSON summary"
-            else:
-                _fill(run, summary, sniff, metrics, clock, n, targets)
-    finally:
-        if handle is not None:
-            handle.stop()
-        for p in workers.values():
-            if p.poll() is None:
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    p.wait(5 if not run.error else 0.1)
-            _kill(p)
-        _kill(serve)
-        sniff.close()
-    if run.error:
-        run.stderr_tail = _tail(serve_err)
-    return run
-
-
-def _fill(run: PaperRun, summary: dict[str, Any], sniff: Any, metrics: Path,
-          clock: float, n: int, targets: list[float]) -> None:  # fmt: skip
-    acc = summary.get("accuracy")
-    run.final_accuracy = float(acc) if isinstance(acc, (int, float)) else None
-    run.max_staleness = int(summary.get("max_staleness", 0))
-    run.stop_reason = str(summary.get("stop_reason", ""))
-    run.pushes = {w: int(v.get("accepted", 0))
-                  for w, v in summary.get("workers", {}).items()}  # fmt: skip
-    with sniff.lock:
-        t0, up, down = sniff.first_hello, sniff.update_bytes, sniff.host_bytes
-    if t0 is None:
-        run.error = "the broker client saw no HELLO"
-        return
-    run.bytes_per_worker = (up + down) / n
-    try:
-        snaps = read_metrics(metrics.read_text().splitlines())
-    except OSError:
-        snaps = []
-    start = t0 + clock
-    run.curve = accuracy_curve(snaps, start)
-    run.times = {target_key(t): time_to(run.curve, t) for t in targets}
-    run.idle_fraction = idle_fraction(snaps)
-    run.staleness = staleness_series(snaps, run.disturbed, start)
-    run.updates = update_curve(snaps)
-    run.end_s = time.time() - start
-    run.step_s = measured_step(snaps, run.disturbed)
 
 
 def measure(args: Any, s: dict[str, Any], progress: Any = None) -> dict[str, Any]:
@@ -308,12 +183,18 @@ def measure(args: Any, s: dict[str, Any], progress: Any = None) -> dict[str, Any
             step: float | None = None
             source = "off" if args.no_sim else ""
             runs = []
+            recipe = recipe_for(n, args.lr, args.max_time)
+            a = argparse.Namespace(**{**vars(args), "lr": recipe.lr,
+                                      "max_time": recipe.max_time})  # fmt: skip
+            given = bool(getattr(args, "targets", None) or args.stop_at) or args.quick
+            tg, stop = targets_at(recipe, args.dataset, s["targets"], s["stop"], given)
+            sn = {**s, "targets": tg, "stop": stop}
             for seed in range(args.seed, args.seed + s["seeds"]):
                 for policy in s["policies"]:
                     k += 1
                     run = PaperRun(policy, seed)
                     t = time.monotonic()
-                    run_once(b.url, f"paper{k}", n, run, args, s, Path(tmp))
+                    run_once(b.url, f"paper{k}", n, run, a, sn, Path(tmp))
                     real_s.append(time.monotonic() - t)
                     mean_run = sum(real_s) / len(real_s)
                     if not args.no_sim and step is None and run.step_s:
@@ -334,17 +215,19 @@ def measure(args: Any, s: dict[str, Any], progress: Any = None) -> dict[str, Any
                         run.sim_skipped, sim_now = True, False
                     if not args.no_sim and sim_now:
                         if step is None:  # no compute time measured: time one here
-                            step, source = step_in_process(args, n), "in-process"
+                            step, source = step_in_process(a, n), "in-process"
                         # the run's own step when it has one: the box's load moves
                         t = time.monotonic()
-                        simulate_run(run, n, run.step_s or step, args, s)
+                        simulate_run(run, n, run.step_s or step, a, sn)
                         sim_s.append(time.monotonic() - t)
                     runs.append(run)
                     if progress is not None:
                         progress(n, run)
             out[str(n)] = {"step_s": step, "step_from": source, "runs": runs,
+                           "lr": recipe.lr, "max_time": recipe.max_time,
+                           "targets": tg, "stop": stop,
                            "rows": build_rows(runs, s["policies"],
-                                              s["targets"])}  # fmt: skip
+                                              tg)}  # fmt: skip
     return out
 
 
@@ -357,6 +240,22 @@ def _note(n: int, run: PaperRun) -> None:
             f"t{k} {'-' if v is None else f'{v:.1f}'}" for k, v in run.sim_times.items()
         )
     print(f"  N={n} seed {run.seed} {run.policy}: {what}", file=sys.stderr, flush=True)
+
+
+def text_lines(args: Any, s: dict[str, Any], n: str, r: dict[str, Any]) -> list[str]:
+    """One worker count's header, table and the lines under it, as printed."""
+    sn = {**s, "targets": r["targets"], "stop": r["stop"]}
+    notes = cpu_lines(r["runs"], s["disturb"]["share"])
+    notes += stale_lines(r["runs"], s["policies"], r["stop"])
+    start = start_line(r["runs"], int(n))
+    return [
+        header(args, sn, n, r),
+        table(r["rows"], sn["targets"]),
+        *goal_lines(r, sn, int(n)),
+        *notes,
+        *([start] if start else []),
+        *failure_lines(r["runs"]),
+    ]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -376,7 +275,6 @@ def run(args: argparse.Namespace) -> int:
             plot(results, s, args.plot)
         except (ImportError, OSError, ValueError) as exc:
             print(f"edgeps bench paper: no plot: {exc}", file=sys.stderr)
-    lo = min(s["targets"])
     if args.json:
         config = {k: v for k, v in vars(args).items() if not k.startswith("_")}
         bounds = {n: update_bound(s["disturb"], n) for n in s["workers"]}
@@ -384,9 +282,11 @@ def run(args: argparse.Namespace) -> int:
                       update_bound=bounds)  # fmt: skip
         body = {
             n: {"step_s": r["step_s"], "step_from": r["step_from"],
+                "lr": r["lr"], "max_time": r["max_time"],
+                "targets": r["targets"], "stop": r["stop"],
                 "rows": [x.to_dict() for x in r["rows"]],
-                "goals": ratios(r["rows"], lo),
-                "staleness": stale_summary(r["runs"], s["stop"]),
+                "goals": ratios(r["rows"], min(r["targets"])),
+                "staleness": stale_summary(r["runs"], r["stop"]),
                 "runs": [dataclasses.asdict(x) for x in r["runs"]]}
             for n, r in results.items()
         }  # fmt: skip
@@ -395,12 +295,7 @@ def run(args: argparse.Namespace) -> int:
                          default=lambda x: None))  # fmt: skip
         return 0
     for n, r in results.items():
-        print("\n" + header(args, s, n, r))
-        print(table(r["rows"], s["targets"]))
-        notes = cpu_lines(r["runs"], s["disturb"]["share"])
-        notes += stale_lines(r["runs"], s["policies"], s["stop"])
-        for line in goal_lines(r, s, int(n)) + notes + failure_lines(r["runs"]):
-            print(line)
+        print("\n" + "\n".join(text_lines(args, s, n, r)))
     print(f"\n{sum(len(r['runs']) for r in results.values())} runs in {wall:.0f} s "
           f"wall, load {os.getloadavg()[0]:.1f}")  # fmt: skip
     return 0

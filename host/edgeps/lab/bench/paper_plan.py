@@ -14,9 +14,68 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from edgeps.core.defaults import JOB, worker_step_scale
 from edgeps.workloads.scenarios import BASE_BATCH, DISTURBED, FIXED_FRACTION
 
 SIM_SLACK = 1.5  # the simulator runs at most this times the real run's length
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """The step, time limit and MNIST targets every row of one worker count runs with.
+
+    One recipe per N for all rows (a fair comparison), chosen from simulated
+    and real runs (host/BENCHMARKS.md, "At 8 and 32 workers"). ``lr`` is
+    what serve is given: past 16 live workers serve itself steps each push
+    by ``lr x 16 / N`` (``--lr-workers``), so ``step_lr`` is what one push
+    moves the model by. ``targets`` replace MNIST's (a run stops at the
+    highest): N workers share the box's cores, so a gradient costs the same
+    and a push moves the model less; empty: the dataset's own.
+    """
+
+    lr: float
+    max_time: float  # s a run may take to reach the stop target
+    targets: tuple[float, ...] = ()
+
+
+# measured per worker count; other counts take the nearest smaller one's,
+# its lr scaled by (its N) / N: async pushes land about N versions stale
+RECIPES = {
+    3: Recipe(0.05, 40.0),
+    8: Recipe(0.02, 75.0, (0.9, 0.95)),
+    32: Recipe(0.01, 120.0, (0.8, 0.9)),
+}
+
+
+def recipe_for(n: int, lr: float | None = None,
+               max_time: float | None = None) -> Recipe:  # fmt: skip
+    """The recipe at ``n`` workers, ``lr`` and ``max_time`` overriding it.
+
+    ValueError for fewer than 2 workers.
+    """
+    if n < 2:
+        raise ValueError(f"--workers must be >= 2, got {n}")
+    key = max((k for k in RECIPES if k <= n), default=min(RECIPES))
+    base = RECIPES[key]
+    scaled = base.lr * key / n if n > key else base.lr
+    return Recipe(scaled if lr is None else lr,
+                  base.max_time if max_time is None else max_time,
+                  base.targets)  # fmt: skip
+
+
+def targets_at(recipe: Recipe, dataset: str, targets: list[float], stop: float,
+               given: bool) -> tuple[list[float], float]:  # fmt: skip
+    """(targets, stop) at a worker count: the recipe's on MNIST unless
+    ``--targets`` or ``--stop-at`` were ``given``; else those passed in."""
+    if given or dataset != "mnist" or not recipe.targets:
+        return targets, stop
+    return sorted(recipe.targets), max(recipe.targets)
+
+
+def step_lr(lr: float, n: int) -> float:
+    """What one push steps the model by at ``n`` live workers: serve's default
+    ``--lr-workers`` scaling, which the bench keeps."""
+    return lr * worker_step_scale(JOB.lr_workers, n)
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ def plot(results: dict[str, Any], s: dict[str, Any], path: str) -> None:
                 u, m, a = zip(*run.updates, strict=True)
                 work.plot(u, a, color=colour.get(policy),
                           label=f"{policy} (mean staleness {m[-1]:.1f})")  # fmt: skip
-        for target in s["targets"]:
+        for target in results[n].get("targets", s["targets"]):
             acc.axhline(target, color="grey", lw=0.5, ls=":")
             work.axhline(target, color="grey", lw=0.5, ls=":")
         acc.set_title(f"{n} workers, one disturbed")

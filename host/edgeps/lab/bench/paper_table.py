@@ -17,8 +17,9 @@ from edgeps.lab.bench.paper_plan import (
     describe,
     schedule_bound,
     sim_ratio,
+    step_lr,
     update_bound,
-)
+)  # fmt: skip
 from edgeps.observe.table import table as text_table
 
 
@@ -54,6 +55,9 @@ class PaperRun:
     cpu_out: float | None = None  # and between them
     # (applied updates, their mean staleness, accuracy) per snapshot: paper_stale
     updates: list[tuple[int, float, float]] = field(default_factory=list)
+    load_s: float | None = None  # s the workers took to load before serve started
+    join_spread_s: float | None = None  # s from the first HELLO to the N-th
+    rss_mb: float | None = None  # peak sum of the workers' resident memory
 
     @property
     def failed(self) -> bool:
@@ -301,11 +305,16 @@ def header(args: Any, s: dict[str, Any], n: str, r: dict[str, Any]) -> str:
     step = ("off" if not steps else
             f"{min(steps):.0f}-{max(steps):.0f} ms, each real run's undisturbed "
             "workers' median compute time")  # fmt: skip
+    lr = r.get("lr", args.lr)
+    mt = r.get("max_time", args.max_time)
+    stepped = step_lr(lr, int(n))
+    push = "" if stepped == lr else f" (each push {stepped:g}: serve's lr x 16 / N)"
+    made = "--lr" if args.lr is not None else f"the recipe for {n} workers"
     lines = [
         f"{args.model} on {args.dataset}, {n} CPython workers on a real mosquitto, "
-        f"one disturbed ({describe(s['disturb'])}); {args.optimizer} lr {args.lr:g}, "
-        f"batch {args.batch}; wall s from the first HELLO, medians of {s['seeds']} "
-        f"seed(s); a run stops at {s['stop']:g} or {args.max_time:g} s",
+        f"one disturbed ({describe(s['disturb'])}); {args.optimizer} lr {lr:g}"
+        f"{push}, batch {args.batch} ({made}); wall s from the first HELLO, medians "
+        f"of {s['seeds']} seed(s); a run stops at {s['stop']:g} or {mt:g} s",
         f"sim: the simulator beside the first {args.sim_seeds} seed(s) of a row, "
         f"bounded by {SIM_SLACK:g}x the real run's length; step {step}; sim/real: "
         f"its time to {min(s['targets']):g} over the real run's",
