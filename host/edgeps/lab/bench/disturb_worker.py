@@ -25,6 +25,7 @@ import time
 from typing import Any
 
 from edgeps.lab import disturb
+from edgeps.lab.bench.procs import edgeps
 from edgeps.workloads.bursts import Bursts
 
 EDGE = 0.05  # seconds: a step this close to a burst's edge is in neither set
@@ -169,10 +170,6 @@ def summarise(
     }
 
 
-def _edgeps(*args: str) -> list[str]:
-    return [sys.executable, "-m", "edgeps", *args]
-
-
 def measure(
     share: float = 0.8,
     *,
@@ -197,14 +194,14 @@ def measure(
     with start_mosquitto() as broker:
         try:
             clock = PushClock(broker.url, job)
-            procs.append(subprocess.Popen(_edgeps(
+            procs.append(subprocess.Popen(edgeps(
                 "serve", "--broker", broker.url, "--job", job, "--policy", "asp",
                 "--dataset", dataset, "--model", model, "--lr", "0.05",
                 "--optimizer", "sgd", "--max-time", str(seconds + 60.0),
                 "--target-accuracy", "0.9999", "--quiet", "--seed", str(seed),
             ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))  # fmt: skip
             for i in range(2):
-                procs.append(subprocess.Popen(_edgeps(
+                procs.append(subprocess.Popen(edgeps(
                     "worker", "--broker", broker.url, "--job", job, "--id", f"w{i}",
                     "--emulated", f"{dataset}:{i}/2", "--batch", str(batch),
                     "--seed", str(seed), "--log-level", "warning",

@@ -13,17 +13,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from edgeps.lab.bench.policies_broker import _stop, _tail
+from edgeps.lab.bench.procs import edgeps, stop, tail
 
 LR = 0.003  # the server's Adam: SGD's default 0.1 diverges on the conv nets
-
-
-def _edgeps(*args: str) -> list[str]:
-    return [sys.executable, "-m", "edgeps", *args]
 
 
 def sensors_run(
@@ -41,14 +36,14 @@ def sensors_run(
 ) -> dict[str, Any]:
     """One serve + emulate job; ``accuracy`` (or None), ``elapsed``, ``updates``,
     ``stop_reason`` and ``error``."""
-    serve_cmd = _edgeps(
+    serve_cmd = edgeps(
         "serve", "--broker", url, "--job", job, "--policy", "dsp",
         "--dataset", dataset, "--model", spec, "--seed", str(seed),
         "--optimizer", "adam", "--lr", str(LR),
         "--target-accuracy", str(target), "--max-time", str(max_time),
         "--json", "--quiet",
     )  # fmt: skip
-    emu_cmd = _edgeps(
+    emu_cmd = edgeps(
         "emulate", "--broker", url, "--job", job, "--workers", str(workers),
         "--dataset", dataset, "--seed", str(seed),
         "--compute-time", str(compute_time), "--max-time", str(max_time + 30),
@@ -67,14 +62,14 @@ def sensors_run(
                 serve.kill()
                 out, _ = serve.communicate(timeout=10)
                 result["error"] = "serve did not end in --max-time + 60 s (killed)"
-            _stop(emu, 30 if serve.returncode == 0 else 0.5)
+            stop(emu, 30 if serve.returncode == 0 else 0.5)
     finally:
         for p in (emu, serve):
             if p is not None and p.poll() is None:
                 p.kill()
                 p.wait(10)
     if not result["error"] and serve is not None and serve.returncode != 0:
-        result["error"] = f"serve exited {serve.returncode}: {_tail(serve_err, 2)}"
+        result["error"] = f"serve exited {serve.returncode}: {tail(serve_err, 2)}"
     if result["error"]:
         return result
     try:

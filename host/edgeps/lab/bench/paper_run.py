@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -29,25 +28,7 @@ from edgeps.lab.bench.paper_table import (
     target_key,
     time_to,
 )  # fmt: skip
-
-TAIL_LINES = 8
-
-
-def _edgeps(*args: str) -> list[str]:
-    return [sys.executable, "-m", "edgeps", *args]
-
-
-def _tail(path: Path) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-TAIL_LINES:])
-    except OSError:
-        return ""
-
-
-def _kill(proc: subprocess.Popen[bytes] | None) -> None:
-    if proc is not None and proc.poll() is None:
-        proc.kill()
-        proc.wait(10)
+from edgeps.lab.bench.procs import edgeps, kill, tail
 
 
 class _NotReady(RuntimeError):
@@ -87,7 +68,7 @@ def run_once(url: str, job: str, n: int, run: PaperRun, args: Any,
         # workers first: they wait for serve's MODEL, so slow starts cost no row
         for i, (wid, log) in enumerate(zip(worker_ids(n), logs, strict=True)):
             with log.open("wb") as lf:
-                workers[wid] = subprocess.Popen(_edgeps(
+                workers[wid] = subprocess.Popen(edgeps(
                     "worker", "--broker", url, "--job", job, "--id", wid,
                     "--emulated", f"{args.dataset}:{i}/{n}", "--seed", str(run.seed),
                     "--batch", str(args.batch), "--log-level", "info",
@@ -99,7 +80,7 @@ def run_once(url: str, job: str, n: int, run: PaperRun, args: Any,
         if ready < n:
             raise _NotReady(f"{ready} of {n} workers loaded their data in {grace:g} s")
         with serve_err.open("wb") as se:
-            serve = subprocess.Popen(_edgeps(
+            serve = subprocess.Popen(edgeps(
                 "serve", "--broker", url, "--job", job, "--policy", run.policy,
                 "--dataset", args.dataset, "--model", args.model,
                 "--seed", str(run.seed), "--lr", str(args.lr),
@@ -141,11 +122,11 @@ def run_once(url: str, job: str, n: int, run: PaperRun, args: Any,
             if p.poll() is None:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     p.wait(5 if not run.error else 0.1)
-            _kill(p)
-        _kill(serve)
+            kill(p)
+        kill(serve)
         sniff.close()
     if run.error:
-        run.stderr_tail = _tail(serve_err) or _tail(logs[0])
+        run.stderr_tail = tail(serve_err) or tail(logs[0])
     return run
 
 

@@ -26,7 +26,6 @@ import json
 import math
 import shlex
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -34,12 +33,12 @@ from typing import Any
 
 from edgeps.lab.bench import policies_conv as convjob
 from edgeps.lab.bench.policies_table import BrokerRun, build_rows
+from edgeps.lab.bench.procs import edgeps, stop, tail
 from edgeps.lab.matrix import grid as matrix
 
 POLICIES = ("bsp", "asp", "dsp", "kofn:auto")
 SCENARIOS = ("stragglers", "mixed", "lossy")
 DATASET = "sensors"  # IID: what `edgeps emulate` splits (it has no Dirichlet split)
-TAIL_LINES = 8
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -88,28 +87,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead")
 
 
-def _edgeps(*args: str) -> list[str]:
-    return [sys.executable, "-m", "edgeps", *args]
-
-
-def _tail(path: Path, lines: int = TAIL_LINES) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(text.strip().splitlines()[-lines:])
-
-
-def _stop(proc: subprocess.Popen[bytes], timeout: float) -> int | None:
-    """Wait up to ``timeout`` s, else kill: the exit code, None if killed."""
-    try:
-        return proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(10)
-        return None
-
-
 def conv_config(
     dataset: str, scenario: str, policy: str, balance: bool, seed: int, args: Any
 ) -> Any:
@@ -150,7 +127,7 @@ def serve_command(
             "--target-accuracy", str(target_of(args, dataset)),
             "--max-time", str(max_time_of(args)),
         ]  # fmt: skip
-    cmd = _edgeps(
+    cmd = edgeps(
         "serve", "--broker", url, "--job", job, "--policy", policy,
         "--seed", str(seed), *job_flags, "--json", "--quiet",
         *shlex.split(getattr(args, "serve_args", "")),
@@ -176,7 +153,7 @@ def emulate_command(
         board_flags = convjob.emulate_flags(cfg)
     else:
         board_flags = ["--scenario", scenario, "--dataset", dataset]
-    return _edgeps(
+    return edgeps(
         "emulate", "--broker", url, "--job", job, "--workers", str(args.workers),
         *board_flags, "--seed", str(seed),
         "--max-time", str(max_time_of(args, dataset) + 30), "--json",
@@ -222,7 +199,7 @@ def run_once(url: str, job: str, run: BrokerRun, args: Any, workdir: Path) -> Br
                 out, _ = serve.communicate(timeout=10)
                 run.error = "serve did not end in --max-time + 60 s (killed)"
             # a serve that failed never publishes the MODEL the sensors wait for
-            emu_code = _stop(emu, 60 if serve.returncode == 0 else 0.5)
+            emu_code = stop(emu, 60 if serve.returncode == 0 else 0.5)
         if not run.error and serve.returncode != 0:
             run.error = f"serve exited {serve.returncode}"
         elif not run.error and emu_code != 0:
@@ -246,7 +223,7 @@ def run_once(url: str, job: str, run: BrokerRun, args: Any, workdir: Path) -> Br
         sniff.close()
     if run.error:
         which = emu_err if run.error.startswith("emulate") else serve_err
-        run.stderr_tail = _tail(which)
+        run.stderr_tail = tail(which)
     return run
 
 

@@ -14,12 +14,13 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from edgeps.lab.bench.procs import edgeps
 
 BROKER_CONF = """listener {port} 127.0.0.1
 allow_anonymous true
@@ -163,10 +164,6 @@ class RunResult:
     error: str = ""
 
 
-def _edgeps(*args: str) -> list[str]:
-    return [sys.executable, "-m", "edgeps", *args]
-
-
 def _applied_between(metrics: Path, t1: float, t2: float) -> tuple[float, float]:
     """Applied updates and ingested pushes per second between wall times t1, t2."""
     rows = []
@@ -209,7 +206,7 @@ def one_run(spec: RunSpec) -> RunResult:
             ramp = 0.002 * spec.sensors / spec.processes
             serve_time = spec.duration + 30.0
             serve = subprocess.Popen(
-                _edgeps(
+                edgeps(
                     "serve",
                     "--broker",
                     url,
@@ -234,7 +231,7 @@ def one_run(spec: RunSpec) -> RunResult:
             procs.append(serve)
             time.sleep(2.0)  # serve publishes its retained MODEL
             emu = subprocess.Popen(
-                _edgeps(
+                edgeps(
                     "emulate",
                     "--broker",
                     url,
