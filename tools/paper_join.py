@@ -1,7 +1,7 @@
 """Join slices of `edgeps bench paper --json` (split by --policies) into one table.
 
 Runs are deterministic per seed apart from timing, so rows measured in
-separate commands (each under the wall-clock lock's ~15 minutes) join into one
+separate commands (each short enough to run alone on a quiet box) join into one
 table: the runs of every file, per worker count, rows in the order the files
 name their policies; the header and goal lines as the bench prints them, and
 one figure with --plot.
