@@ -160,6 +160,11 @@ def _check(args: Any, s: dict[str, Any]) -> None:
         raise ValueError("--targets and --stop-at are accuracies in (0, 1]")
     if s["eval_interval"] <= 0 or args.sim_seeds < 0:
         raise ValueError("--eval-interval must be > 0, --sim-seeds >= 0")
+    from edgeps.workloads.datasets import load_dataset
+
+    # every worker loads it: a missing extra (mnist needs edgeps[datasets])
+    # is said once, here, not as N workers dying in every run
+    load_dataset(args.dataset, 0)
 
 
 def measure(args: Any, s: dict[str, Any], progress: Any = None) -> dict[str, Any]:

@@ -74,11 +74,13 @@ def run_once(url: str, job: str, n: int, run: PaperRun, args: Any,
                     "--batch", str(args.batch), "--log-level", "info",
                 ), stdout=subprocess.DEVNULL, stderr=lf)  # fmt: skip
         rss = RssSampler([p.pid for p in workers.values()])
-        ready, run.load_s = wait_ready(
-            logs, lambda: sum(p.poll() is None for p in workers.values()), grace
-        )
+        alive = lambda: sum(p.poll() is None for p in workers.values())  # noqa: E731
+        ready, run.load_s = wait_ready(logs, alive, grace)
         if ready < n:
-            raise _NotReady(f"{ready} of {n} workers loaded their data in {grace:g} s")
+            raise _NotReady(
+                f"{ready} of {n} workers loaded their data in {run.load_s:.0f} s "
+                f"({n - alive()} exited; the first one's log below)"
+            )
         with serve_err.open("wb") as se:
             serve = subprocess.Popen(edgeps(
                 "serve", "--broker", url, "--job", job, "--policy", run.policy,
